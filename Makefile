@@ -1,0 +1,113 @@
+# infer — one Makefile for the CPU engine, the CUDA backend (when nvcc is
+# present) and the tests.
+#
+#   make                 release build: build/infer (CUDA backend if nvcc found)
+#   make CUDA=0          CPU-only build
+#   make SAN=1           address + undefined sanitizer build in build-san/ (CPU only)
+#   make test            sanitizer build, then every CPU test (what CI runs)
+#   make demo            build, then run generate on the embedded default model
+#   make gpu-build       release build for the GPU machine (sm_90a), see tests/gpu/run.sh
+
+SAN ?= 0
+NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+
+ifeq ($(SAN),1)
+  BUILD ?= build-san
+  CUDA ?= 0
+  OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+  LDSAN := -fsanitize=address,undefined
+else
+  BUILD ?= build
+  CUDA ?= $(if $(NVCC),1,0)
+  OPT := -O2 -g -march=x86-64-v2
+  LDSAN :=
+endif
+
+CC ?= gcc
+WARN := -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes -Wshadow -Wvla
+CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -Isrc -pthread
+CFLAGS_SRC := $(CFLAGS_BASE) $(WARN)
+# Test files use Criterion's macros, which do not declare prototypes.
+CFLAGS_TEST := $(CFLAGS_BASE) -Wall -Wextra -Werror -Wvla -Itests
+LDLIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lm -pthread
+
+SRC_C := $(shell find src -name '*.c' -not -path 'src/backend/cuda/*' -not -path 'src/cli/*')
+CLI_C := $(shell find src/cli -name '*.c')
+CUDA_C := $(shell find src/backend/cuda -name '*.c')
+CUDA_CU := $(shell find src/backend/cuda -name '*.cu')
+
+ifeq ($(CUDA),1)
+  SRC_C += $(CUDA_C)
+  CFLAGS_SRC += -DINFER_HAVE_CUDA -isystem $(CUDA_HOME)/include
+  CFLAGS_TEST += -DINFER_HAVE_CUDA
+  NVCCFLAGS := -std=c++17 -O3 -Isrc -Xcompiler -Wall,-Wextra,-Werror \
+    -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90 --expt-relaxed-constexpr
+  CU_OBJ := $(CUDA_CU:%.cu=$(BUILD)/%.o)
+  LDLIBS += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcublasLt -lcudart -lstdc++
+else
+  CU_OBJ :=
+endif
+
+LIB_OBJ := $(SRC_C:%.c=$(BUILD)/%.o) $(CU_OBJ)
+CLI_OBJ := $(CLI_C:%.c=$(BUILD)/%.o)
+TEST_C := $(wildcard tests/unit/test_*.c)
+TEST_HELPERS := $(filter-out $(TEST_C),$(wildcard tests/unit/*.c))
+TEST_BIN := $(BUILD)/tests/unit/all_tests
+
+.PHONY: all test test-unit test-cli clean gpu-build format demo
+all: $(BUILD)/infer
+
+$(BUILD)/libinfer.a: $(LIB_OBJ)
+	@rm -f $@
+	@echo "AR    $@"
+	@ar rcs $@ $^
+
+$(BUILD)/infer: $(CLI_OBJ) $(BUILD)/libinfer.a
+	@echo "LD    $@"
+	@$(CC) $(LDSAN) -o $@ $(CLI_OBJ) $(BUILD)/libinfer.a $(LDLIBS)
+
+$(BUILD)/src/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	@echo "CC    $<"
+	@$(CC) $(CFLAGS_SRC) -MMD -MP -c $< -o $@
+
+$(BUILD)/src/%.o: src/%.cu
+	@mkdir -p $(dir $@)
+	@echo "NVCC  $<"
+	@$(NVCC) $(NVCCFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/tests/%.o: tests/%.c
+	@mkdir -p $(dir $@)
+	@echo "CC    $<"
+	@$(CC) $(CFLAGS_TEST) -MMD -MP -c $< -o $@
+
+$(TEST_BIN): $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_HELPERS:%.c=$(BUILD)/%.o) $(BUILD)/libinfer.a
+	@echo "LD    $@"
+	@$(CC) $(LDSAN) -o $@ $^ $(LDLIBS) -lcriterion
+
+# The test command of the README and of CI: sanitizer build, unit tests, CLI tests.
+test:
+	$(MAKE) SAN=1 test-unit test-cli
+
+test-unit: $(TEST_BIN)
+	INFER_ROOT=$(CURDIR) $(TEST_BIN) --jobs 2
+
+test-cli: $(BUILD)/infer
+	INFER=$(CURDIR)/$(BUILD)/infer bash tests/cli/run.sh
+
+# The README's main job, on the embedded default (a tiny random Llama for now).
+demo: $(BUILD)/infer
+	$(BUILD)/infer info --model tests/fixtures/tiny-llama
+	$(BUILD)/infer generate --model tests/fixtures/tiny-llama --prompt-ids 128,64,32,16,8,4,2,1 --max-tokens 24 --json
+
+gpu-build:
+	$(MAKE) BUILD=build-gpu CUDA=1 SAN=0
+
+format:
+	clang-format -i $$(find src tests -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh')
+
+clean:
+	rm -rf build build-san build-gpu
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,141 @@
+/* CPU backend: memory, weights and metadata. Host memory is the backend's
+ * memory, so uploads are copies (or, for weights, borrowed pointers into the
+ * checkpoint's read-only mapping) and kernels run synchronously. */
+#include "backend/cpu/cpu_backend.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/bf16.h"
+
+void cpu_to_f32(float *dst, const void *src, enum dtype dtype, int64_t i0, int64_t n)
+{
+    switch (dtype) {
+    case DTYPE_F32:
+        memcpy(dst, (const float *)src + i0, (size_t)n * sizeof(float));
+        break;
+    case DTYPE_BF16: {
+        const uint16_t *s = (const uint16_t *)src + i0;
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = bf16_to_f32(s[i]);
+        break;
+    }
+    case DTYPE_F16: {
+        const uint16_t *s = (const uint16_t *)src + i0;
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = f16_to_f32(s[i]);
+        break;
+    }
+    default:
+        CHECK(!"cpu_to_f32: not a float dtype");
+    }
+}
+
+static void *cpu_alloc(struct backend *be, size_t bytes, struct err *e)
+{
+    (void)be;
+    void *p = NULL;
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    if (posix_memalign(&p, 64, rounded ? rounded : 64)) {
+        err_set(e, "cpu backend: cannot allocate %zu bytes", bytes);
+        return NULL;
+    }
+    return p;
+}
+
+static void cpu_free(struct backend *be, void *p)
+{
+    (void)be;
+    free(p);
+}
+
+/* Weights stay where the checkpoint reader put them (an mmap the caller keeps
+ * open); only their description is recorded. */
+static int cpu_weight_upload(struct backend *be, struct weight *dst, const void *host_data,
+                             enum dtype dtype, int64_t rows, int64_t cols, struct err *e)
+{
+    (void)be;
+    if (!dtype_is_float(dtype))
+        return err_set(e, "cpu backend: weights must be BF16, F16 or F32, got %s", dtype_name(dtype));
+    dst->data = host_data;
+    dst->dtype = dtype;
+    dst->rows = rows;
+    dst->cols = cols;
+    return 0;
+}
+
+static void cpu_weight_free(struct backend *be, struct weight *w)
+{
+    (void)be;
+    memset(w, 0, sizeof *w);
+}
+
+static int cpu_copy(struct backend *be, void *dst, const void *src, size_t bytes, struct err *e)
+{
+    (void)be;
+    (void)e;
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+static int cpu_batch_upload(struct backend *be, const struct fwd_batch *b, struct fwd_meta *m,
+                            struct err *e)
+{
+    (void)be;
+    (void)e;
+    *m = (struct fwd_meta){b->n_tokens,     b->n_seqs,      b->n_logits,  b->max_blocks_per_seq,
+                           b->token_ids,    b->positions,   b->slot_mapping, b->seq_of_token,
+                           b->query_start,  b->kv_len,      b->block_tables, b->logit_rows};
+    return 0;
+}
+
+static int cpu_synchronize(struct backend *be, struct err *e)
+{
+    (void)be;
+    (void)e;
+    return 0;
+}
+
+static const struct backend_ops cpu_ops = {
+    .name = "cpu",
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .weight_upload = cpu_weight_upload,
+    .weight_free = cpu_weight_free,
+    .copy_to_device = cpu_copy,
+    .copy_to_host = cpu_copy,
+    .batch_upload = cpu_batch_upload,
+    .synchronize = cpu_synchronize,
+    .embed = cpu_embed,
+    .rmsnorm = cpu_rmsnorm,
+    .add_rmsnorm = cpu_add_rmsnorm,
+    .matmul = cpu_matmul,
+    .qk_rope_kv_write = cpu_qk_rope_kv_write,
+    .attention = cpu_attention,
+    .gated_act = cpu_gated_act,
+    .gather_rows = cpu_gather_rows,
+    .logits = cpu_logits,
+    .argmax = cpu_argmax,
+};
+
+static void cpu_backend_free(struct backend *be)
+{
+    struct cpu_backend *cb = be->impl;
+    threadpool_free(cb->pool);
+    free(cb);
+    free(be);
+}
+
+struct backend *cpu_backend_create(int n_threads, struct err *e)
+{
+    (void)e;
+    struct cpu_backend *cb = xcalloc(1, sizeof *cb);
+    cb->pool = threadpool_create(n_threads);
+    struct backend *be = xcalloc(1, sizeof *be);
+    be->ops = &cpu_ops;
+    be->impl = cb;
+    be->act_dtype = DTYPE_F32;
+    be->kv_dtype = DTYPE_F32;
+    be->destroy = cpu_backend_free;
+    return be;
+}

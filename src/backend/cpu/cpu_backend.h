@@ -1,0 +1,47 @@
+/* The CPU reference backend: fp32 math over bf16/f16/f32 weights, f32
+ * activations and KV cache, loops spread over a thread pool. Shared by the
+ * cpu_*.c files that implement its ops. */
+#ifndef INFER_BACKEND_CPU_BACKEND_H
+#define INFER_BACKEND_CPU_BACKEND_H
+
+#include "backend/ops.h"
+#include "core/threadpool.h"
+
+struct cpu_backend {
+    struct threadpool *pool;
+};
+
+static inline struct threadpool *cpu_pool(struct backend *be)
+{
+    return ((struct cpu_backend *)be->impl)->pool;
+}
+
+/* Converts n elements of a float tensor (any dtype) starting at index i0 to f32. */
+void cpu_to_f32(float *dst, const void *src, enum dtype dtype, int64_t i0, int64_t n);
+
+struct backend *cpu_backend_create(int n_threads, struct err *e);
+
+/* op implementations, one file each */
+void cpu_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
+               float scale);
+void cpu_rmsnorm(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows,
+                 float eps, int plus_one);
+void cpu_add_rmsnorm(struct backend *be, void *residual, const void *delta, void *out,
+                     const struct weight *w, int n_rows, float eps, int plus_one);
+void cpu_matmul(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows);
+void cpu_logits(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows,
+                float softcap);
+void cpu_qk_rope_kv_write(struct backend *be, void *q, void *k, const void *v,
+                          const struct fwd_meta *m, const struct attn_shape *s,
+                          const struct weight *q_norm, const struct weight *k_norm, float eps,
+                          int plus_one, const float *inv_freq, struct kv_layer *kv);
+void cpu_attention(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
+                   const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
+                   float softcap);
+void cpu_gated_act(struct backend *be, void *out, const void *gate, const void *up, int n_rows,
+                   int n_cols, enum act_fn act);
+void cpu_gather_rows(struct backend *be, void *out, const void *x, const struct fwd_meta *m,
+                     int n_cols);
+void cpu_argmax(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols);
+
+#endif

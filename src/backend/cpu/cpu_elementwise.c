@@ -1,0 +1,62 @@
+/* Small per-row ops: embedding lookup, gated activations, row gather, argmax. */
+#include <math.h>
+#include <string.h>
+
+#include "backend/cpu/cpu_backend.h"
+
+void cpu_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
+               float scale)
+{
+    (void)be;
+    int64_t d = table->cols;
+    for (int t = 0; t < m->n_tokens; t++) {
+        int32_t id = m->token_ids[t];
+        CHECK(id >= 0 && id < table->rows);
+        float *o = (float *)out + t * d;
+        cpu_to_f32(o, table->data, table->dtype, (int64_t)id * d, d);
+        if (scale != 1.0f)
+            for (int64_t i = 0; i < d; i++)
+                o[i] *= scale;
+    }
+}
+
+static inline float gelu_tanh(float x)
+{
+    const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
+    return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+void cpu_gated_act(struct backend *be, void *out, const void *gate, const void *up, int n_rows,
+                   int n_cols, enum act_fn act)
+{
+    (void)be;
+    int64_t n = (int64_t)n_rows * n_cols;
+    const float *g = gate, *u = up;
+    float *o = out;
+    for (int64_t i = 0; i < n; i++) {
+        float a = act == ACT_FN_SILU ? g[i] / (1.0f + expf(-g[i])) : gelu_tanh(g[i]);
+        o[i] = a * u[i];
+    }
+}
+
+void cpu_gather_rows(struct backend *be, void *out, const void *x, const struct fwd_meta *m,
+                     int n_cols)
+{
+    (void)be;
+    for (int i = 0; i < m->n_logits; i++)
+        memmove((float *)out + (int64_t)i * n_cols,
+                (const float *)x + (int64_t)m->logit_rows[i] * n_cols, (size_t)n_cols * sizeof(float));
+}
+
+void cpu_argmax(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols)
+{
+    (void)be;
+    for (int r = 0; r < n_rows; r++) {
+        const float *l = logits + (int64_t)r * n_cols;
+        int best = 0;
+        for (int i = 1; i < n_cols; i++)
+            if (l[i] > l[best])
+                best = i;
+        out[r] = best;
+    }
+}

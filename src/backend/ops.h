@@ -1,0 +1,146 @@
+/* The op table: everything the model's forward pass asks of a backend.
+ *
+ * The forward pass (src/model/forward.c) is written once against these ops;
+ * the CPU backend (src/backend/cpu) is the fp32 reference and the CUDA backend
+ * (src/backend/cuda) the fast path. Buffers are opaque `void *` in the
+ * backend's memory: activations are `act_dtype` elements (f32 on the CPU),
+ * the KV cache holds `kv_dtype` elements, logits are always f32.
+ *
+ * Per-step values (token ids, positions, slot mapping, block tables, ...)
+ * reach kernels through struct fwd_meta, which points into the backend's
+ * fixed metadata buffers: kernels read them from memory rather than taking
+ * them as launch arguments, which is what lets a step be captured once as a
+ * CUDA graph and replayed with new values. */
+#ifndef INFER_BACKEND_OPS_H
+#define INFER_BACKEND_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/dtype.h"
+#include "core/error.h"
+
+/* A weight matrix [rows, cols], row-major (a vector has rows = 1), in the
+ * backend's memory, in any float dtype the backend accepts. */
+struct weight {
+    const void *data;
+    enum dtype dtype;
+    int64_t rows;
+    int64_t cols;
+};
+
+/* One step's flat batch, in host memory (the step builder's output).
+ * Tokens of one sequence are contiguous; sequence s owns rows
+ * [query_start[s], query_start[s+1]). */
+struct fwd_batch {
+    int n_tokens;
+    int n_seqs;
+    int n_logits;            /* rows that need logits */
+    int max_blocks_per_seq;  /* row stride of block_tables */
+    const int32_t *token_ids;    /* [n_tokens] */
+    const int32_t *positions;    /* [n_tokens] position of each token in its sequence */
+    const int32_t *slot_mapping; /* [n_tokens] KV slot (block * block_size + offset), -1 = no write */
+    const int32_t *seq_of_token; /* [n_tokens] which sequence each row belongs to */
+    const int32_t *query_start;  /* [n_seqs + 1] */
+    const int32_t *kv_len;       /* [n_seqs] tokens in the cache after this step's writes */
+    const int32_t *block_tables; /* [n_seqs, max_blocks_per_seq] */
+    const int32_t *logit_rows;   /* [n_logits] rows whose logits are computed, ascending */
+};
+
+/* The same fields, pointing into backend memory (what kernels read). */
+struct fwd_meta {
+    int n_tokens, n_seqs, n_logits, max_blocks_per_seq;
+    const int32_t *token_ids, *positions, *slot_mapping, *seq_of_token, *query_start, *kv_len,
+        *block_tables, *logit_rows;
+};
+
+/* One layer's paged KV cache: k and v are [n_blocks, block_size, n_kv_heads,
+ * head_dim] of kv_dtype. */
+struct kv_layer {
+    void *k;
+    void *v;
+};
+
+struct attn_shape {
+    int n_heads;
+    int n_kv_heads;
+    int head_dim;
+    int block_size;
+};
+
+enum act_fn { ACT_FN_SILU, ACT_FN_GELU_TANH };
+
+struct backend;
+
+struct backend_ops {
+    const char *name;
+
+    /* Memory. alloc is for start-up (the memory plan) only; NULL + e on failure. */
+    void *(*alloc)(struct backend *be, size_t bytes, struct err *e);
+    void (*free)(struct backend *be, void *p);
+    /* Makes a host tensor usable as a weight: the CPU backend may keep host
+     * pointers (mmap), the CUDA backend copies to the device. */
+    int (*weight_upload)(struct backend *be, struct weight *dst, const void *host_data,
+                         enum dtype dtype, int64_t rows, int64_t cols, struct err *e);
+    void (*weight_free)(struct backend *be, struct weight *w);
+    int (*copy_to_device)(struct backend *be, void *dst, const void *src, size_t bytes, struct err *e);
+    int (*copy_to_host)(struct backend *be, void *dst, const void *src, size_t bytes, struct err *e);
+    /* Copies a step's metadata into the backend's fixed buffers. */
+    int (*batch_upload)(struct backend *be, const struct fwd_batch *b, struct fwd_meta *m, struct err *e);
+    int (*synchronize)(struct backend *be, struct err *e);
+
+    /* out[t] = table[ids[t]] * scale */
+    void (*embed)(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
+                  float scale);
+    /* out[t] = x[t] / rms(x[t]) * (w or 1 + w); out may equal x */
+    void (*rmsnorm)(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows,
+                    float eps, int plus_one);
+    /* residual[t] += delta[t]; out[t] = rmsnorm(residual[t]) */
+    void (*add_rmsnorm)(struct backend *be, void *residual, const void *delta, void *out,
+                        const struct weight *w, int n_rows, float eps, int plus_one);
+    /* out[n_rows, w.rows] = x[n_rows, w.cols] . w^T */
+    void (*matmul)(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows);
+    /* Per-head RMSNorm of q and k (when q_norm != NULL), RoPE on both at each
+     * token's position (inv_freq: [head_dim/2] f32 in backend memory), then k
+     * and v written to the cache at slot_mapping (rows with -1 skipped). */
+    void (*qk_rope_kv_write)(struct backend *be, void *q, void *k, const void *v,
+                             const struct fwd_meta *m, const struct attn_shape *s,
+                             const struct weight *q_norm, const struct weight *k_norm, float eps,
+                             int plus_one, const float *inv_freq, struct kv_layer *kv);
+    /* Causal attention of each token over its sequence's cached keys:
+     * positions max(0, pos - window + 1) .. pos (window 0 = unlimited),
+     * scores * scale, optional tanh soft-cap, softmax, weighted sum of v. */
+    void (*attention)(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
+                      const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
+                      float softcap);
+    /* out = act(gate) * up, [n_rows, n_cols]; out may equal gate */
+    void (*gated_act)(struct backend *be, void *out, const void *gate, const void *up, int n_rows,
+                      int n_cols, enum act_fn act);
+    /* out[i] = x[logit_rows[i]] for the batch's logit rows, [n_logits, n_cols] */
+    void (*gather_rows)(struct backend *be, void *out, const void *x, const struct fwd_meta *m,
+                        int n_cols);
+    /* f32 logits[n_rows, w.rows] = x . w^T, then tanh soft-cap if softcap > 0 */
+    void (*logits)(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows,
+                   float softcap);
+    /* out[r] = argmax over logits[r] (lowest index wins ties) */
+    void (*argmax)(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols);
+};
+
+struct backend {
+    const struct backend_ops *ops;
+    void *impl;
+    enum dtype act_dtype;
+    enum dtype kv_dtype;
+    void (*destroy)(struct backend *be); /* called by backend_free */
+};
+
+enum backend_kind { BACKEND_KIND_CPU, BACKEND_KIND_CUDA };
+
+/* Creates a backend; n_threads is for the CPU backend (<= 0: all cores).
+ * Returns NULL with e set when the kind is unavailable (no CUDA build, no GPU).
+ * Free with backend_free. */
+struct backend *backend_create(enum backend_kind kind, int n_threads, struct err *e);
+void backend_free(struct backend *be);
+int backend_kind_parse(const char *name, enum backend_kind *kind, struct err *e);
+
+#endif

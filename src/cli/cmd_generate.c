@@ -1,0 +1,96 @@
+/* infer generate --model DIR --prompt-ids 1,2,3 [--max-tokens N] [--json]
+ * Greedy generation of one prompt; prints the generated ids (or the CLI
+ * contract's JSON object) on stdout and the speed on stderr. */
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "engine/greedy.h"
+
+static void print_result(const struct greedy_result *g, int n_prompt, int as_json)
+{
+    if (!as_json) {
+        for (int i = 0; i < g->n_ids; i++)
+            printf("%s%d", i ? " " : "", g->ids[i]);
+        printf("\n");
+        return;
+    }
+    json_t *ids = json_array();
+    for (int i = 0; i < g->n_ids; i++)
+        json_array_append_new(ids, json_integer(g->ids[i]));
+    /* "text" stays null until the tokenizer lands */
+    json_t *o = json_pack("{s:i, s:o, s:n, s:s, s:i, s:i}", "index", 0, "ids", ids, "text",
+                          "finish_reason", finish_reason_name(g->finish), "prompt_tokens", n_prompt,
+                          "completion_tokens", g->n_ids);
+    char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    printf("%s\n", s);
+    free(s);
+    json_decref(o);
+}
+
+int cmd_generate(int argc, char **argv)
+{
+    const char *model_dir = NULL, *device = "cpu", *prompt_ids = NULL, *prompt = NULL;
+    int max_tokens = 16, as_json = 0, threads = 0, ignore_eos = 0;
+    struct cli_opt opts[] = {
+        {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
+        {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu or cuda (default cpu)", 0},
+        {"prompt-ids", CLI_OPT_STRING, &prompt_ids, 0, 0, 0, "prompt as comma-separated token ids", 0},
+        {"prompt", CLI_OPT_STRING, &prompt, 0, 0, 0, "prompt text (needs the tokenizer)", 0},
+        {"max-tokens", CLI_OPT_INT, &max_tokens, 0, 1, 1 << 20, "tokens to generate (default 16)", 0},
+        {"ignore-eos", CLI_OPT_FLAG, &ignore_eos, 0, 0, 0, "keep going past end-of-sequence tokens", 0},
+        {"json", CLI_OPT_FLAG, &as_json, 0, 0, 0, "print the result as one JSON object", 0},
+        {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},
+    };
+    struct err e = {{0}};
+    struct backend *be = NULL;
+    struct model *m = NULL;
+    struct seq_runner r = {0};
+    struct greedy_result g = {0};
+    int32_t *ids = NULL;
+    int n_ids = 0;
+    enum backend_kind kind;
+    int rc = cli_parse(argc, argv, "generate", opts, (int)(sizeof opts / sizeof opts[0]), &e);
+    if (rc)
+        goto done;
+    rc = -1;
+    if (prompt) {
+        err_set(&e, "--prompt: text prompts need the tokenizer, which this build does not have yet; "
+                    "pass --prompt-ids");
+        goto done;
+    }
+    if (!prompt_ids) {
+        err_set(&e, "infer generate: give the prompt with --prompt-ids 1,2,3");
+        goto done;
+    }
+    if (cli_parse_int_list(prompt_ids, "prompt-ids", &ids, &n_ids, &e) ||
+        backend_kind_parse(device, &kind, &e) || !(be = backend_create(kind, threads, &e)) ||
+        !(m = model_load(model_dir, be, &e)))
+        goto done;
+    int context = n_ids + max_tokens;
+    if (context > m->cfg.max_positions) {
+        err_set(&e, "prompt (%d) + --max-tokens (%d) exceeds the model's %d positions", n_ids,
+                max_tokens, m->cfg.max_positions);
+        goto done;
+    }
+    if (seq_runner_init(&r, m, context, n_ids < 512 ? n_ids : 512, 16, &e) ||
+        greedy_generate(&r, ids, n_ids, max_tokens, ignore_eos, &g, &e))
+        goto done;
+    print_result(&g, n_ids, as_json);
+    double decode_tps = g.n_ids > 1 ? (g.n_ids - 1) / g.decode_seconds : 0;
+    fprintf(stderr, "prefill %d tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s (%.1f tok/s)\n",
+            n_ids, g.prefill_seconds, n_ids / g.prefill_seconds, g.n_ids - 1, g.decode_seconds,
+            decode_tps);
+    rc = 0;
+done:
+    if (rc < 0)
+        fprintf(stderr, "infer generate: %s\n", e.msg);
+    free(g.ids);
+    free(ids);
+    seq_runner_free(&r);
+    model_free(m);
+    backend_free(be);
+    return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,10 @@
+/* One entry point per subcommand (src/cli/cmd_*.c). Each takes the
+ * arguments after the subcommand's name and returns the process exit code. */
+#ifndef INFER_CLI_COMMANDS_H
+#define INFER_CLI_COMMANDS_H
+
+int cmd_mkmodel(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+
+#endif

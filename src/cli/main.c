@@ -1,0 +1,47 @@
+/* infer <subcommand> [options] */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/commands.h"
+#include "core/log.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int, char **);
+    const char *help;
+} commands[] = {
+    {"generate", cmd_generate, "generate tokens from a prompt"},
+    {"info", cmd_info, "describe a checkpoint: architecture, dimensions, parameters"},
+    {"mkmodel", cmd_mkmodel, "write a random-weight checkpoint from a config.json"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: infer <command> [options]   (infer <command> --help for its options)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    const char *lvl = getenv("INFER_LOG");
+    if (lvl)
+        log_level_current = !strcmp(lvl, "debug") ? LOG_LEVEL_DEBUG
+                            : !strcmp(lvl, "info") ? LOG_LEVEL_INFO
+                                                   : log_level_current;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 2, argv + 2);
+    fprintf(stderr, "infer: unknown command '%s'\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,24 @@
+/* Greedy generation of one sequence (the pre-engine path of `infer
+ * generate`): prefill the prompt, then append the argmax token until an eos
+ * id, max_tokens or the context limit. */
+#ifndef INFER_ENGINE_GREEDY_H
+#define INFER_ENGINE_GREEDY_H
+
+#include "engine/seq_runner.h"
+
+enum finish_reason { FINISH_REASON_LENGTH, FINISH_REASON_STOP };
+
+struct greedy_result {
+    int32_t *ids; /* [n_ids] generated tokens (an eos that stopped it included); caller frees */
+    int n_ids;
+    enum finish_reason finish;
+    double prefill_seconds;
+    double decode_seconds; /* for tokens after the first */
+};
+
+int greedy_generate(struct seq_runner *r, const int32_t *prompt, int n_prompt, int max_tokens,
+                    int ignore_eos, struct greedy_result *out, struct err *e);
+
+const char *finish_reason_name(enum finish_reason f);
+
+#endif

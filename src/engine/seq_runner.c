@@ -1,0 +1,106 @@
+#include "engine/seq_runner.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int seq_runner_init(struct seq_runner *r, const struct model *m, int max_context, int chunk_tokens,
+                    int block_size, struct err *e)
+{
+    memset(r, 0, sizeof *r);
+    r->m = m;
+    r->block_size = block_size;
+    r->max_context = max_context;
+    int n_blocks = (max_context + block_size - 1) / block_size + 1;
+    if (kv_store_init(&r->kv, &m->cfg, m->be, n_blocks, block_size, e))
+        return -1;
+    if (forward_ws_init(&r->ws, m, chunk_tokens, chunk_tokens, e)) {
+        kv_store_free(&r->kv, m->be);
+        return -1;
+    }
+    block_pool_init(&r->pool, n_blocks, 1);
+    size_t bytes = (size_t)chunk_tokens * sizeof(int32_t);
+    r->positions = xmalloc(bytes);
+    r->slots = xmalloc(bytes);
+    r->seq_of = xcalloc((size_t)chunk_tokens, sizeof(int32_t));
+    r->logit_rows = xmalloc(bytes);
+    return 0;
+}
+
+void seq_runner_free(struct seq_runner *r)
+{
+    if (!r->m)
+        return;
+    seq_runner_reset(r);
+    seq_blocks_free(&r->blocks);
+    block_pool_free(&r->pool);
+    forward_ws_free(&r->ws, r->m);
+    kv_store_free(&r->kv, r->m->be);
+    free(r->positions);
+    free(r->slots);
+    free(r->seq_of);
+    free(r->logit_rows);
+    memset(r, 0, sizeof *r);
+}
+
+void seq_runner_reset(struct seq_runner *r)
+{
+    seq_blocks_release(&r->blocks, &r->pool);
+    r->n_cached = 0;
+}
+
+/* One chunk: rows [0, n) at positions n_cached.. */
+static int run_chunk(struct seq_runner *r, const int32_t *tokens, int n, int all_rows, int want_last,
+                     float *logits_out, int32_t *argmax_out, struct err *e)
+{
+    struct backend *be = r->m->be;
+    const int V = r->m->cfg.vocab_size;
+    int n_logits = 0;
+    for (int i = 0; i < n; i++) {
+        r->positions[i] = r->n_cached + i;
+        r->slots[i] = seq_blocks_slot(&r->blocks, r->n_cached + i, r->block_size);
+        if (all_rows || (want_last && i == n - 1))
+            r->logit_rows[n_logits++] = i;
+    }
+    r->query_start[0] = 0;
+    r->query_start[1] = n;
+    r->kv_len[0] = r->n_cached + n;
+    struct fwd_batch b = {
+        .n_tokens = n, .n_seqs = 1, .n_logits = n_logits, .max_blocks_per_seq = r->blocks.n,
+        .token_ids = tokens, .positions = r->positions, .slot_mapping = r->slots,
+        .seq_of_token = r->seq_of, .query_start = r->query_start, .kv_len = r->kv_len,
+        .block_tables = r->blocks.ids, .logit_rows = r->logit_rows,
+    };
+    if (model_forward(r->m, &r->ws, &r->kv, &b, e))
+        return -1;
+    r->n_cached += n;
+    if (n_logits && logits_out &&
+        be->ops->copy_to_host(be, logits_out, r->ws.logits, (size_t)n_logits * V * sizeof(float), e))
+        return -1;
+    if (n_logits && argmax_out &&
+        be->ops->copy_to_host(be, argmax_out, r->ws.argmax, (size_t)n_logits * sizeof(int32_t), e))
+        return -1;
+    return be->ops->synchronize(be, e);
+}
+
+int seq_runner_feed(struct seq_runner *r, const int32_t *tokens, int n, int all_rows,
+                    float *logits_out, int32_t *argmax_out, struct err *e)
+{
+    if (n < 1)
+        return err_set(e, "no tokens to run");
+    if (r->n_cached + n > r->max_context)
+        return err_set(e, "sequence of %d tokens exceeds the context of %d", r->n_cached + n,
+                       r->max_context);
+    if (seq_blocks_reserve(&r->blocks, &r->pool, r->n_cached + n, r->block_size))
+        return err_set(e, "KV cache out of blocks");
+    const int V = r->m->cfg.vocab_size;
+    for (int done = 0; done < n;) {
+        int c = n - done < r->ws.max_tokens ? n - done : r->ws.max_tokens;
+        int last = done + c == n;
+        float *lo = logits_out ? logits_out + (all_rows ? (size_t)done * V : 0) : NULL;
+        int32_t *ao = argmax_out ? argmax_out + (all_rows ? done : 0) : NULL;
+        if (run_chunk(r, tokens + done, c, all_rows, last, lo, ao, e))
+            return -1;
+        done += c;
+    }
+    return 0;
+}

@@ -1,0 +1,41 @@
+/* Runs one sequence through the model over the paged KV cache: the simplest
+ * user of the forward batch, used by `infer generate` until the engine's
+ * scheduler arrives, and by the parity tests. Tokens fed in one call are
+ * split into chunks of at most the workspace's row count (chunked prefill). */
+#ifndef INFER_ENGINE_SEQ_RUNNER_H
+#define INFER_ENGINE_SEQ_RUNNER_H
+
+#include "kvcache/block_pool.h"
+#include "kvcache/seq_blocks.h"
+#include "model/forward.h"
+
+struct seq_runner {
+    const struct model *m; /* borrowed */
+    struct forward_ws ws;
+    struct kv_store kv;
+    struct block_pool pool;
+    struct seq_blocks blocks;
+    int block_size;
+    int max_context;
+    int n_cached; /* positions already in the cache */
+    /* host staging for one chunk */
+    int32_t *positions, *slots, *seq_of, *logit_rows;
+    int32_t query_start[2], kv_len[1];
+};
+
+/* Sizes the cache for max_context tokens (+ one reserved scratch block) and
+ * the workspace for chunk_tokens rows. Free with seq_runner_free. */
+int seq_runner_init(struct seq_runner *r, const struct model *m, int max_context, int chunk_tokens,
+                    int block_size, struct err *e);
+void seq_runner_free(struct seq_runner *r);
+
+/* Appends n tokens at the next positions. With all_rows, logits of every fed
+ * token go to logits_out ([n, vocab]); otherwise only the last token's
+ * ([1, vocab]). logits_out or argmax_out may be NULL. */
+int seq_runner_feed(struct seq_runner *r, const int32_t *tokens, int n, int all_rows,
+                    float *logits_out, int32_t *argmax_out, struct err *e);
+
+/* Forgets the sequence and returns its blocks to the pool. */
+void seq_runner_reset(struct seq_runner *r);
+
+#endif

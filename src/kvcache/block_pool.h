@@ -1,0 +1,38 @@
+/* The KV block pool: which of the cache's fixed blocks are free, and how many
+ * holders each used block has (sequences now; the radix prefix cache later).
+ * Knows nothing of devices: block ids index the backend's KV arrays. The
+ * first n_reserved blocks are never handed out (block 0 is the scratch block
+ * that padded rows of a captured graph write into). */
+#ifndef INFER_KVCACHE_BLOCK_POOL_H
+#define INFER_KVCACHE_BLOCK_POOL_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+
+struct block_pool {
+    int n_blocks;
+    int n_reserved;
+    int32_t *free_stack; /* ids of free blocks; top at n_free - 1 */
+    int n_free;
+    int32_t *refs; /* [n_blocks] holders of each block; 0 = free */
+};
+
+/* Frees with block_pool_free. n_reserved < n_blocks. */
+void block_pool_init(struct block_pool *p, int n_blocks, int n_reserved);
+void block_pool_free(struct block_pool *p);
+
+/* A free block with one reference, or -1 when none is left. */
+int32_t block_pool_alloc(struct block_pool *p);
+void block_pool_ref(struct block_pool *p, int32_t id);
+/* Drops one reference; the block is free again at zero. */
+void block_pool_unref(struct block_pool *p, int32_t id);
+int block_pool_n_free(const struct block_pool *p);
+int block_pool_n_usable(const struct block_pool *p);
+
+/* Integrity: every usable block is either free (refcount 0, on the free stack
+ * exactly once) or held (refcount > 0, not on the stack); reserved blocks are
+ * neither. Returns 0, or -1 with e describing the first violation. */
+int block_pool_check(const struct block_pool *p, struct err *e);
+
+#endif

@@ -1,0 +1,139 @@
+/* One decoder-only transformer forward pass for Llama, Qwen3 and Gemma 3.
+ *
+ * The residual add is fused into the next RMSNorm (add_rmsnorm), so each
+ * sub-block leaves its output in ws->o and the next norm folds it into the
+ * residual stream ws->x. Gemma's sandwich norms normalise that output first. */
+#include "model/forward.h"
+
+#include <string.h>
+
+struct ws_buf {
+    void **slot;
+    size_t elems_per_row;
+    int logit_rows; /* sized by max_logits instead of max_tokens */
+    size_t elem_size;
+};
+
+static int ws_layout(struct forward_ws *ws, const struct model *m, struct ws_buf *bufs)
+{
+    const struct model_config *c = &m->cfg;
+    size_t act = dtype_size(m->be->act_dtype);
+    size_t D = (size_t)c->hidden_size, F = (size_t)c->intermediate_size;
+    size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
+    struct ws_buf list[] = {
+        {&ws->x, D, 0, act},     {&ws->h, D, 0, act},     {&ws->q, qd, 0, act},
+        {&ws->k, kvd, 0, act},   {&ws->v, kvd, 0, act},   {&ws->attn, qd, 0, act},
+        {&ws->o, D, 0, act},     {&ws->gate, F, 0, act},  {&ws->up, F, 0, act},
+        {&ws->sel, D, 1, act},   {(void **)&ws->logits, (size_t)c->vocab_size, 1, sizeof(float)},
+        {(void **)&ws->argmax, 1, 1, sizeof(int32_t)},
+    };
+    int n = (int)(sizeof list / sizeof list[0]);
+    memcpy(bufs, list, sizeof list);
+    return n;
+}
+
+int forward_ws_init(struct forward_ws *ws, const struct model *m, int max_tokens, int max_logits,
+                    struct err *e)
+{
+    memset(ws, 0, sizeof *ws);
+    CHECK(max_tokens > 0 && max_logits > 0);
+    ws->max_tokens = max_tokens;
+    ws->max_logits = max_logits;
+    struct ws_buf bufs[16];
+    int n = ws_layout(ws, m, bufs);
+    for (int i = 0; i < n; i++) {
+        size_t rows = (size_t)(bufs[i].logit_rows ? max_logits : max_tokens);
+        *bufs[i].slot = m->be->ops->alloc(m->be, rows * bufs[i].elems_per_row * bufs[i].elem_size, e);
+        if (!*bufs[i].slot) {
+            forward_ws_free(ws, m);
+            return err_prefix(e, "activation workspace for %d tokens", max_tokens);
+        }
+    }
+    return 0;
+}
+
+void forward_ws_free(struct forward_ws *ws, const struct model *m)
+{
+    struct ws_buf bufs[16];
+    int n = ws_layout(ws, m, bufs);
+    for (int i = 0; i < n; i++)
+        if (*bufs[i].slot)
+            m->be->ops->free(m->be, *bufs[i].slot);
+    memset(ws, 0, sizeof *ws);
+}
+
+static void attention_block(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
+                            const struct fwd_meta *meta, int layer)
+{
+    const struct model_config *c = &m->cfg;
+    const struct backend_ops *ops = m->be->ops;
+    struct backend *be = m->be;
+    const struct layer_weights *l = &m->w.layers[layer];
+    const int T = meta->n_tokens;
+    const float eps = (float)c->rms_norm_eps;
+    struct attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, kv->block_size};
+
+    ops->matmul(be, ws->q, ws->h, &l->wq, T);
+    ops->matmul(be, ws->k, ws->h, &l->wk, T);
+    ops->matmul(be, ws->v, ws->h, &l->wv, T);
+    ops->qk_rope_kv_write(be, ws->q, ws->k, ws->v, meta, &shape, c->qk_norm ? &l->q_norm : NULL,
+                          c->qk_norm ? &l->k_norm : NULL, eps, c->norm_plus_one,
+                          model_layer_inv_freq(m, layer), &kv->layers[layer]);
+    int window = c->layer_sliding[layer] ? c->sliding_window : 0;
+    ops->attention(be, ws->attn, ws->q, meta, &shape, &kv->layers[layer], window, (float)c->attn_scale,
+                   (float)c->attn_softcap);
+    ops->matmul(be, ws->o, ws->attn, &l->wo, T);
+    if (c->sandwich_norms)
+        ops->rmsnorm(be, ws->o, ws->o, &l->post_attn_norm, T, eps, c->norm_plus_one);
+}
+
+static void mlp_block(const struct model *m, struct forward_ws *ws, int layer, int T)
+{
+    const struct model_config *c = &m->cfg;
+    const struct backend_ops *ops = m->be->ops;
+    struct backend *be = m->be;
+    const struct layer_weights *l = &m->w.layers[layer];
+
+    ops->matmul(be, ws->gate, ws->h, &l->w_gate, T);
+    ops->matmul(be, ws->up, ws->h, &l->w_up, T);
+    ops->gated_act(be, ws->gate, ws->gate, ws->up, T, c->intermediate_size,
+                   c->act == MODEL_ACT_SILU ? ACT_FN_SILU : ACT_FN_GELU_TANH);
+    ops->matmul(be, ws->o, ws->gate, &l->w_down, T);
+    if (c->sandwich_norms)
+        ops->rmsnorm(be, ws->o, ws->o, &l->post_ffn_norm, T, (float)c->rms_norm_eps, c->norm_plus_one);
+}
+
+int model_forward(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
+                  const struct fwd_batch *b, struct err *e)
+{
+    const struct model_config *c = &m->cfg;
+    const struct backend_ops *ops = m->be->ops;
+    struct backend *be = m->be;
+    if (b->n_tokens < 1 || b->n_tokens > ws->max_tokens || b->n_logits > ws->max_logits)
+        return err_set(e, "forward: step of %d tokens / %d logit rows exceeds the workspace (%d / %d)",
+                       b->n_tokens, b->n_logits, ws->max_tokens, ws->max_logits);
+    struct fwd_meta meta;
+    if (ops->batch_upload(be, b, &meta, e))
+        return -1;
+    const int T = b->n_tokens;
+    const float eps = (float)c->rms_norm_eps;
+
+    ops->embed(be, ws->x, &meta, &m->w.embed, (float)c->embed_scale);
+    for (int i = 0; i < c->n_layers; i++) {
+        const struct layer_weights *l = &m->w.layers[i];
+        if (i == 0)
+            ops->rmsnorm(be, ws->h, ws->x, &l->attn_norm, T, eps, c->norm_plus_one);
+        else /* fold the previous MLP's output into the residual */
+            ops->add_rmsnorm(be, ws->x, ws->o, ws->h, &l->attn_norm, T, eps, c->norm_plus_one);
+        attention_block(m, ws, kv, &meta, i);
+        ops->add_rmsnorm(be, ws->x, ws->o, ws->h, &l->ffn_norm, T, eps, c->norm_plus_one);
+        mlp_block(m, ws, i, T);
+    }
+    ops->add_rmsnorm(be, ws->x, ws->o, ws->h, &m->w.final_norm, T, eps, c->norm_plus_one);
+    if (b->n_logits > 0) {
+        ops->gather_rows(be, ws->sel, ws->h, &meta, c->hidden_size);
+        ops->logits(be, ws->logits, ws->sel, &m->w.lm_head, b->n_logits, (float)c->final_softcap);
+        ops->argmax(be, ws->argmax, ws->logits, b->n_logits, c->vocab_size);
+    }
+    return 0;
+}

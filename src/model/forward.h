@@ -1,0 +1,37 @@
+/* The forward pass, written once against the op table, and the activation
+ * workspace it runs in (allocated once, sized for the largest step). */
+#ifndef INFER_MODEL_FORWARD_H
+#define INFER_MODEL_FORWARD_H
+
+#include "model/kv_store.h"
+#include "model/model.h"
+
+struct forward_ws {
+    int max_tokens; /* rows the buffers hold */
+    int max_logits; /* logit rows */
+    void *x;        /* (max_tokens, D) residual stream */
+    void *h;        /* (max_tokens, D) normed input of a sub-block */
+    void *q;        /* (max_tokens, n_heads*head_dim) */
+    void *k;        /* (max_tokens, n_kv_heads*head_dim) */
+    void *v;        /* (max_tokens, n_kv_heads*head_dim) */
+    void *attn;     /* (max_tokens, n_heads*head_dim) attention output */
+    void *o;        /* (max_tokens, D) output of a sub-block (attention or MLP) */
+    void *gate;     /* (max_tokens, F) */
+    void *up;       /* (max_tokens, F) */
+    void *sel;      /* (max_logits, D) rows that need logits */
+    float *logits;  /* (max_logits, V) */
+    int32_t *argmax; /* (max_logits) */
+};
+
+/* Allocates every buffer in be's memory. Free with forward_ws_free. */
+int forward_ws_init(struct forward_ws *ws, const struct model *m, int max_tokens, int max_logits,
+                    struct err *e);
+void forward_ws_free(struct forward_ws *ws, const struct model *m);
+
+/* Runs one step: writes the new tokens' k/v into kv and leaves logits of the
+ * batch's logit rows in ws->logits (and their argmax in ws->argmax), in
+ * backend memory. Returns -1 with e set if the batch does not fit ws. */
+int model_forward(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
+                  const struct fwd_batch *b, struct err *e);
+
+#endif

@@ -1,0 +1,30 @@
+/* A loaded model: its configuration, the checkpoint it came from, its
+ * weights in a backend's memory and the per-layer RoPE tables. */
+#ifndef INFER_MODEL_MODEL_H
+#define INFER_MODEL_MODEL_H
+
+#include "backend/ops.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
+#include "model/weights.h"
+
+struct model {
+    struct model_config cfg;
+    struct checkpoint *ck; /* kept open: CPU weights point into its mapping */
+    struct model_weights w;
+    struct backend *be;        /* borrowed */
+    float *inv_freq_global;    /* [head_dim / 2] in backend memory */
+    float *inv_freq_local;     /* [head_dim / 2] in backend memory */
+};
+
+/* Loads DIR/config.json and the checkpoint in DIR onto be. Returns NULL with
+ * e set (naming the file) on failure. Free with model_free. */
+struct model *model_load(const char *dir, struct backend *be, struct err *e);
+void model_free(struct model *m);
+
+static inline const float *model_layer_inv_freq(const struct model *m, int layer)
+{
+    return m->cfg.layer_sliding[layer] ? m->inv_freq_local : m->inv_freq_global;
+}
+
+#endif

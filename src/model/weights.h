@@ -1,0 +1,69 @@
+/* The weights of one model and their Hugging Face names. One table of
+ * weight specs (name, shape, kind) per configuration drives loading,
+ * random initialisation (mkmodel) and parameter counting alike. */
+#ifndef INFER_MODEL_WEIGHTS_H
+#define INFER_MODEL_WEIGHTS_H
+
+#include "backend/ops.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
+
+struct layer_weights {
+    struct weight attn_norm;      /* (D) input_layernorm */
+    struct weight wq;             /* (n_heads*head_dim, D) */
+    struct weight wk;             /* (n_kv_heads*head_dim, D) */
+    struct weight wv;             /* (n_kv_heads*head_dim, D) */
+    struct weight wo;             /* (D, n_heads*head_dim) */
+    struct weight q_norm;         /* (head_dim) Qwen3, Gemma 3 */
+    struct weight k_norm;         /* (head_dim) Qwen3, Gemma 3 */
+    struct weight post_attn_norm; /* (D) Gemma 3: on the attention output */
+    struct weight ffn_norm;       /* (D) before the MLP (Llama's post_attention_layernorm) */
+    struct weight post_ffn_norm;  /* (D) Gemma 3: on the MLP output */
+    struct weight w_gate;         /* (F, D) */
+    struct weight w_up;           /* (F, D) */
+    struct weight w_down;         /* (D, F) */
+};
+
+struct model_weights {
+    struct weight embed;      /* (V, D) */
+    struct weight final_norm; /* (D) */
+    struct weight lm_head;    /* (V, D); the embedding itself when tied */
+    struct layer_weights *layers; /* [n_layers] */
+};
+
+enum weight_kind {
+    WEIGHT_KIND_MATRIX,    /* projections and embeddings: N(0, initializer_range) */
+    WEIGHT_KIND_NORM,      /* RMSNorm scales: neutral value (1, or 0 for (1 + w)) */
+};
+
+struct weight_spec {
+    char name[96];
+    int ndim;     /* 1 or 2, as stored */
+    int64_t rows; /* 1 for vectors */
+    int64_t cols;
+    enum weight_kind kind;
+    struct weight *slot; /* where it loads to, in the model_weights given */
+};
+
+/* Lists every stored tensor of cfg in a stable order. slots point into w
+ * (whose layers array must already have cfg->n_layers entries). Returns the
+ * count; *specs is malloc'ed, caller frees. */
+int weight_specs_build(const struct model_config *cfg, struct model_weights *w,
+                       struct weight_spec **specs);
+
+/* Parameters as transformers counts them (tied embeddings once). */
+int64_t weight_specs_count_params(const struct weight_spec *specs, int n);
+
+/* The checkpoint tensor for spec, after checking its shape and dtype; NULL
+ * with e naming the file and tensor when missing or wrong. */
+const struct st_tensor *weight_spec_find(const struct weight_spec *spec, const struct checkpoint *ck,
+                                         const struct model_config *cfg, struct err *e);
+
+/* Finds, checks (shape, float dtype) and uploads every weight of cfg from ck
+ * to be. Messages name the file and tensor. On failure nothing stays
+ * uploaded. Free with model_weights_free. */
+int model_weights_load(struct model_weights *w, const struct model_config *cfg,
+                       const struct checkpoint *ck, struct backend *be, struct err *e);
+void model_weights_free(struct model_weights *w, const struct model_config *cfg, struct backend *be);
+
+#endif

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# CLI tests: mkmodel / info / generate on the tiny fixtures, determinism, and
+# that malformed checkpoints and bad flags fail with a message naming the
+# problem. Usage: INFER=path/to/infer bash tests/cli/run.sh
+set -u
+INFER=${INFER:-build/infer}
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+FIX=$ROOT/tests/fixtures
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+passed=0
+failed=0
+
+ok() { passed=$((passed + 1)); echo "[PASS] $1"; }
+bad() { failed=$((failed + 1)); echo "[FAIL] $1"; }
+
+# expect_fail NAME NEEDLE CMD...: CMD must exit non-zero and print NEEDLE on stderr
+expect_fail() {
+    local name=$1 needle=$2
+    shift 2
+    if "$@" >"$TMP/out" 2>"$TMP/err"; then
+        bad "$name: exited 0"
+    elif ! grep -qF -- "$needle" "$TMP/err"; then
+        bad "$name: stderr lacks '$needle': $(head -c 300 "$TMP/err")"
+    else
+        ok "$name"
+    fi
+}
+
+# sum of element counts in a safetensors header, read independently of infer
+st_numel() {
+    python3 - "$1" <<'PY'
+import json, struct, sys
+with open(sys.argv[1], "rb") as f:
+    n = struct.unpack("<Q", f.read(8))[0]
+    h = json.loads(f.read(n))
+total = 0
+for k, v in h.items():
+    if k == "__metadata__":
+        continue
+    c = 1
+    for d in v["shape"]:
+        c *= d
+    total += c
+print(total)
+PY
+}
+
+for m in llama qwen3 gemma3; do
+    cfg=$FIX/tiny-$m/config.json
+    "$INFER" mkmodel --config "$cfg" --out "$TMP/$m-a" --seed 3 --threads 1 >/dev/null &&
+        "$INFER" mkmodel --config "$cfg" --out "$TMP/$m-b" --seed 3 --threads 2 >/dev/null &&
+        "$INFER" mkmodel --config "$cfg" --out "$TMP/$m-c" --seed 4 >/dev/null
+    if cmp -s "$TMP/$m-a/model.safetensors" "$TMP/$m-b/model.safetensors"; then
+        ok "$m: mkmodel is deterministic across thread counts"
+    else
+        bad "$m: mkmodel output depends on the thread count"
+    fi
+    if cmp -s "$TMP/$m-a/model.safetensors" "$TMP/$m-c/model.safetensors"; then
+        bad "$m: different seeds gave the same weights"
+    else
+        ok "$m: the seed changes the weights"
+    fi
+    params=$("$INFER" info --model "$TMP/$m-a" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["parameters"])')
+    if [ "$params" = "$(st_numel "$TMP/$m-a/model.safetensors")" ]; then
+        ok "$m: info counts $params parameters, as the file holds"
+    else
+        bad "$m: info says $params parameters, the file holds $(st_numel "$TMP/$m-a/model.safetensors")"
+    fi
+    a=$("$INFER" generate --model "$FIX/tiny-$m" --prompt-ids 3,1,4,1,5,9,2,6 --max-tokens 12 --json --threads 1 2>/dev/null)
+    b=$("$INFER" generate --model "$FIX/tiny-$m" --prompt-ids 3,1,4,1,5,9,2,6 --max-tokens 12 --json --threads 2 2>/dev/null)
+    if [ -n "$a" ] && [ "$a" = "$b" ] &&
+        echo "$a" | python3 -c 'import json,sys; o=json.load(sys.stdin); assert o["completion_tokens"]==len(o["ids"])>0 and o["prompt_tokens"]==8 and o["finish_reason"] in ("stop","length")'; then
+        ok "$m: greedy generate is deterministic and prints the contract's object"
+    else
+        bad "$m: generate output '$a' vs '$b'"
+    fi
+done
+
+# malformed checkpoints
+cp -r "$FIX/tiny-llama" "$TMP/trunc"
+head -c 100000 "$FIX/tiny-llama/model.safetensors" >"$TMP/trunc/model.safetensors"
+expect_fail "truncated safetensors" "model.safetensors" "$INFER" generate --model "$TMP/trunc" --prompt-ids 1,2
+expect_fail "truncated safetensors (info)" "model.safetensors" "$INFER" info --model "$TMP/trunc"
+mkdir -p "$TMP/garbage" && cp "$FIX/tiny-llama/config.json" "$TMP/garbage/"
+printf '\x10\x00\x00\x00\x00\x00\x00\x00{not json at all' >"$TMP/garbage/model.safetensors"
+expect_fail "garbage header" "model.safetensors" "$INFER" generate --model "$TMP/garbage" --prompt-ids 1
+mkdir -p "$TMP/noconfig" && cp "$FIX/tiny-llama/model.safetensors" "$TMP/noconfig/"
+expect_fail "missing config.json" "config.json" "$INFER" generate --model "$TMP/noconfig" --prompt-ids 1
+mkdir -p "$TMP/badconfig" && cp "$FIX/tiny-llama/model.safetensors" "$TMP/badconfig/" && echo '{"architectures": [' >"$TMP/badconfig/config.json"
+expect_fail "broken config.json" "config.json" "$INFER" info --model "$TMP/badconfig"
+mkdir -p "$TMP/wrongshape" && cp "$FIX/tiny-llama/model.safetensors" "$TMP/wrongshape/" &&
+    sed 's/"intermediate_size": 160/"intermediate_size": 128/' "$FIX/tiny-llama/config.json" >"$TMP/wrongshape/config.json"
+expect_fail "shape disagrees with config" "mlp.gate_proj.weight" "$INFER" generate --model "$TMP/wrongshape" --prompt-ids 1
+mkdir -p "$TMP/missing" && cp "$FIX/tiny-qwen3/model.safetensors" "$TMP/missing/" &&
+    sed 's/"tie_word_embeddings": false/"tie_word_embeddings": false, "num_hidden_layers": 4/; s/"num_hidden_layers": 3,//' "$FIX/tiny-qwen3/config.json" >"$TMP/missing/config.json"
+expect_fail "missing tensor" "model.layers.3." "$INFER" info --model "$TMP/missing"
+expect_fail "no checkpoint dir" "/nonexistent" "$INFER" info --model /nonexistent
+
+# bad flags and inputs
+expect_fail "max-tokens 0" "--max-tokens" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1 --max-tokens 0
+expect_fail "unknown option" "--bogus" "$INFER" generate --model "$FIX/tiny-llama" --bogus 1
+expect_fail "bad id list" "--prompt-ids" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,x
+expect_fail "id outside vocabulary" "vocabulary" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 5000
+expect_fail "unknown device" "--device" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1 --device tpu
+expect_fail "missing --config" "--config" "$INFER" mkmodel --out "$TMP/x"
+expect_fail "unknown command" "unknown command" "$INFER" frobnicate
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,44 @@
+#include "test_util.h"
+
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+const char *fixture_path(const char *name)
+{
+    static char buf[4096];
+    const char *root = getenv("INFER_ROOT");
+    snprintf(buf, sizeof buf, "%s/tests/fixtures/%s", root ? root : ".", name);
+    return buf;
+}
+
+struct model *test_load_model(const char *fixture, struct backend **be_out)
+{
+    struct err e = {{0}};
+    struct backend *be = backend_create(BACKEND_KIND_CPU, 2, &e);
+    cr_assert(be, "backend: %s", e.msg);
+    struct model *m = model_load(fixture_path(fixture), be, &e);
+    cr_assert(m, "model_load(%s): %s", fixture, e.msg);
+    *be_out = be;
+    return m;
+}
+
+void test_free_model(struct model *m, struct backend *be)
+{
+    model_free(m);
+    backend_free(be);
+}
+
+double max_rel_err(const float *a, const float *b, long n)
+{
+    double num = 0, den = 0;
+    for (long i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (isnan(a[i]) || isnan(b[i]))
+            return INFINITY;
+        num = d > num ? d : num;
+        den = fabs((double)b[i]) > den ? fabs((double)b[i]) : den;
+    }
+    return den > 0 ? num / den : num;
+}
