@@ -30,7 +30,7 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -Isrc -pthread
 CFLAGS_SRC := $(CFLAGS_BASE) $(WARN)
 # Test files use Criterion's macros, which do not declare prototypes.
 CFLAGS_TEST := $(CFLAGS_BASE) -Wall -Wextra -Werror -Wvla -Itests
-LDLIBS := -Wl,-Bstatic -ljansson -Wl,-Bdynamic -lm -pthread
+LDLIBS := -Wl,-Bstatic -ljansson -lpcre2-8 -lutf8proc -Wl,-Bdynamic -lm -pthread
 
 SRC_C := $(shell find src -name '*.c' -not -path 'src/backend/cuda/*' -not -path 'src/cli/*')
 CLI_C := $(shell find src/cli -name '*.c')

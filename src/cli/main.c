@@ -14,6 +14,8 @@ static const struct {
     {"generate", cmd_generate, "generate tokens from a prompt"},
     {"info", cmd_info, "describe a checkpoint: architecture, dimensions, parameters"},
     {"mkmodel", cmd_mkmodel, "write a random-weight checkpoint from a config.json"},
+    {"tokenize", cmd_tokenize, "text to token ids"},
+    {"detokenize", cmd_detokenize, "token ids to text"},
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,47 @@
+/* A Hugging Face tokenizer.json, run as the tokenizers library runs it:
+ * added tokens split out of the raw text, normalizer, added tokens of the
+ * normalized text, pre-tokenizer, BPE, post-processor (BOS and friends);
+ * decoding through the decoder chain. Safe to use from several threads. */
+#ifndef INFER_TOKENIZER_TOKENIZER_H
+#define INFER_TOKENIZER_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+struct tokenizer;
+
+struct token_ids {
+    int32_t *ids;
+    int n, cap;
+};
+
+/* path: a directory holding tokenizer.json, or the file itself. Returns NULL
+ * with e naming the file and the unsupported component or malformed field.
+ * Free with tokenizer_free. */
+struct tokenizer *tokenizer_load(const char *path, struct err *e);
+void tokenizer_free(struct tokenizer *t);
+
+/* Appends the ids of text to out. add_special applies the post-processor's
+ * template (e.g. BOS); special-token strings in the text are matched either
+ * way, as tokenizers does. Fails (naming the byte offset) on invalid UTF-8. */
+int tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, int add_special,
+                     struct token_ids *out, struct err *e);
+void token_ids_free(struct token_ids *ids);
+
+/* Decodes ids to a malloc'ed NUL-terminated string. Fails on ids outside the
+ * vocabulary. */
+int tokenizer_decode(const struct tokenizer *t, const int32_t *ids, int n, int skip_special, char **text,
+                     size_t *len, struct err *e);
+
+/* Ids run 0 .. size - 1 (the model vocabulary and added tokens). */
+int32_t tokenizer_vocab_size(const struct tokenizer *t);
+/* The id of an exact token string (added or vocabulary), or -1. */
+int32_t tokenizer_token_id(const struct tokenizer *t, const char *s, size_t len);
+int tokenizer_is_special(const struct tokenizer *t, int32_t id);
+/* Whether id is a byte-fallback token ("<0xNN>"), whose bytes the decoder
+ * groups with its neighbours'. */
+int tokenizer_is_byte_token(const struct tokenizer *t, int32_t id);
+
+#endif
