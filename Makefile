@@ -4,7 +4,7 @@
 #   make                 release build: build/infer (CUDA backend if nvcc found)
 #   make CUDA=0          CPU-only build
 #   make SAN=1           address + undefined sanitizer build in build-san/ (CPU only)
-#   make test            sanitizer build, then every CPU test (what CI runs)
+#   make test            sanitizer build, then every CPU test (what CI runs; needs scripts/setup)
 #   make demo            build, then run generate on the embedded default model
 #   make gpu-build       release build for the GPU machine (sm_90a), see tests/gpu/run.sh
 
@@ -55,7 +55,7 @@ TEST_C := $(wildcard tests/unit/test_*.c)
 TEST_HELPERS := $(filter-out $(TEST_C),$(wildcard tests/unit/*.c))
 TEST_BIN := $(BUILD)/tests/unit/all_tests
 
-.PHONY: all test test-unit test-cli clean gpu-build format demo
+.PHONY: all test test-unit test-cli test-parity clean gpu-build format demo
 all: $(BUILD)/infer
 
 $(BUILD)/libinfer.a: $(LIB_OBJ)
@@ -88,7 +88,7 @@ $(TEST_BIN): $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_HELPERS:%.c=$(BUILD)/%.o) $(BUILD
 
 # The test command of the README and of CI: sanitizer build, unit tests, CLI tests.
 test:
-	$(MAKE) SAN=1 test-unit test-cli
+	$(MAKE) SAN=1 test-unit test-cli test-parity
 
 test-unit: $(TEST_BIN)
 	INFER_ROOT=$(CURDIR) $(TEST_BIN) --jobs 2
@@ -100,6 +100,12 @@ test-cli: $(BUILD)/infer
 demo: $(BUILD)/infer
 	$(BUILD)/infer info --model tests/fixtures/tiny-llama
 	$(BUILD)/infer generate --model tests/fixtures/tiny-llama --prompt-ids 128,64,32,16,8,4,2,1 --max-tokens 24 --json
+
+# Parity with the Python reference implementations (tokenizers, transformers),
+# on the real tokenizer files in ../shared/tokenizers.
+PYTHON ?= .venv/bin/python
+test-parity: $(BUILD)/infer
+	INFER=$(CURDIR)/$(BUILD)/infer $(PYTHON) -m pytest tests/parity -q -p no:cacheprovider
 
 gpu-build:
 	$(MAKE) BUILD=build-gpu CUDA=1 SAN=0

@@ -286,7 +286,8 @@ void bpe_encode_word(const struct bpe *b, const char *word, size_t len, int32_t 
         ce->word_len = (uint8_t)len;
         memcpy(ce->word, word, len);
         ce->n_ids = (uint8_t)(*n - start);
-        memcpy(ce->ids, *ids + start, (size_t)ce->n_ids * sizeof(int32_t));
+        if (ce->n_ids)
+            memcpy(ce->ids, *ids + start, (size_t)ce->n_ids * sizeof(int32_t));
         pthread_mutex_unlock(lock);
     }
 }

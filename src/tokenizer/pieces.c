@@ -20,7 +20,7 @@ void pieces_free(struct pieces *p)
 
 static void reserve_bytes(struct pieces *p, size_t more)
 {
-    if (p->len + more > p->cap) {
+    if (!p->buf || p->len + more > p->cap) {
         p->cap = (p->len + more) * 2 + 256;
         p->buf = xrealloc(p->buf, p->cap);
     }
@@ -33,7 +33,8 @@ static void push(struct pieces *p, const char *s, size_t len, int32_t id)
         p->v = xrealloc(p->v, (size_t)p->cap_v * sizeof *p->v);
     }
     reserve_bytes(p, len);
-    memcpy(p->buf + p->len, s, len);
+    if (len)
+        memcpy(p->buf + p->len, s, len);
     p->v[p->n++] = (struct piece){p->len, len, id};
     p->len += len;
 }
@@ -50,7 +51,8 @@ void pieces_extend_last(struct pieces *p, const char *s, size_t len)
 {
     CHECK(p->n > 0 && p->v[p->n - 1].id < 0 && p->v[p->n - 1].off + p->v[p->n - 1].len == p->len);
     reserve_bytes(p, len);
-    memcpy(p->buf + p->len, s, len);
+    if (len)
+        memcpy(p->buf + p->len, s, len);
     p->len += len;
     p->v[p->n - 1].len += len;
 }
