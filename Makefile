@@ -55,7 +55,7 @@ TEST_C := $(wildcard tests/unit/test_*.c)
 TEST_HELPERS := $(filter-out $(TEST_C),$(wildcard tests/unit/*.c))
 TEST_BIN := $(BUILD)/tests/unit/all_tests
 
-.PHONY: all test test-unit test-cli test-parity clean gpu-build format demo
+.PHONY: all test test-unit test-cli test-parity clean gpu-build format demo bench-tokenizer
 all: $(BUILD)/infer
 
 $(BUILD)/libinfer.a: $(LIB_OBJ)
@@ -106,6 +106,14 @@ demo: $(BUILD)/infer
 PYTHON ?= .venv/bin/python
 test-parity: $(BUILD)/infer
 	INFER=$(CURDIR)/$(BUILD)/infer $(PYTHON) -m pytest tests/parity -q -p no:cacheprovider
+
+$(BUILD)/tokenizer_bench: bench/tokenizer_bench.c $(BUILD)/libinfer.a
+	@echo "LD    $@"
+	@$(CC) $(CFLAGS_SRC) -o $@ $< $(BUILD)/libinfer.a $(LDLIBS)
+
+# Encoder speed against the tokenizers library, one core each (docs/benchmarks.md).
+bench-tokenizer: $(BUILD)/tokenizer_bench
+	$(PYTHON) bench/tokenizer_speed.py
 
 gpu-build:
 	$(MAKE) BUILD=build-gpu CUDA=1 SAN=0

@@ -1,33 +1,70 @@
-/* infer generate --model DIR --prompt-ids 1,2,3 [--max-tokens N] [--json]
- * Greedy generation of one prompt; prints the generated ids (or the CLI
- * contract's JSON object) on stdout and the speed on stderr. */
+/* infer generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--json]
+ * Greedy generation of one prompt; prints the generated text (or ids when
+ * the model has no tokenizer, or the CLI contract's JSON object with --json)
+ * on stdout and the speed on stderr. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "core/fs.h"
 #include "engine/greedy.h"
+#include "tokenizer/tokenizer.h"
 
-static void print_result(const struct greedy_result *g, int n_prompt, int as_json)
+/* text: the decoded output, or NULL when the model has no tokenizer */
+static void print_result(const struct greedy_result *g, int n_prompt, const char *text, size_t text_len,
+                         int as_json)
 {
     if (!as_json) {
-        for (int i = 0; i < g->n_ids; i++)
-            printf("%s%d", i ? " " : "", g->ids[i]);
+        if (text) {
+            fwrite(text, 1, text_len, stdout);
+        } else {
+            for (int i = 0; i < g->n_ids; i++)
+                printf("%s%d", i ? " " : "", g->ids[i]);
+        }
         printf("\n");
         return;
     }
     json_t *ids = json_array();
     for (int i = 0; i < g->n_ids; i++)
         json_array_append_new(ids, json_integer(g->ids[i]));
-    /* "text" stays null until the tokenizer lands */
-    json_t *o = json_pack("{s:i, s:o, s:n, s:s, s:i, s:i}", "index", 0, "ids", ids, "text",
-                          "finish_reason", finish_reason_name(g->finish), "prompt_tokens", n_prompt,
-                          "completion_tokens", g->n_ids);
+    json_t *o = json_pack("{s:i, s:o, s:o, s:s, s:i, s:i}", "index", 0, "ids", ids, "text",
+                          text ? json_stringn(text, text_len) : json_null(), "finish_reason",
+                          finish_reason_name(g->finish), "prompt_tokens", n_prompt, "completion_tokens",
+                          g->n_ids);
     char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     printf("%s\n", s);
     free(s);
     json_decref(o);
+}
+
+/* The model directory's tokenizer, if it has one; required for text prompts. */
+static int load_tokenizer(const char *dir, int required, struct tokenizer **tok, struct err *e)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    if (!fs_exists(path))
+        return required ? err_set(e, "--prompt: %s not found; pass --prompt-ids or add the tokenizer "
+                                     "(infer mkmodel --tokenizer DIR)", path)
+                        : 0;
+    *tok = tokenizer_load(dir, e);
+    return *tok ? 0 : -1;
+}
+
+static int encode_prompt(const struct tokenizer *tok, const char *text, int32_t **ids, int *n, struct err *e)
+{
+    struct token_ids t = {0};
+    if (tokenizer_encode(tok, text, strlen(text), 1, &t, e))
+        return err_prefix(e, "--prompt");
+    if (t.n == 0) {
+        token_ids_free(&t);
+        return err_set(e, "--prompt: the prompt encodes to no tokens");
+    }
+    *ids = t.ids;
+    *n = t.n;
+    return 0;
 }
 
 int cmd_generate(int argc, char **argv)
@@ -38,13 +75,14 @@ int cmd_generate(int argc, char **argv)
         {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
         {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu or cuda (default cpu)", 0},
         {"prompt-ids", CLI_OPT_STRING, &prompt_ids, 0, 0, 0, "prompt as comma-separated token ids", 0},
-        {"prompt", CLI_OPT_STRING, &prompt, 0, 0, 0, "prompt text (needs the tokenizer)", 0},
+        {"prompt", CLI_OPT_STRING, &prompt, 0, 0, 0, "prompt text (needs tokenizer.json in the model directory)", 0},
         {"max-tokens", CLI_OPT_INT, &max_tokens, 0, 1, 1 << 20, "tokens to generate (default 16)", 0},
         {"ignore-eos", CLI_OPT_FLAG, &ignore_eos, 0, 0, 0, "keep going past end-of-sequence tokens", 0},
         {"json", CLI_OPT_FLAG, &as_json, 0, 0, 0, "print the result as one JSON object", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},
     };
     struct err e = {{0}};
+    struct tokenizer *tok = NULL;
     struct backend *be = NULL;
     struct model *m = NULL;
     struct seq_runner r = {0};
@@ -56,18 +94,14 @@ int cmd_generate(int argc, char **argv)
     if (rc)
         goto done;
     rc = -1;
-    if (prompt) {
-        err_set(&e, "--prompt: text prompts need the tokenizer, which this build does not have yet; "
-                    "pass --prompt-ids");
+    if (!prompt == !prompt_ids) {
+        err_set(&e, "infer generate: give the prompt with exactly one of --prompt and --prompt-ids");
         goto done;
     }
-    if (!prompt_ids) {
-        err_set(&e, "infer generate: give the prompt with --prompt-ids 1,2,3");
-        goto done;
-    }
-    if (cli_parse_int_list(prompt_ids, "prompt-ids", &ids, &n_ids, &e) ||
-        backend_kind_parse(device, &kind, &e) || !(be = backend_create(kind, threads, &e)) ||
-        !(m = model_load(model_dir, be, &e)))
+    if ((prompt_ids && cli_parse_int_list(prompt_ids, "prompt-ids", &ids, &n_ids, &e)) ||
+        load_tokenizer(model_dir, prompt != NULL, &tok, &e) ||
+        (prompt && encode_prompt(tok, prompt, &ids, &n_ids, &e)) || backend_kind_parse(device, &kind, &e) ||
+        !(be = backend_create(kind, threads, &e)) || !(m = model_load(model_dir, be, &e)))
         goto done;
     int context = n_ids + max_tokens;
     if (context > m->cfg.max_positions) {
@@ -78,7 +112,12 @@ int cmd_generate(int argc, char **argv)
     if (seq_runner_init(&r, m, context, n_ids < 512 ? n_ids : 512, 16, &e) ||
         greedy_generate(&r, ids, n_ids, max_tokens, ignore_eos, &g, &e))
         goto done;
-    print_result(&g, n_ids, as_json);
+    char *text = NULL;
+    size_t text_len = 0;
+    if (tok && tokenizer_decode(tok, g.ids, g.n_ids, 1, &text, &text_len, &e))
+        goto done;
+    print_result(&g, n_ids, text, text_len, as_json);
+    free(text);
     double decode_tps = g.n_ids > 1 ? (g.n_ids - 1) / g.decode_seconds : 0;
     fprintf(stderr, "prefill %d tokens in %.3f s (%.1f tok/s); decode %d tokens in %.3f s (%.1f tok/s)\n",
             n_ids, g.prefill_seconds, n_ids / g.prefill_seconds, g.n_ids - 1, g.decode_seconds,
@@ -92,5 +131,6 @@ done:
     seq_runner_free(&r);
     model_free(m);
     backend_free(be);
+    tokenizer_free(tok);
     return rc < 0 ? 1 : 0;
 }

@@ -156,6 +156,10 @@ static int stream_ids(struct decode_ctx *c, const int32_t *ids, int n, struct er
 
 static int decode_ids(struct decode_ctx *c, const int32_t *ids, int n, struct err *e)
 {
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= tokenizer_vocab_size(c->tok))
+            return err_set(e, "token id %d is outside the vocabulary (0..%d)", ids[i],
+                           tokenizer_vocab_size(c->tok) - 1);
     if (c->stream)
         return stream_ids(c, ids, n, e);
     char *text;

@@ -435,12 +435,13 @@ int tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, in
 int tokenizer_decode(const struct tokenizer *t, const int32_t *ids, int n, int skip_special, char **text,
                      size_t *len, struct err *e)
 {
+    (void)e;
     struct pieces toks = {0}, tmp = {0};
     for (int i = 0; i < n; i++) {
-        if (ids[i] < 0 || ids[i] >= t->size || !t->bpe.id_to_token[ids[i]]) {
-            pieces_free(&toks);
-            return err_set(e, "token id %d is outside the vocabulary (0..%d)", ids[i], t->size - 1);
-        }
+        /* ids without a token (a model's padded vocabulary) are skipped, as
+         * tokenizers does */
+        if (ids[i] < 0 || ids[i] >= t->size || !t->bpe.id_to_token[ids[i]])
+            continue;
         if (skip_special && tokenizer_is_special(t, ids[i]))
             continue;
         pieces_push_kept(&toks, t->bpe.id_to_token[ids[i]], t->bpe.id_len[ids[i]]);

@@ -30,8 +30,8 @@ int tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, in
                      struct token_ids *out, struct err *e);
 void token_ids_free(struct token_ids *ids);
 
-/* Decodes ids to a malloc'ed NUL-terminated string. Fails on ids outside the
- * vocabulary. */
+/* Decodes ids to a malloc'ed NUL-terminated string. Ids with no token (a
+ * model's padded vocabulary) are skipped, as tokenizers does. */
 int tokenizer_decode(const struct tokenizer *t, const int32_t *ids, int n, int skip_special, char **text,
                      size_t *len, struct err *e);
 

@@ -123,6 +123,34 @@ else
 fi
 expect_fail "mkmodel --tokenizer without tokenizer.json" "tokenizer.json" "$INFER" mkmodel --config "$FIX/tiny-llama/config.json" --out "$TMP/x2" --tokenizer "$TMP"
 
+# text prompts through the model directory's tokenizer (a tiny model with the
+# real Qwen3 vocabulary, so that every id decodes)
+TOK=${INFER_SHARED:-$ROOT/../shared}/tokenizers/qwen3
+if [ -f "$TOK/tokenizer.json" ]; then
+    mkdir -p "$TMP/qtok-cfg" &&
+        sed 's/"vocab_size": 1024/"vocab_size": 151669/' "$FIX/tiny-qwen3/config.json" >"$TMP/qtok-cfg/config.json"
+    "$INFER" mkmodel --config "$TMP/qtok-cfg/config.json" --out "$TMP/qtok" --tokenizer "$TOK" >/dev/null
+    out=$("$INFER" generate --model "$TMP/qtok" --prompt "Hello, world" --max-tokens 6 --json 2>/dev/null)
+    want_prompt=$("$INFER" tokenize --model "$TOK" --text "Hello, world")
+    if echo "$out" | python3 -c '
+import json, subprocess, sys
+o = json.load(sys.stdin)
+prompt = json.loads(sys.argv[1])
+text = subprocess.run([sys.argv[2], "detokenize", "--model", sys.argv[3], "--skip-special", "--ids",
+                       ",".join(map(str, o["ids"]))], capture_output=True, text=True, check=True).stdout
+assert o["prompt_tokens"] == len(prompt), (o, prompt)
+assert o["text"] == text, (o["text"], text)
+' "$want_prompt" "$INFER" "$TOK"; then
+        ok "generate --prompt encodes with the tokenizer and returns decoded text"
+    else
+        bad "generate --prompt: $out"
+    fi
+    expect_fail "--prompt without a tokenizer" "tokenizer.json" "$INFER" generate --model "$FIX/tiny-llama" --prompt "hi"
+    expect_fail "--prompt and --prompt-ids together" "exactly one" "$INFER" generate --model "$TMP/qtok" --prompt "hi" --prompt-ids 1
+else
+    echo "[SKIP] generate --prompt: $TOK/tokenizer.json not found (set INFER_SHARED)"
+fi
+
 # malformed checkpoints
 cp -r "$FIX/tiny-llama" "$TMP/trunc"
 head -c 100000 "$FIX/tiny-llama/model.safetensors" >"$TMP/trunc/model.safetensors"
