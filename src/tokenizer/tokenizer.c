@@ -61,7 +61,8 @@ static int load_added(struct tokenizer *t, const json_t *list, struct err *e)
         const json_t *content = json_object_get(a, "content"), *id = json_object_get(a, "id");
         if (!json_is_string(content) || !json_is_integer(id) || json_integer_value(id) < 0 ||
             json_integer_value(id) >= (1 << 26))
-            return err_set(e, "added_tokens[%zu]: needs a string 'content' and a non-negative integer 'id'", i);
+            return err_set(e, "added_tokens[%zu]: needs a string 'content' and a non-negative integer 'id'",
+                           i);
         struct added_token *tok = &t->added.v[t->added.n++];
         tok->len = json_string_length(content);
         tok->content = xmalloc(tok->len + 1);
@@ -128,20 +129,22 @@ static int scan_max_id(const struct big_ranges *r, int32_t *max_id, int64_t *cou
     *count = 0;
     if (!json_scan_char(&j, '{'))
         return err_set(e, "model.vocab must be an object");
-    if (!json_scan_char(&j, '}'))
-        do {
-            int64_t id;
-            if (json_scan_string(&j, &key, &cap) < 0 || !json_scan_char(&j, ':') || json_scan_int(&j, &id)) {
-                free(key);
-                return scan_error(&j, "model.vocab", e);
-            }
-            if (id < 0 || id >= (1 << 26)) {
-                free(key);
-                return err_set(e, "model.vocab['%s']: id must be in [0, 2^26)", key);
-            }
-            *max_id = id > *max_id ? (int32_t)id : *max_id;
-            (*count)++;
-        } while (json_scan_char(&j, ','));
+    if (json_scan_char(&j, '}'))
+        return 0;
+    do {
+        int64_t id;
+        if (json_scan_string(&j, &key, &cap) < 0 || !json_scan_char(&j, ':') || json_scan_int(&j, &id)) {
+            free(key);
+            return scan_error(&j, "model.vocab", e);
+        }
+        if (id < 0 || id >= (1 << 26)) {
+            err_set(e, "model.vocab['%s']: id must be in [0, 2^26)", key);
+            free(key);
+            return -1;
+        }
+        *max_id = id > *max_id ? (int32_t)id : *max_id;
+        (*count)++;
+    } while (json_scan_char(&j, ','));
     free(key);
     return json_scan_char(&j, '}') ? 0 : scan_error(&j, "model.vocab", e);
 }
@@ -154,7 +157,8 @@ static int scan_merges(struct bpe *b, const struct big_ranges *r, struct err *e)
     int rc = 0;
     if (!json_scan_char(&j, '['))
         return err_set(e, "model.merges must be a list");
-    if (!json_scan_char(&j, ']'))
+    int empty = json_scan_char(&j, ']');
+    if (!empty)
         for (int32_t rank = 0;; rank++) {
             long ll, rl;
             if (json_scan_char(&j, '[')) { /* ["left", "right"] */
@@ -169,7 +173,8 @@ static int scan_merges(struct bpe *b, const struct big_ranges *r, struct err *e)
                 char *sp = n >= 0 ? memchr(l, ' ', (size_t)n) : NULL;
                 if (!sp || memchr(sp + 1, ' ', (size_t)(l + n - sp - 1))) {
                     rc = n < 0 ? scan_error(&j, "model.merges", e)
-                               : err_set(e, "model.merges[%d]: '%s' is not two tokens separated by one space", rank, l);
+                               : err_set(e, "model.merges[%d]: '%s' is not two tokens separated by one space",
+                                         rank, l);
                     break;
                 }
                 ll = sp - l;
@@ -187,7 +192,7 @@ static int scan_merges(struct bpe *b, const struct big_ranges *r, struct err *e)
             if (!json_scan_char(&j, ','))
                 break;
         }
-    if (!rc && !json_scan_char(&j, ']'))
+    if (!rc && !empty && !json_scan_char(&j, ']'))
         rc = scan_error(&j, "model.merges", e);
     free(l);
     free(rt);
@@ -207,7 +212,8 @@ static int load_model(struct tokenizer *t, const json_t *model, const struct big
         if (a && *a)
             return err_set(e, "model.%s '%s' is not supported", affixes[i], a);
     }
-    if (json_is_number(json_object_get(model, "dropout")) && json_number_value(json_object_get(model, "dropout")) > 0)
+    if (json_is_number(json_object_get(model, "dropout")) &&
+        json_number_value(json_object_get(model, "dropout")) > 0)
         return err_set(e, "model.dropout is not supported (inference is deterministic)");
     struct bpe *b = &t->bpe;
     int32_t max_id = -1;
