@@ -31,7 +31,7 @@ def main():
     print(f"{'tokenizer':10} {'infer MB/s':>11} {'tokenizers MB/s':>16} {'ratio':>6} {'infer load s':>13} {'tokenizers load s':>18}")
     for fam in ("llama3", "qwen3", "gemma3"):
         d = os.path.join(shared, "tokenizers", fam)
-        out = subprocess.run([os.path.join(ROOT, "build", "tokenizer_bench"), d, path, str(repeats)],
+        out = subprocess.run([os.environ.get("TOKENIZER_BENCH", os.path.join(ROOT, "build", "tokenizer_bench")), d, path, str(repeats)],
                              check=True, capture_output=True, text=True).stdout
         ours = json.loads(out)
         t0 = time.perf_counter()

@@ -3,8 +3,8 @@
  *  - even: the rest is a tokenizer.json; loading must succeed or fail with a
  *    message naming the file, never crash;
  *  - odd: the rest is text for a fixed small byte-level tokenizer with added
- *    tokens; encoding valid UTF-8 must succeed, and decoding the ids must
- *    give the text back (byte-level BPE is lossless). */
+ *    tokens; valid UTF-8 must encode, invalid UTF-8 must be refused, and
+ *    the ids must decode. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
