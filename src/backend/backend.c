@@ -8,6 +8,12 @@
 struct backend *cuda_backend_create(struct err *e);
 #endif
 
+const char *mem_region_name(enum mem_region r)
+{
+    static const char *names[MEM_REGION_COUNT] = {"weights", "workspace", "metadata", "kv cache"};
+    return r < MEM_REGION_COUNT ? names[r] : "?";
+}
+
 int backend_kind_parse(const char *name, enum backend_kind *kind, struct err *e)
 {
     if (!strcmp(name, "cpu"))

@@ -70,14 +70,33 @@ struct attn_shape {
 
 enum act_fn { ACT_FN_SILU, ACT_FN_GELU_TANH };
 
+/* The parts of the memory plan (ARCHITECTURE.md section 3). */
+enum mem_region {
+    MEM_REGION_WEIGHTS,   /* weights and constant tables (RoPE frequencies) */
+    MEM_REGION_WORKSPACE, /* activations, sized for the largest step */
+    MEM_REGION_METADATA,  /* a step's token ids, positions, block tables, ... */
+    MEM_REGION_KV,        /* the paged KV cache */
+    MEM_REGION_COUNT
+};
+
+const char *mem_region_name(enum mem_region r);
+
 struct backend;
 
 struct backend_ops {
     const char *name;
 
-    /* Memory. alloc is for start-up (the memory plan) only; NULL + e on failure. */
-    void *(*alloc)(struct backend *be, size_t bytes, struct err *e);
+    /* Memory plan. A backend that places memory in slabs (CUDA) allocates a
+     * region's slab once in reserve and carves every alloc of that region
+     * out of it, so nothing is allocated after start-up; the CPU backend
+     * allocates per call and ignores reserve. alloc is for start-up only;
+     * NULL + e (naming the region) when the region or the device is full.
+     * free releases per-call allocations; carved memory goes with the backend. */
+    int (*reserve)(struct backend *be, enum mem_region region, size_t bytes, struct err *e);
+    void *(*alloc)(struct backend *be, enum mem_region region, size_t bytes, struct err *e);
     void (*free)(struct backend *be, void *p);
+    /* Device memory free and total (CPU: 0, 0). */
+    void (*mem_info)(struct backend *be, size_t *free_bytes, size_t *total_bytes);
     /* Makes a host tensor usable as a weight: the CPU backend may keep host
      * pointers (mmap), the CUDA backend copies to the device. */
     int (*weight_upload)(struct backend *be, struct weight *dst, const void *host_data,

@@ -43,7 +43,7 @@ int forward_ws_init(struct forward_ws *ws, const struct model *m, int max_tokens
     int n = ws_layout(ws, m, bufs);
     for (int i = 0; i < n; i++) {
         size_t rows = (size_t)(bufs[i].logit_rows ? max_logits : max_tokens);
-        *bufs[i].slot = m->be->ops->alloc(m->be, rows * bufs[i].elems_per_row * bufs[i].elem_size, e);
+        *bufs[i].slot = m->be->ops->alloc(m->be, MEM_REGION_WORKSPACE, rows * bufs[i].elems_per_row * bufs[i].elem_size, e);
         if (!*bufs[i].slot) {
             forward_ws_free(ws, m);
             return err_prefix(e, "activation workspace for %d tokens", max_tokens);

@@ -21,8 +21,8 @@ int kv_store_init(struct kv_store *kv, const struct model_config *cfg, struct ba
     size_t per = (size_t)n_blocks * (size_t)block_size * (size_t)cfg->n_kv_heads *
                  (size_t)cfg->head_dim * dtype_size(be->kv_dtype);
     for (int i = 0; i < cfg->n_layers; i++) {
-        kv->layers[i].k = be->ops->alloc(be, per, e);
-        kv->layers[i].v = kv->layers[i].k ? be->ops->alloc(be, per, e) : NULL;
+        kv->layers[i].k = be->ops->alloc(be, MEM_REGION_KV, per, e);
+        kv->layers[i].v = kv->layers[i].k ? be->ops->alloc(be, MEM_REGION_KV, per, e) : NULL;
         if (!kv->layers[i].v) {
             kv_store_free(kv, be);
             return err_prefix(e, "KV cache of %d blocks", n_blocks);

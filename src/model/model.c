@@ -11,7 +11,7 @@ static float *upload_inv_freq(struct backend *be, const struct rope_config *r, i
     size_t bytes = (size_t)(head_dim / 2) * sizeof(float);
     float *host = xmalloc(bytes);
     rope_inv_freq(r, head_dim, host);
-    float *dev = be->ops->alloc(be, bytes, e);
+    float *dev = be->ops->alloc(be, MEM_REGION_WEIGHTS, bytes, e);
     if (dev && be->ops->copy_to_device(be, dev, host, bytes, e)) {
         be->ops->free(be, dev);
         dev = NULL;

@@ -31,16 +31,28 @@ void cpu_to_f32(float *dst, const void *src, enum dtype dtype, int64_t i0, int64
     }
 }
 
-static void *cpu_alloc(struct backend *be, size_t bytes, struct err *e)
+static int cpu_reserve(struct backend *be, enum mem_region region, size_t bytes, struct err *e)
+{
+    (void)be, (void)region, (void)bytes, (void)e;
+    return 0;
+}
+
+static void *cpu_alloc(struct backend *be, enum mem_region region, size_t bytes, struct err *e)
 {
     (void)be;
     void *p = NULL;
     size_t rounded = (bytes + 63) & ~(size_t)63;
     if (posix_memalign(&p, 64, rounded ? rounded : 64)) {
-        err_set(e, "cpu backend: cannot allocate %zu bytes", bytes);
+        err_set(e, "cpu backend: cannot allocate %zu bytes for the %s", bytes, mem_region_name(region));
         return NULL;
     }
     return p;
+}
+
+static void cpu_mem_info(struct backend *be, size_t *free_bytes, size_t *total_bytes)
+{
+    (void)be;
+    *free_bytes = *total_bytes = 0;
 }
 
 static void cpu_free(struct backend *be, void *p)
@@ -98,8 +110,10 @@ static int cpu_synchronize(struct backend *be, struct err *e)
 
 static const struct backend_ops cpu_ops = {
     .name = "cpu",
+    .reserve = cpu_reserve,
     .alloc = cpu_alloc,
     .free = cpu_free,
+    .mem_info = cpu_mem_info,
     .weight_upload = cpu_weight_upload,
     .weight_free = cpu_weight_free,
     .copy_to_device = cpu_copy,

@@ -10,61 +10,93 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_common.h"
+#include "core/bf16.h"
 #include "core/log.h"
 
 struct backend *cuda_backend_create(struct err *e);
 
 static struct cuda_backend *impl(struct backend *be) { return be->impl; }
 
-static void *cuda_alloc(struct backend *be, size_t bytes, struct err *e)
+/* The only place the backend allocates device memory. */
+static void *device_malloc(struct cuda_backend *cb, size_t bytes, const char *what, struct err *e)
 {
-    (void)be;
     void *p = NULL;
     cudaError_t rc = cudaMalloc(&p, bytes ? bytes : 256);
     if (rc != cudaSuccess) {
-        err_set(e, "cudaMalloc of %zu bytes failed: %s", bytes, cudaGetErrorString(rc));
+        err_set(e, "cudaMalloc of %zu bytes for the %s failed: %s", bytes, what, cudaGetErrorString(rc));
         return NULL;
     }
+    cb->n_device_allocs++;
     return p;
+}
+
+static int cuda_reserve(struct backend *be, enum mem_region region, size_t bytes, struct err *e)
+{
+    struct cuda_slab *s = &impl(be)->slabs[region];
+    if (s->base)
+        return err_set(e, "cuda backend: the %s region is already reserved", mem_region_name(region));
+    if (!(s->base = device_malloc(impl(be), bytes, mem_region_name(region), e)))
+        return -1;
+    s->size = bytes;
+    s->used = 0;
+    log_info("cuda: %s region %.1f MiB", mem_region_name(region), (double)bytes / (1 << 20));
+    return 0;
+}
+
+static void *cuda_alloc(struct backend *be, enum mem_region region, size_t bytes, struct err *e)
+{
+    struct cuda_slab *s = &impl(be)->slabs[region];
+    size_t at = (s->used + 255) & ~(size_t)255;
+    if (!s->base || at + bytes > s->size) {
+        err_set(e, "cuda backend: the %s region (%zu of %zu bytes used) cannot hold %zu more bytes",
+                mem_region_name(region), s->used, s->size, bytes);
+        return NULL;
+    }
+    s->used = at + bytes;
+    return s->base + at;
 }
 
 static void cuda_free(struct backend *be, void *p)
 {
-    (void)be;
-    if (p)
-        CUDA_CHECK(cudaFree(p));
+    (void)be, (void)p; /* carved memory is released with the backend */
 }
 
+static void cuda_mem_info(struct backend *be, size_t *free_bytes, size_t *total_bytes)
+{
+    (void)be;
+    CUDA_CHECK(cudaMemGetInfo(free_bytes, total_bytes));
+}
+
+/* Weights land in the weights region as bf16; f32 and f16 checkpoints are
+ * converted on the host first. */
 static int cuda_weight_upload(struct backend *be, struct weight *dst, const void *host_data,
                               enum dtype dtype, int64_t rows, int64_t cols, struct err *e)
 {
     if (!dtype_is_float(dtype))
         return err_set(e, "cuda backend: weights must be BF16, F16 or F32, got %s", dtype_name(dtype));
     size_t n = (size_t)(rows * cols);
-    void *dev = cuda_alloc(be, n * 2, e);
+    void *dev = cuda_alloc(be, MEM_REGION_WEIGHTS, n * 2, e);
     if (!dev)
         return -1;
-    cudaStream_t s = impl(be)->stream;
-    if (dtype == DTYPE_BF16) {
-        CUDA_TRY(cudaMemcpyAsync(dev, host_data, n * 2, cudaMemcpyHostToDevice, s), e);
-    } else {
-        void *staging = cuda_alloc(be, n * dtype_size(dtype), e);
-        if (!staging) {
-            cuda_free(be, dev);
-            return -1;
-        }
-        CUDA_TRY(cudaMemcpyAsync(staging, host_data, n * dtype_size(dtype), cudaMemcpyHostToDevice, s), e);
-        CUDA_TRY(cuda_convert_to_bf16(dev, staging, dtype, n, s), e);
-        CUDA_TRY(cudaStreamSynchronize(s), e);
-        cuda_free(be, staging);
+    const void *src = host_data;
+    uint16_t *converted = NULL;
+    if (dtype != DTYPE_BF16) {
+        converted = xmalloc(n * 2);
+        for (size_t i = 0; i < n; i++)
+            converted[i] = f32_to_bf16(dtype == DTYPE_F32 ? ((const float *)host_data)[i]
+                                                          : f16_to_f32(((const uint16_t *)host_data)[i]));
+        src = converted;
     }
+    cudaError_t rc = cudaMemcpy(dev, src, n * 2, cudaMemcpyHostToDevice);
+    free(converted);
+    CUDA_TRY(rc, e);
     *dst = (struct weight){dev, DTYPE_BF16, rows, cols};
     return 0;
 }
 
 static void cuda_weight_free(struct backend *be, struct weight *w)
 {
-    cuda_free(be, (void *)w->data);
+    (void)be;
     memset(w, 0, sizeof *w);
 }
 
@@ -88,8 +120,10 @@ static int cuda_synchronize(struct backend *be, struct err *e)
 
 static const struct backend_ops cuda_ops = {
     .name = "cuda",
+    .reserve = cuda_reserve,
     .alloc = cuda_alloc,
     .free = cuda_free,
+    .mem_info = cuda_mem_info,
     .weight_upload = cuda_weight_upload,
     .weight_free = cuda_weight_free,
     .copy_to_device = cuda_copy_to_device,
@@ -101,6 +135,9 @@ static const struct backend_ops cuda_ops = {
 static void cuda_backend_destroy(struct backend *be)
 {
     struct cuda_backend *cb = be->impl;
+    for (int r = 0; r < MEM_REGION_COUNT; r++)
+        if (cb->slabs[r].base)
+            cudaFree(cb->slabs[r].base);
     if (cb->lt_workspace)
         cudaFree(cb->lt_workspace);
     if (cb->lt)
@@ -148,7 +185,7 @@ struct backend *cuda_backend_create(struct err *e)
     if (cudaSetDevice(0) != cudaSuccess || cudaGetDeviceProperties(&cb->prop, 0) != cudaSuccess ||
         cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking) != cudaSuccess ||
         cublasLtCreate(&cb->lt) != CUBLAS_STATUS_SUCCESS ||
-        cudaMalloc(&cb->lt_workspace, cb->lt_workspace_bytes) != cudaSuccess) {
+        !(cb->lt_workspace = device_malloc(cb, cb->lt_workspace_bytes, "cuBLASLt workspace", e))) {
         err_set(e, "--device cuda: cannot initialise device 0 (stream, cuBLASLt or workspace)");
         cuda_backend_destroy(be);
         return NULL;

@@ -8,8 +8,16 @@
 
 #include "backend/ops.h"
 
+/* One slab per memory-plan region, allocated once by reserve. */
+struct cuda_slab {
+    char *base;
+    size_t size, used;
+};
+
 struct cuda_backend {
     int device;
+    struct cuda_slab slabs[MEM_REGION_COUNT];
+    long n_device_allocs; /* cudaMalloc calls so far (tests check it stops growing) */
     cudaStream_t stream;
     cublasLtHandle_t lt;
     void *lt_workspace; /* one cuBLASLt workspace for the stream */
@@ -37,9 +45,5 @@ struct cuda_backend {
         }                                                                                     \
     } while (0)
 
-/* Launchers (extern "C" in the .cu files). */
-/* dst[n] (bf16) = src[n] of dtype (f32 or f16), on stream. */
-cudaError_t cuda_convert_to_bf16(void *dst, const void *src, enum dtype dtype, size_t n,
-                                 cudaStream_t stream);
 
 #endif
