@@ -6,7 +6,7 @@
 #   make SAN=1           address + undefined sanitizer build in build-san/ (CPU only)
 #   make test            sanitizer build, then every CPU test (what CI runs; needs scripts/setup)
 #   make demo            build, then run generate on the embedded default model
-#   make gpu-build       release build for the GPU machine (sm_90a), see tests/gpu/run.sh
+#   make gpu-build       release build + GPU tests for the GPU machine (sm_90a), see tests/gpu/run.sh
 
 SAN ?= 0
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -40,7 +40,7 @@ CUDA_CU := $(shell find src/backend/cuda -name '*.cu')
 ifeq ($(CUDA),1)
   SRC_C += $(CUDA_C)
   CFLAGS_SRC += -DINFER_HAVE_CUDA -isystem $(CUDA_HOME)/include
-  CFLAGS_TEST += -DINFER_HAVE_CUDA
+  CFLAGS_TEST += -DINFER_HAVE_CUDA -isystem $(CUDA_HOME)/include
   NVCCFLAGS := -std=c++17 -O3 -Isrc -Xcompiler -Wall,-Wextra,-Werror \
     -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_90,code=compute_90 --expt-relaxed-constexpr
   CU_OBJ := $(CUDA_CU:%.cu=$(BUILD)/%.o)
@@ -115,8 +115,15 @@ $(BUILD)/tokenizer_bench: bench/tokenizer_bench.c $(BUILD)/libinfer.a
 bench-tokenizer: $(BUILD)/tokenizer_bench
 	$(PYTHON) bench/tokenizer_speed.py
 
+# GPU tests: CUDA ops against their CPU twins (tests/gpu, run on the GPU machine).
+GPU_TEST_C := $(wildcard tests/gpu/*.c)
+$(BUILD)/gpu_tests: $(GPU_TEST_C:%.c=$(BUILD)/%.o) $(BUILD)/libinfer.a
+	@echo "LD    $@"
+	@$(CC) -o $@ $^ $(LDLIBS)
+
+# Everything the GPU machine runs, built here (see tests/gpu/run.sh).
 gpu-build:
-	$(MAKE) BUILD=build-gpu CUDA=1 SAN=0
+	$(MAKE) BUILD=build-gpu CUDA=1 SAN=0 build-gpu/infer build-gpu/gpu_tests
 
 format:
 	clang-format -i $$(find src tests -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh')

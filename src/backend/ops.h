@@ -81,6 +81,14 @@ enum mem_region {
 
 const char *mem_region_name(enum mem_region r);
 
+/* Capacities of the fixed metadata buffers a backend keeps for batch_upload. */
+struct meta_caps {
+    int max_tokens;
+    int max_seqs;
+    int max_blocks_per_seq;
+    int max_logits;
+};
+
 struct backend;
 
 struct backend_ops {
@@ -104,7 +112,11 @@ struct backend_ops {
     void (*weight_free)(struct backend *be, struct weight *w);
     int (*copy_to_device)(struct backend *be, void *dst, const void *src, size_t bytes, struct err *e);
     int (*copy_to_host)(struct backend *be, void *dst, const void *src, size_t bytes, struct err *e);
-    /* Copies a step's metadata into the backend's fixed buffers. */
+    /* Sizes the fixed metadata buffers (start-up; CUDA carves them from the
+     * metadata region, which it reserves itself). */
+    int (*meta_init)(struct backend *be, const struct meta_caps *caps, struct err *e);
+    /* Copies a step's metadata into the backend's fixed buffers (one
+     * host-to-device copy on CUDA); fails when it exceeds the capacities. */
     int (*batch_upload)(struct backend *be, const struct fwd_batch *b, struct fwd_meta *m, struct err *e);
     int (*synchronize)(struct backend *be, struct err *e);
 

@@ -18,6 +18,13 @@ int seq_runner_init(struct seq_runner *r, const struct model *m, int max_context
         return -1;
     }
     block_pool_init(&r->pool, n_blocks, 1);
+    struct meta_caps caps = {chunk_tokens, 1, n_blocks, chunk_tokens};
+    if (m->be->ops->meta_init(m->be, &caps, e)) {
+        block_pool_free(&r->pool);
+        forward_ws_free(&r->ws, m);
+        kv_store_free(&r->kv, m->be);
+        return -1;
+    }
     size_t bytes = (size_t)chunk_tokens * sizeof(int32_t);
     r->positions = xmalloc(bytes);
     r->slots = xmalloc(bytes);

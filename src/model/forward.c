@@ -41,6 +41,13 @@ int forward_ws_init(struct forward_ws *ws, const struct model *m, int max_tokens
     ws->max_logits = max_logits;
     struct ws_buf bufs[16];
     int n = ws_layout(ws, m, bufs);
+    size_t total = 0;
+    for (int i = 0; i < n; i++) {
+        size_t rows = (size_t)(bufs[i].logit_rows ? max_logits : max_tokens);
+        total += (rows * bufs[i].elems_per_row * bufs[i].elem_size + 255) & ~(size_t)255;
+    }
+    if (m->be->ops->reserve(m->be, MEM_REGION_WORKSPACE, total, e))
+        return err_prefix(e, "activation workspace for %d tokens", max_tokens);
     for (int i = 0; i < n; i++) {
         size_t rows = (size_t)(bufs[i].logit_rows ? max_logits : max_tokens);
         *bufs[i].slot = m->be->ops->alloc(m->be, MEM_REGION_WORKSPACE, rows * bufs[i].elems_per_row * bufs[i].elem_size, e);

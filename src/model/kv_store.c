@@ -20,6 +20,11 @@ int kv_store_init(struct kv_store *kv, const struct model_config *cfg, struct ba
     kv->block_size = block_size;
     size_t per = (size_t)n_blocks * (size_t)block_size * (size_t)cfg->n_kv_heads *
                  (size_t)cfg->head_dim * dtype_size(be->kv_dtype);
+    if (be->ops->reserve(be, MEM_REGION_KV, 2 * (size_t)cfg->n_layers * ((per + 255) & ~(size_t)255), e)) {
+        free(kv->layers);
+        kv->layers = NULL;
+        return err_prefix(e, "KV cache of %d blocks", n_blocks);
+    }
     for (int i = 0; i < cfg->n_layers; i++) {
         kv->layers[i].k = be->ops->alloc(be, MEM_REGION_KV, per, e);
         kv->layers[i].v = kv->layers[i].k ? be->ops->alloc(be, MEM_REGION_KV, per, e) : NULL;

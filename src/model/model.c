@@ -20,6 +20,24 @@ static float *upload_inv_freq(struct backend *be, const struct rope_config *r, i
     return dev;
 }
 
+static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+/* The weights region: every tensor as the backend's activation dtype (bf16
+ * on CUDA) plus the two RoPE tables, each allocation 256-byte aligned. */
+static size_t weights_region_bytes(const struct model_config *cfg, const struct backend *be)
+{
+    struct model_weights w = {0};
+    w.layers = xcalloc((size_t)cfg->n_layers, sizeof *w.layers);
+    struct weight_spec *specs;
+    int n = weight_specs_build(cfg, &w, &specs);
+    size_t bytes = 2 * align256((size_t)(cfg->head_dim / 2) * sizeof(float));
+    for (int i = 0; i < n; i++)
+        bytes += align256((size_t)(specs[i].rows * specs[i].cols) * dtype_size(be->act_dtype));
+    free(specs);
+    free(w.layers);
+    return bytes;
+}
+
 struct model *model_load(const char *dir, struct backend *be, struct err *e)
 {
     struct model *m = xcalloc(1, sizeof *m);
@@ -29,6 +47,8 @@ struct model *model_load(const char *dir, struct backend *be, struct err *e)
     if (model_config_load(path, &m->cfg, e))
         goto fail;
     if (!(m->ck = checkpoint_open(dir, e)))
+        goto fail;
+    if (be->ops->reserve(be, MEM_REGION_WEIGHTS, weights_region_bytes(&m->cfg, be), e))
         goto fail;
     if (model_weights_load(&m->w, &m->cfg, m->ck, be, e))
         goto fail;

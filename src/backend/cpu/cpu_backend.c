@@ -90,6 +90,12 @@ static int cpu_copy(struct backend *be, void *dst, const void *src, size_t bytes
     return 0;
 }
 
+static int cpu_meta_init(struct backend *be, const struct meta_caps *caps, struct err *e)
+{
+    (void)be, (void)caps, (void)e;
+    return 0;
+}
+
 static int cpu_batch_upload(struct backend *be, const struct fwd_batch *b, struct fwd_meta *m,
                             struct err *e)
 {
@@ -118,6 +124,7 @@ static const struct backend_ops cpu_ops = {
     .weight_free = cpu_weight_free,
     .copy_to_device = cpu_copy,
     .copy_to_host = cpu_copy,
+    .meta_init = cpu_meta_init,
     .batch_upload = cpu_batch_upload,
     .synchronize = cpu_synchronize,
     .embed = cpu_embed,
