@@ -120,6 +120,14 @@ struct backend_ops {
     int (*batch_upload)(struct backend *be, const struct fwd_batch *b, struct fwd_meta *m, struct err *e);
     int (*synchronize)(struct backend *be, struct err *e);
 
+    /* CUDA graphs (NULL where unsupported): the ops queued between
+     * graph_begin and graph_end become a graph that graph_replay launches
+     * with one call. Start-up and measurement only in this issue. */
+    int (*graph_begin)(struct backend *be, struct err *e);
+    int (*graph_end)(struct backend *be, void **graph, struct err *e);
+    int (*graph_replay)(struct backend *be, void *graph, struct err *e);
+    void (*graph_free)(struct backend *be, void *graph);
+
     /* out[t] = table[ids[t]] * scale */
     void (*embed)(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
                   float scale);

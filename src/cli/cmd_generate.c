@@ -1,4 +1,4 @@
-/* infer generate --model DIR (--prompt TEXT | --prompt-ids 1,2,3) [--max-tokens N] [--json]
+/* infer generate --model DIR (--prompt TEXT [--chat] | --prompt-ids 1,2,3) [--max-tokens N] [--json]
  * Greedy generation of one prompt; prints the generated text (or ids when
  * the model has no tokenizer, or the CLI contract's JSON object with --json)
  * on stdout and the speed on stderr. */
@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "core/fs.h"
 #include "engine/greedy.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 /* text: the decoded output, or NULL when the model has no tokenizer */
@@ -53,10 +54,29 @@ static int load_tokenizer(const char *dir, int required, struct tokenizer **tok,
     return *tok ? 0 : -1;
 }
 
-static int encode_prompt(const struct tokenizer *tok, const char *text, int32_t **ids, int *n, struct err *e)
+/* --chat: the prompt as one user message through the model's chat template
+ * (which writes the special tokens itself, so encoding adds none). */
+static char *render_chat(const char *model_dir, const char *prompt, struct err *e)
+{
+    struct chat_template *ct = chat_template_load(model_dir, e);
+    if (!ct)
+        return NULL;
+    json_t *messages = json_pack("[{s:s, s:s}]", "role", "user", "content", prompt);
+    char *out = NULL;
+    if (!messages)
+        err_set(e, "--prompt is not valid UTF-8");
+    else if (chat_template_render(ct, messages, NULL, 1, NULL, &out, e))
+        out = NULL;
+    json_decref(messages);
+    chat_template_free(ct);
+    return out;
+}
+
+static int encode_prompt(const struct tokenizer *tok, const char *text, int add_special, int32_t **ids, int *n,
+                         struct err *e)
 {
     struct token_ids t = {0};
-    if (tokenizer_encode(tok, text, strlen(text), 1, &t, e))
+    if (tokenizer_encode(tok, text, strlen(text), add_special, &t, e))
         return err_prefix(e, "--prompt");
     if (t.n == 0) {
         token_ids_free(&t);
@@ -70,12 +90,14 @@ static int encode_prompt(const struct tokenizer *tok, const char *text, int32_t 
 int cmd_generate(int argc, char **argv)
 {
     const char *model_dir = NULL, *device = "cpu", *prompt_ids = NULL, *prompt = NULL;
-    int max_tokens = 16, as_json = 0, threads = 0, ignore_eos = 0;
+    int max_tokens = 16, as_json = 0, threads = 0, ignore_eos = 0, chat = 0;
+    char *chat_text = NULL;
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
         {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu or cuda (default cpu)", 0},
         {"prompt-ids", CLI_OPT_STRING, &prompt_ids, 0, 0, 0, "prompt as comma-separated token ids", 0},
         {"prompt", CLI_OPT_STRING, &prompt, 0, 0, 0, "prompt text (needs tokenizer.json in the model directory)", 0},
+        {"chat", CLI_OPT_FLAG, &chat, 0, 0, 0, "send --prompt as a user message through the chat template", 0},
         {"max-tokens", CLI_OPT_INT, &max_tokens, 0, 1, 1 << 20, "tokens to generate (default 16)", 0},
         {"ignore-eos", CLI_OPT_FLAG, &ignore_eos, 0, 0, 0, "keep going past end-of-sequence tokens", 0},
         {"json", CLI_OPT_FLAG, &as_json, 0, 0, 0, "print the result as one JSON object", 0},
@@ -98,9 +120,15 @@ int cmd_generate(int argc, char **argv)
         err_set(&e, "infer generate: give the prompt with exactly one of --prompt and --prompt-ids");
         goto done;
     }
+    if (chat && !prompt) {
+        err_set(&e, "--chat needs --prompt (the text of the user message)");
+        goto done;
+    }
     if ((prompt_ids && cli_parse_int_list(prompt_ids, "prompt-ids", &ids, &n_ids, &e)) ||
         load_tokenizer(model_dir, prompt != NULL, &tok, &e) ||
-        (prompt && encode_prompt(tok, prompt, &ids, &n_ids, &e)) || backend_kind_parse(device, &kind, &e) ||
+        (chat && !(chat_text = render_chat(model_dir, prompt, &e))) ||
+        (prompt && encode_prompt(tok, chat ? chat_text : prompt, !chat, &ids, &n_ids, &e)) ||
+        backend_kind_parse(device, &kind, &e) ||
         !(be = backend_create(kind, threads, &e)) || !(m = model_load(model_dir, be, &e)))
         goto done;
     int context = n_ids + max_tokens;
@@ -109,7 +137,7 @@ int cmd_generate(int argc, char **argv)
                 max_tokens, m->cfg.max_positions);
         goto done;
     }
-    if (seq_runner_init(&r, m, context, n_ids < 512 ? n_ids : 512, 16, &e) ||
+    if (seq_runner_init(&r, m, context, n_ids < 512 ? n_ids : 512, 1, 16, &e) ||
         greedy_generate(&r, ids, n_ids, max_tokens, ignore_eos, &g, &e))
         goto done;
     char *text = NULL;
@@ -128,6 +156,7 @@ done:
         fprintf(stderr, "infer generate: %s\n", e.msg);
     free(g.ids);
     free(ids);
+    free(chat_text);
     seq_runner_free(&r);
     model_free(m);
     backend_free(be);

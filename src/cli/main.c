@@ -11,11 +11,14 @@ static const struct {
     int (*run)(int, char **);
     const char *help;
 } commands[] = {
+    {"bench", cmd_bench, "time prefill and decode of one sequence"},
     {"generate", cmd_generate, "generate tokens from a prompt"},
+    {"logits", cmd_logits, "write the logits of every position of a token sequence"},
     {"info", cmd_info, "describe a checkpoint: architecture, dimensions, parameters"},
     {"mkmodel", cmd_mkmodel, "write a random-weight checkpoint from a config.json"},
     {"tokenize", cmd_tokenize, "text to token ids"},
     {"detokenize", cmd_detokenize, "token ids to text"},
+    {"template", cmd_template, "render a chat template"},
 };
 
 static void usage(FILE *f)

@@ -4,7 +4,7 @@
 #include <string.h>
 
 int seq_runner_init(struct seq_runner *r, const struct model *m, int max_context, int chunk_tokens,
-                    int block_size, struct err *e)
+                    int max_logits, int block_size, struct err *e)
 {
     memset(r, 0, sizeof *r);
     r->m = m;
@@ -13,12 +13,12 @@ int seq_runner_init(struct seq_runner *r, const struct model *m, int max_context
     int n_blocks = (max_context + block_size - 1) / block_size + 1;
     if (kv_store_init(&r->kv, &m->cfg, m->be, n_blocks, block_size, e))
         return -1;
-    if (forward_ws_init(&r->ws, m, chunk_tokens, chunk_tokens, e)) {
+    if (forward_ws_init(&r->ws, m, chunk_tokens, max_logits, e)) {
         kv_store_free(&r->kv, m->be);
         return -1;
     }
     block_pool_init(&r->pool, n_blocks, 1);
-    struct meta_caps caps = {chunk_tokens, 1, n_blocks, chunk_tokens};
+    struct meta_caps caps = {chunk_tokens, 1, n_blocks, max_logits};
     if (m->be->ops->meta_init(m->be, &caps, e)) {
         block_pool_free(&r->pool);
         forward_ws_free(&r->ws, m);
@@ -55,12 +55,10 @@ void seq_runner_reset(struct seq_runner *r)
     r->n_cached = 0;
 }
 
-/* One chunk: rows [0, n) at positions n_cached.. */
-static int run_chunk(struct seq_runner *r, const int32_t *tokens, int n, int all_rows, int want_last,
-                     float *logits_out, int32_t *argmax_out, struct err *e)
+/* The batch of one chunk: rows [0, n) at positions n_cached.. */
+static void build_batch(struct seq_runner *r, const int32_t *tokens, int n, int all_rows, int want_last,
+                        struct fwd_batch *b)
 {
-    struct backend *be = r->m->be;
-    const int V = r->m->cfg.vocab_size;
     int n_logits = 0;
     for (int i = 0; i < n; i++) {
         r->positions[i] = r->n_cached + i;
@@ -71,12 +69,33 @@ static int run_chunk(struct seq_runner *r, const int32_t *tokens, int n, int all
     r->query_start[0] = 0;
     r->query_start[1] = n;
     r->kv_len[0] = r->n_cached + n;
-    struct fwd_batch b = {
+    *b = (struct fwd_batch){
         .n_tokens = n, .n_seqs = 1, .n_logits = n_logits, .max_blocks_per_seq = r->blocks.n,
         .token_ids = tokens, .positions = r->positions, .slot_mapping = r->slots,
         .seq_of_token = r->seq_of, .query_start = r->query_start, .kv_len = r->kv_len,
         .block_tables = r->blocks.ids, .logit_rows = r->logit_rows,
     };
+}
+
+int seq_runner_prepare_step(struct seq_runner *r, const int32_t *token, struct fwd_batch *b, struct err *e)
+{
+    if (r->n_cached + 1 > r->max_context)
+        return err_set(e, "sequence of %d tokens exceeds the context of %d", r->n_cached + 1, r->max_context);
+    if (seq_blocks_reserve(&r->blocks, &r->pool, r->n_cached + 1, r->block_size))
+        return err_set(e, "KV cache out of blocks");
+    build_batch(r, token, 1, 0, 1, b);
+    return 0;
+}
+
+/* One chunk: rows [0, n) at positions n_cached.. */
+static int run_chunk(struct seq_runner *r, const int32_t *tokens, int n, int all_rows, int want_last,
+                     float *logits_out, int32_t *argmax_out, struct err *e)
+{
+    struct backend *be = r->m->be;
+    const int V = r->m->cfg.vocab_size;
+    struct fwd_batch b;
+    build_batch(r, tokens, n, all_rows, want_last, &b);
+    const int n_logits = b.n_logits;
     if (model_forward(r->m, &r->ws, &r->kv, &b, e))
         return -1;
     r->n_cached += n;

@@ -24,9 +24,11 @@ struct seq_runner {
 };
 
 /* Sizes the cache for max_context tokens (+ one reserved scratch block) and
- * the workspace for chunk_tokens rows. Free with seq_runner_free. */
+ * the workspace for chunk_tokens rows, of which at most max_logits get
+ * logits in one step (chunk_tokens to feed with all_rows, else 1).
+ * Free with seq_runner_free. */
 int seq_runner_init(struct seq_runner *r, const struct model *m, int max_context, int chunk_tokens,
-                    int block_size, struct err *e);
+                    int max_logits, int block_size, struct err *e);
 void seq_runner_free(struct seq_runner *r);
 
 /* Appends n tokens at the next positions. With all_rows, logits of every fed
@@ -34,6 +36,11 @@ void seq_runner_free(struct seq_runner *r);
  * ([1, vocab]). logits_out or argmax_out may be NULL. */
 int seq_runner_feed(struct seq_runner *r, const int32_t *tokens, int n, int all_rows,
                     float *logits_out, int32_t *argmax_out, struct err *e);
+
+/* Prepares (without running) the forward batch that appends one token at
+ * the next position: blocks are reserved, b points into r's staging. Used
+ * to capture and time a decode step. */
+int seq_runner_prepare_step(struct seq_runner *r, const int32_t *token, struct fwd_batch *b, struct err *e);
 
 /* Forgets the sequence and returns its blocks to the pool. */
 void seq_runner_reset(struct seq_runner *r);

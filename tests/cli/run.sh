@@ -145,6 +145,19 @@ assert o["text"] == text, (o["text"], text)
     else
         bad "generate --prompt: $out"
     fi
+    # --chat: the prompt goes through the chat template, encoded without added specials
+    out=$("$INFER" generate --model "$TMP/qtok" --prompt "What is the capital of France?" --chat --max-tokens 3 --json 2>/dev/null)
+    echo '{"messages": [{"role": "user", "content": "What is the capital of France?"}], "add_generation_prompt": true}' >"$TMP/chat.jsonl"
+    "$INFER" template --model "$TMP/qtok" --messages "$TMP/chat.jsonl" >"$TMP/rendered.jsonl"
+    rendered=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).readline()))' "$TMP/rendered.jsonl")
+    n_want=$("$INFER" tokenize --model "$TOK" --file "$TMP/rendered.jsonl" --no-special | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+    if [ -n "$out" ] && [ "$(echo "$out" | python3 -c 'import json,sys; print(json.load(sys.stdin)["prompt_tokens"])')" = "$n_want" ] &&
+        [[ "$rendered" == "<|im_start|>user"* ]]; then
+        ok "generate --chat renders the chat template ($n_want prompt tokens)"
+    else
+        bad "generate --chat: '$out', rendered '$rendered', want $n_want tokens"
+    fi
+    expect_fail "--chat without --prompt" "--chat" "$INFER" generate --model "$TMP/qtok" --prompt-ids 1 --chat
     expect_fail "--prompt without a tokenizer" "tokenizer.json" "$INFER" generate --model "$FIX/tiny-llama" --prompt "hi"
     expect_fail "--prompt and --prompt-ids together" "exactly one" "$INFER" generate --model "$TMP/qtok" --prompt "hi" --prompt-ids 1
 else

@@ -44,7 +44,7 @@ static void check_golden(const char *fixture)
     const int32_t *prompt = pid->data, *decode = did->data;
 
     struct seq_runner r;
-    cr_assert_eq(seq_runner_init(&r, m, P + S, 16, 8, &e), 0, "%s", e.msg);
+    cr_assert_eq(seq_runner_init(&r, m, P + S, 16, 16, 8, &e), 0, "%s", e.msg);
     float *logits = malloc((size_t)P * V * sizeof(float));
     int32_t *argmax = malloc((size_t)P * sizeof(int32_t));
     cr_assert_eq(seq_runner_feed(&r, prompt, P, 1, logits, argmax, &e), 0, "%s", e.msg);

@@ -24,7 +24,7 @@ static void check_arch(const char *fixture)
     /* incremental: prefill in chunks of 8, then one token per step */
     struct seq_runner inc;
     /* room for the blocks held below besides the sequence's own */
-    cr_assert_eq(seq_runner_init(&inc, m, total + 8 * BLOCK, 8, BLOCK, &e), 0, "%s", e.msg);
+    cr_assert_eq(seq_runner_init(&inc, m, total + 8 * BLOCK, 8, 8, BLOCK, &e), 0, "%s", e.msg);
     /* scramble the pool: take blocks, give back every other one */
     int32_t held[8];
     for (int i = 0; i < 8; i++)
@@ -43,7 +43,7 @@ static void check_arch(const char *fixture)
 
     /* recompute: the whole sequence in one step, logits for every row */
     struct seq_runner full;
-    cr_assert_eq(seq_runner_init(&full, m, total, total, 16, &e), 0, "%s", e.msg);
+    cr_assert_eq(seq_runner_init(&full, m, total, total, total, 16, &e), 0, "%s", e.msg);
     float *all = malloc((size_t)total * V * sizeof(float));
     cr_assert_eq(seq_runner_feed(&full, ids, total, 1, all, NULL, &e), 0, "%s", e.msg);
     for (int s = 0; s < STEPS; s++) {
