@@ -6,17 +6,6 @@
 
 #include "tokenizer/template/internal.h"
 
-static int int_of(struct tval v, int64_t *i)
-{
-    if (v.k == TV_INT)
-        *i = v.u.i;
-    else if (v.k == TV_BOOL)
-        *i = v.u.b;
-    else
-        return 0;
-    return 1;
-}
-
 /* ------------------------------------------------------------ iteration */
 
 int tev_iterate(struct rctx *c, int line, struct tval v, struct tlist **out)
@@ -90,7 +79,7 @@ int tev_getattr(struct rctx *c, int line, struct tval obj, const char *attr, str
 static int index_of(struct tval key, size_t n, size_t *idx)
 {
     int64_t i;
-    if (!int_of(key, &i))
+    if (!tval_int_of(key, &i))
         return 0;
     if (i < 0)
         i += (int64_t)n;
@@ -123,7 +112,7 @@ int tev_getitem(struct rctx *c, int line, struct tval obj, struct tval key, stru
                 return 0;
             }
             int64_t i;
-            if (int_of(key, &i)) {
+            if (tval_int_of(key, &i)) {
                 *out = tv_undef_hint("%s object has no element %lld", tv_type_name(obj), (long long)i);
                 return 0;
             }
@@ -201,7 +190,7 @@ int tev_slice(struct rctx *c, int line, struct tval obj, const struct tval parts
     for (int k = 0; k < 3; k++) {
         if (parts[k].k == TV_MISSING || parts[k].k == TV_NONE)
             continue;
-        if (int_of(parts[k], &vals[k]))
+        if (tval_int_of(parts[k], &vals[k]))
             given[k] = 1;
         else
             bad = 1;

@@ -25,17 +25,6 @@ int tev_undefined_error(struct rctx *c, int line, struct tval u)
     return tmpl_err(c, line, "%s", u.k == TV_UNDEF && u.u.s ? u.u.s->s : "value is undefined");
 }
 
-static int int_of(struct tval v, int64_t *i)
-{
-    if (v.k == TV_INT)
-        *i = v.u.i;
-    else if (v.k == TV_BOOL)
-        *i = v.u.b;
-    else
-        return 0;
-    return 1;
-}
-
 /* ---------------------------------------------------------------- calls */
 
 int tev_call(struct rctx *c, int line, struct tval fn, const struct targs *a, struct tval *out)
@@ -260,7 +249,7 @@ static int ev_unary(struct rctx *c, const struct node *n, struct tval v, struct 
     if (v.k == TV_UNDEF)
         return tev_undefined_error(c, n->line, v);
     int64_t i;
-    if (int_of(v, &i)) {
+    if (tval_int_of(v, &i)) {
         if (n->kind == E_NEG && i == INT64_MIN)
             return tmpl_err(c, n->line, "integer overflow");
         *out = tv_int(n->kind == E_NEG ? -i : i);

@@ -451,4 +451,16 @@ int tmpl_str_format(struct rctx *c, int line, struct tval fmt, const struct targ
 #define TMPL_MAX_RANGE 100000    /* jinja2's sandbox MAX_RANGE */
 #define TMPL_MAX_STR ((size_t)1 << 28)
 
+/* The integer value of an int or bool (Python's bool is an int); 0 if v is neither. */
+static inline int tval_int_of(struct tval v, int64_t *i)
+{
+    if (v.k == TV_INT)
+        *i = v.u.i;
+    else if (v.k == TV_BOOL)
+        *i = v.u.b;
+    else
+        return 0;
+    return 1;
+}
+
 #endif

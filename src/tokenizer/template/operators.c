@@ -7,17 +7,6 @@
 
 #include "tokenizer/template/internal.h"
 
-static int int_of(struct tval v, int64_t *i)
-{
-    if (v.k == TV_INT)
-        *i = v.u.i;
-    else if (v.k == TV_BOOL)
-        *i = v.u.b;
-    else
-        return 0;
-    return 1;
-}
-
 /* ------------------------------------------------------------ operators */
 
 static int undef_operand(struct rctx *c, int line, struct tval a, struct tval b)
@@ -109,7 +98,7 @@ int tev_binop(struct rctx *c, int line, int op, struct tval a, struct tval b, st
     if (a.k == TV_UNDEF || b.k == TV_UNDEF)
         return undef_operand(c, line, a, b);
     int64_t x = 0, y = 0, r;
-    int ints = int_of(a, &x) && int_of(b, &y);
+    int ints = tval_int_of(a, &x) && tval_int_of(b, &y);
     int nums = tv_is_num(a) && tv_is_num(b);
     switch (op) {
     case OP_ADD:
@@ -171,9 +160,9 @@ int tev_binop(struct rctx *c, int line, int op, struct tval a, struct tval b, st
             *out = tv_float(tv_num(a) * tv_num(b));
             return 0;
         }
-        if (is_seq(a) && int_of(b, &y))
+        if (is_seq(a) && tval_int_of(b, &y))
             return repeat(c, line, a, y, out);
-        if (is_seq(b) && int_of(a, &x))
+        if (is_seq(b) && tval_int_of(a, &x))
             return repeat(c, line, b, x, out);
         break;
     case OP_DIV:

@@ -441,21 +441,10 @@ const char *tv_type_name(struct tval v)
     }
 }
 
-static int int_of(struct tval v, int64_t *i)
-{
-    if (v.k == TV_INT)
-        *i = v.u.i;
-    else if (v.k == TV_BOOL)
-        *i = v.u.b;
-    else
-        return 0;
-    return 1;
-}
-
 static int num_equal(struct tval a, struct tval b)
 {
     int64_t x, y;
-    if (int_of(a, &x) && int_of(b, &y))
+    if (tval_int_of(a, &x) && tval_int_of(b, &y))
         return x == y;
     return tv_num(a) == tv_num(b);
 }
@@ -519,7 +508,7 @@ int tv_less(struct tval a, struct tval b, int *lt, char *msg, size_t msg_len)
 {
     if (tv_is_num(a) && tv_is_num(b)) {
         int64_t x, y;
-        if (int_of(a, &x) && int_of(b, &y))
+        if (tval_int_of(a, &x) && tval_int_of(b, &y))
             *lt = x < y;
         else
             *lt = tv_num(a) < tv_num(b);
