@@ -1,21 +1,26 @@
-/* The CUDA backend's device context and memory: device selection, one stream,
- * the cuBLASLt handle and its workspace, weight upload (converted to bf16),
- * copies and metadata upload. Activations and the KV cache are bf16.
- *
- * The compute ops (kernels, GEMMs through cuBLASLt) are the next issue's
- * work; until they exist, cuda_backend_create reports that plainly rather
- * than handing out a backend that cannot run a forward pass. */
+/* The CUDA backend's device context and memory plan: device 0, one stream,
+ * the cuBLASLt handle and its workspace, one slab per memory region (weights,
+ * workspace, metadata, KV cache) carved by alloc, and the fixed metadata
+ * buffers a step is uploaded into with one host-to-device copy.
+ * Activations and the KV cache are bf16. Nothing calls cudaMalloc after
+ * start-up: n_device_allocs counts every call so tests can check it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/cuda/cuda_common.h"
+#include "backend/cuda/cuda_ops.h"
 #include "core/bf16.h"
 #include "core/log.h"
 
 struct backend *cuda_backend_create(struct err *e);
+long cuda_backend_device_allocs(const struct backend *be);
 
 static struct cuda_backend *impl(struct backend *be) { return be->impl; }
+
+long cuda_backend_device_allocs(const struct backend *be)
+{
+    return ((const struct cuda_backend *)be->impl)->n_device_allocs;
+}
 
 /* The only place the backend allocates device memory. */
 static void *device_malloc(struct cuda_backend *cb, size_t bytes, const char *what, struct err *e)
@@ -33,10 +38,15 @@ static void *device_malloc(struct cuda_backend *cb, size_t bytes, const char *wh
 static int cuda_reserve(struct backend *be, enum mem_region region, size_t bytes, struct err *e)
 {
     struct cuda_slab *s = &impl(be)->slabs[region];
-    if (s->base)
-        return err_set(e, "cuda backend: the %s region is already reserved", mem_region_name(region));
-    if (!(s->base = device_malloc(impl(be), bytes, mem_region_name(region), e)))
+    void *base = device_malloc(impl(be), bytes, mem_region_name(region), e);
+    if (!base)
         return -1;
+    if (s->base) { /* keep the previous slab for release at destruction */
+        struct cuda_slab *old = xmalloc(sizeof *old);
+        *old = *s;
+        s->older = old;
+    }
+    s->base = base;
     s->size = bytes;
     s->used = 0;
     log_info("cuda: %s region %.1f MiB", mem_region_name(region), (double)bytes / (1 << 20));
@@ -69,8 +79,8 @@ static void cuda_mem_info(struct backend *be, size_t *free_bytes, size_t *total_
 
 /* Weights land in the weights region as bf16; f32 and f16 checkpoints are
  * converted on the host first. */
-static int cuda_weight_upload(struct backend *be, struct weight *dst, const void *host_data,
-                              enum dtype dtype, int64_t rows, int64_t cols, struct err *e)
+static int cuda_weight_upload(struct backend *be, struct weight *dst, const void *host_data, enum dtype dtype,
+                              int64_t rows, int64_t cols, struct err *e)
 {
     if (!dtype_is_float(dtype))
         return err_set(e, "cuda backend: weights must be BF16, F16 or F32, got %s", dtype_name(dtype));
@@ -118,6 +128,108 @@ static int cuda_synchronize(struct backend *be, struct err *e)
     return 0;
 }
 
+static size_t meta_ints(const struct meta_caps *c)
+{
+    return 4 * (size_t)c->max_tokens + 2 * (size_t)c->max_seqs + 1 +
+           (size_t)c->max_seqs * (size_t)c->max_blocks_per_seq + (size_t)c->max_logits;
+}
+
+static int cuda_meta_init(struct backend *be, const struct meta_caps *caps, struct err *e)
+{
+    struct cuda_meta *mt = &impl(be)->meta;
+    if (mt->host)
+        return err_set(e, "cuda backend: metadata buffers are already sized");
+    mt->caps = *caps;
+    mt->n_ints = meta_ints(caps);
+    size_t bytes = mt->n_ints * sizeof(int32_t);
+    if (cuda_reserve(be, MEM_REGION_METADATA, bytes, e) ||
+        !(mt->device = cuda_alloc(be, MEM_REGION_METADATA, bytes, e)))
+        return -1;
+    CUDA_TRY(cudaHostAlloc((void **)&mt->host, bytes, cudaHostAllocDefault), e);
+    memset(mt->host, 0, bytes);
+    return 0;
+}
+
+static int cuda_batch_upload(struct backend *be, const struct fwd_batch *b, struct fwd_meta *m, struct err *e)
+{
+    struct cuda_meta *mt = &impl(be)->meta;
+    const struct meta_caps *c = &mt->caps;
+    if (!mt->host)
+        return err_set(e, "cuda backend: batch_upload before meta_init");
+    if (b->n_tokens > c->max_tokens || b->n_seqs > c->max_seqs || b->max_blocks_per_seq > c->max_blocks_per_seq ||
+        b->n_logits > c->max_logits)
+        return err_set(e, "step (%d tokens, %d sequences, %d blocks, %d logit rows) exceeds the metadata "
+                          "buffers (%d, %d, %d, %d)",
+                       b->n_tokens, b->n_seqs, b->max_blocks_per_seq, b->n_logits, c->max_tokens, c->max_seqs,
+                       c->max_blocks_per_seq, c->max_logits);
+    int32_t *h = mt->host, *d = mt->device;
+    const size_t T = (size_t)c->max_tokens, S = (size_t)c->max_seqs, B = (size_t)c->max_blocks_per_seq;
+    const size_t n = (size_t)b->n_tokens, ns = (size_t)b->n_seqs;
+    memcpy(h, b->token_ids, n * 4);
+    memcpy(h + T, b->positions, n * 4);
+    memcpy(h + 2 * T, b->slot_mapping, n * 4);
+    memcpy(h + 3 * T, b->seq_of_token, n * 4);
+    memcpy(h + 4 * T, b->query_start, (ns + 1) * 4);
+    memcpy(h + 4 * T + S + 1, b->kv_len, ns * 4);
+    int32_t *tables = h + 4 * T + 2 * S + 1;
+    for (size_t i = 0; i < ns; i++) /* re-stride rows to the buffers' fixed stride */
+        memcpy(tables + i * B, b->block_tables + i * (size_t)b->max_blocks_per_seq,
+               (size_t)b->max_blocks_per_seq * 4);
+    int32_t *logit_rows = tables + S * B;
+    if (b->n_logits)
+        memcpy(logit_rows, b->logit_rows, (size_t)b->n_logits * 4);
+    CUDA_TRY(cudaMemcpyAsync(d, h, mt->n_ints * 4, cudaMemcpyHostToDevice, impl(be)->stream), e);
+    *m = (struct fwd_meta){b->n_tokens, b->n_seqs, b->n_logits, (int)B,
+                           d,           d + T,     d + 2 * T,   d + 3 * T,
+                           d + 4 * T,   d + 4 * T + S + 1,     d + 4 * T + 2 * S + 1,
+                           d + 4 * T + 2 * S + 1 + S * B};
+    return 0;
+}
+
+struct cuda_graph {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+};
+
+static int cuda_graph_begin(struct backend *be, struct err *e)
+{
+    CUDA_TRY(cudaStreamBeginCapture(impl(be)->stream, cudaStreamCaptureModeThreadLocal), e);
+    return 0;
+}
+
+static int cuda_graph_end(struct backend *be, void **out, struct err *e)
+{
+    struct cuda_graph *g = xcalloc(1, sizeof *g);
+    cudaError_t rc = cudaStreamEndCapture(impl(be)->stream, &g->graph);
+    if (rc == cudaSuccess)
+        rc = cudaGraphInstantiate(&g->exec, g->graph, 0);
+    if (rc != cudaSuccess) {
+        if (g->graph)
+            cudaGraphDestroy(g->graph);
+        free(g);
+        return err_set(e, "CUDA graph capture failed: %s", cudaGetErrorString(rc));
+    }
+    *out = g;
+    return 0;
+}
+
+static int cuda_graph_replay(struct backend *be, void *graph, struct err *e)
+{
+    CUDA_TRY(cudaGraphLaunch(((struct cuda_graph *)graph)->exec, impl(be)->stream), e);
+    return 0;
+}
+
+static void cuda_graph_free(struct backend *be, void *graph)
+{
+    (void)be;
+    struct cuda_graph *g = graph;
+    if (!g)
+        return;
+    cudaGraphExecDestroy(g->exec);
+    cudaGraphDestroy(g->graph);
+    free(g);
+}
+
 static const struct backend_ops cuda_ops = {
     .name = "cuda",
     .reserve = cuda_reserve,
@@ -128,40 +240,54 @@ static const struct backend_ops cuda_ops = {
     .weight_free = cuda_weight_free,
     .copy_to_device = cuda_copy_to_device,
     .copy_to_host = cuda_copy_to_host,
+    .meta_init = cuda_meta_init,
+    .batch_upload = cuda_batch_upload,
     .synchronize = cuda_synchronize,
-    /* batch_upload and the compute ops: next issue (CUDA backend, eager) */
+    .graph_begin = cuda_graph_begin,
+    .graph_end = cuda_graph_end,
+    .graph_replay = cuda_graph_replay,
+    .graph_free = cuda_graph_free,
+    .embed = cuda_op_embed,
+    .rmsnorm = cuda_op_rmsnorm,
+    .add_rmsnorm = cuda_op_add_rmsnorm,
+    .matmul = cuda_op_matmul,
+    .qk_rope_kv_write = cuda_op_qk_rope_kv_write,
+    .attention = cuda_op_attention,
+    .gated_act = cuda_op_gated_act,
+    .gather_rows = cuda_op_gather_rows,
+    .logits = cuda_op_logits,
+    .argmax = cuda_op_argmax,
 };
 
 static void cuda_backend_destroy(struct backend *be)
 {
     struct cuda_backend *cb = be->impl;
-    for (int r = 0; r < MEM_REGION_COUNT; r++)
+    if (cb->stream)
+        cudaStreamSynchronize(cb->stream);
+    cuda_gemm_release(be);
+    for (int r = 0; r < MEM_REGION_COUNT; r++) {
+        struct cuda_slab *s = cb->slabs[r].older;
         if (cb->slabs[r].base)
             cudaFree(cb->slabs[r].base);
+        while (s) {
+            struct cuda_slab *next = s->older;
+            cudaFree(s->base);
+            free(s);
+            s = next;
+        }
+    }
+    if (cb->meta.host)
+        cudaFreeHost(cb->meta.host);
     if (cb->lt_workspace)
         cudaFree(cb->lt_workspace);
+    if (cb->attn_scratch)
+        cudaFree(cb->attn_scratch);
     if (cb->lt)
         cublasLtDestroy(cb->lt);
     if (cb->stream)
         cudaStreamDestroy(cb->stream);
     free(cb);
     free(be);
-}
-
-/* Every op the forward pass calls must be present. */
-static const char *missing_op(const struct backend_ops *o)
-{
-    const void *ops[] = {(void *)o->batch_upload, (void *)o->embed, (void *)o->rmsnorm,
-                         (void *)o->add_rmsnorm, (void *)o->matmul, (void *)o->qk_rope_kv_write,
-                         (void *)o->attention, (void *)o->gated_act, (void *)o->gather_rows,
-                         (void *)o->logits, (void *)o->argmax};
-    const char *names[] = {"batch_upload", "embed", "rmsnorm", "add_rmsnorm", "matmul",
-                           "qk_rope_kv_write", "attention", "gated_act", "gather_rows", "logits",
-                           "argmax"};
-    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        if (!ops[i])
-            return names[i];
-    return NULL;
 }
 
 struct backend *cuda_backend_create(struct err *e)
@@ -173,11 +299,6 @@ struct backend *cuda_backend_create(struct err *e)
                 rc != cudaSuccess ? cudaGetErrorString(rc) : "0 devices");
         return NULL;
     }
-    const char *absent = missing_op(&cuda_ops);
-    if (absent) {
-        err_set(e, "--device cuda: the CUDA backend has no '%s' kernel yet; use --device cpu", absent);
-        return NULL;
-    }
     struct cuda_backend *cb = xcalloc(1, sizeof *cb);
     struct backend *be = xcalloc(1, sizeof *be);
     *be = (struct backend){&cuda_ops, cb, DTYPE_BF16, DTYPE_BF16, cuda_backend_destroy};
@@ -185,12 +306,13 @@ struct backend *cuda_backend_create(struct err *e)
     if (cudaSetDevice(0) != cudaSuccess || cudaGetDeviceProperties(&cb->prop, 0) != cudaSuccess ||
         cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking) != cudaSuccess ||
         cublasLtCreate(&cb->lt) != CUBLAS_STATUS_SUCCESS ||
-        !(cb->lt_workspace = device_malloc(cb, cb->lt_workspace_bytes, "cuBLASLt workspace", e))) {
+        !(cb->lt_workspace = device_malloc(cb, cb->lt_workspace_bytes, "cuBLASLt workspace", e)) ||
+        !(cb->attn_scratch = device_malloc(cb, CUDA_ATTN_SCRATCH_BYTES, "attention scratch", e))) {
         err_set(e, "--device cuda: cannot initialise device 0 (stream, cuBLASLt or workspace)");
         cuda_backend_destroy(be);
         return NULL;
     }
     log_info("cuda: %s, %d SMs, %.1f GiB", cb->prop.name, cb->prop.multiProcessorCount,
-             (double)cb->prop.totalGlobalMem / (1 << 30));
+             (double)cb->prop.totalGlobalMem / (1 << 20) / 1024);
     return be;
 }

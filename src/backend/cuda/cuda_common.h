@@ -5,25 +5,45 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime_api.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "backend/ops.h"
 
-/* One slab per memory-plan region, allocated once by reserve. */
+/* A region's device memory: normally one slab from one reserve call; a
+ * later reserve of the same region (tests) adds a new slab. */
 struct cuda_slab {
     char *base;
     size_t size, used;
+    struct cuda_slab *older; /* previous slabs of the region, freed with the backend */
+};
+
+/* batch_upload's fixed buffers: pinned host staging and its device twin,
+ * both laid out as token_ids | positions | slot_mapping | seq_of_token
+ * (max_tokens each) | query_start (max_seqs + 1) | kv_len (max_seqs) |
+ * block_tables (max_seqs x max_blocks_per_seq) | logit_rows (max_logits). */
+struct cuda_meta {
+    struct meta_caps caps;
+    int32_t *host;   /* pinned */
+    int32_t *device; /* in the metadata region */
+    size_t n_ints;
 };
 
 struct cuda_backend {
     int device;
     struct cuda_slab slabs[MEM_REGION_COUNT];
+    struct cuda_meta meta;
     long n_device_allocs; /* cudaMalloc calls so far (tests check it stops growing) */
     cudaStream_t stream;
     cublasLtHandle_t lt;
     void *lt_workspace; /* one cuBLASLt workspace for the stream */
     size_t lt_workspace_bytes;
     struct cudaDeviceProp prop;
+    void *gemm;         /* cuda_gemm.c's plan cache */
+    float *attn_scratch; /* CUDA_ATTN_SCRATCH_BYTES for split-KV decode partials (cuda_attention.c) */
 };
+
+#define CUDA_ATTN_SCRATCH_BYTES ((size_t)16 << 20)
 
 /* Returns -1 with e set when a CUDA call failed. */
 #define CUDA_TRY(call, e)                                                                     \

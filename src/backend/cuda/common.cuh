@@ -1,0 +1,41 @@
+// Device helpers shared by the kernels: bf16 conversion, warp and block
+// reductions.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <stdint.h>
+
+typedef __nv_bfloat16 bf16;
+
+__device__ __forceinline__ float to_f32(bf16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ bf16 to_bf16(float x) { return __float2bfloat16(x); }
+// Rounds through bf16, as a bf16 model's intermediate tensors do.
+__device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16(x)); }
+
+__device__ __forceinline__ float warp_sum(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024); every
+// thread gets the result. Uses 33 floats of shared memory.
+__device__ __forceinline__ float block_sum(float v)
+{
+    __shared__ float partial[33];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    v = warp_sum(v);
+    __syncthreads(); // partial may still be read by a previous call
+    if (lane == 0)
+        partial[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        float t = lane < (int)(blockDim.x >> 5) ? partial[lane] : 0.f;
+        t = warp_sum(t);
+        if (lane == 0)
+            partial[32] = t;
+    }
+    __syncthreads();
+    return partial[32];
+}

@@ -1,0 +1,72 @@
+/* The attention op on CUDA: picks the decode kernel (one query token per
+ * sequence) or the prefill/extend kernel (anything else) and owns the
+ * decode's split scratch.
+ *
+ * Split count (in launch_attention_decode). A decode CTA handles one (token,
+ * kv head, split); splits = one wave of CTA slots (SMs x resident CTAs) over
+ * tokens x kv heads, capped by ATTN_DECODE_MAX_SPLITS, by the longest range a
+ * token can see here (block-table capacity x block size, or the window) over
+ * one 64-key chunk, and by the scratch. It depends on counts and the table
+ * capacity, never on this step's lengths, so a captured graph stays valid;
+ * the kernels cut each token's actual range into parts on the device.
+ *
+ * Scratch. The split partials need n_tokens * n_heads * splits * (head_dim
+ * + 2) floats; the backend allocates CUDA_CUDA_ATTN_SCRATCH_BYTES for them at
+ * creation (cuda_backend.c), and the split count is clamped so that the
+ * partials always fit: nothing is allocated here. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backend/cuda/attention.h"
+#include "backend/cuda/cuda_ops.h"
+
+void cuda_op_attention(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
+                       const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
+                       float softcap)
+{
+    CHECK(s->head_dim >= 2 && s->head_dim <= 256 && s->head_dim % 2 == 0);
+    CHECK(s->n_kv_heads > 0 && s->n_heads % s->n_kv_heads == 0);
+    CHECK(s->block_size > 0 && (s->block_size & (s->block_size - 1)) == 0);
+    CHECK(window >= 0 && m->n_tokens >= 0);
+    float *scratch = cuda_impl(be)->attn_scratch;
+    if (m->n_tokens == 0)
+        return;
+    int bs_log2 = 0;
+    while ((1 << bs_log2) < s->block_size)
+        bs_log2++;
+    struct attn_args a = {
+        .out = out,
+        .q = q,
+        .k_cache = kv->k,
+        .v_cache = kv->v,
+        .positions = m->positions,
+        .seq_of_token = m->seq_of_token,
+        .query_start = m->query_start,
+        .kv_len = m->kv_len,
+        .block_tables = m->block_tables,
+        .n_tokens = m->n_tokens,
+        .n_seqs = m->n_seqs,
+        .max_blocks_per_seq = m->max_blocks_per_seq,
+        .n_heads = s->n_heads,
+        .n_kv_heads = s->n_kv_heads,
+        .head_dim = s->head_dim,
+        .block_size_log2 = bs_log2,
+        .window = window,
+        .scale = scale,
+        .softcap = softcap,
+        .sm_count = cuda_impl(be)->prop.multiProcessorCount,
+    };
+    /* The decode kernel is right for any batch (each row finds its own
+     * sequence); it is the fast one when every sequence has one row. */
+    if (m->n_tokens == m->n_seqs) {
+        CHECK(m->n_tokens <= 65535); /* grid.z */
+        long max_range = (long)m->max_blocks_per_seq * s->block_size;
+        if (window > 0 && window < max_range)
+            max_range = window;
+        CUDA_CHECK(launch_attention_decode(&a, max_range, scratch, CUDA_ATTN_SCRATCH_BYTES / sizeof(float), NULL,
+                                           cuda_stream(be)));
+    } else {
+        CHECK((m->n_tokens + 63) / 64 + m->n_seqs <= 65535); /* grid.y */
+        CUDA_CHECK(launch_attention_prefill(&a, cuda_stream(be)));
+    }
+}

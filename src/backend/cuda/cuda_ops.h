@@ -1,0 +1,39 @@
+/* The CUDA backend's op implementations (same signatures as struct
+ * backend_ops), spread over files by op family, and what they share. */
+#ifndef INFER_BACKEND_CUDA_OPS_H
+#define INFER_BACKEND_CUDA_OPS_H
+
+#include "backend/cuda/cuda_common.h"
+
+static inline struct cuda_backend *cuda_impl(struct backend *be) { return (struct cuda_backend *)be->impl; }
+static inline cudaStream_t cuda_stream(struct backend *be) { return cuda_impl(be)->stream; }
+
+/* cuda_ops_basic.c */
+void cuda_op_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
+                   float scale);
+void cuda_op_rmsnorm(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows, float eps,
+                     int plus_one);
+void cuda_op_add_rmsnorm(struct backend *be, void *residual, const void *delta, void *out, const struct weight *w,
+                         int n_rows, float eps, int plus_one);
+void cuda_op_qk_rope_kv_write(struct backend *be, void *q, void *k, const void *v, const struct fwd_meta *m,
+                              const struct attn_shape *s, const struct weight *q_norm,
+                              const struct weight *k_norm, float eps, int plus_one, const float *inv_freq,
+                              struct kv_layer *kv);
+void cuda_op_gated_act(struct backend *be, void *out, const void *gate, const void *up, int n_rows, int n_cols,
+                       enum act_fn act);
+void cuda_op_gather_rows(struct backend *be, void *out, const void *x, const struct fwd_meta *m, int n_cols);
+void cuda_op_argmax(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols);
+
+/* cuda_gemm.c: cuBLASLt (and a small-M GEMV kernel) */
+void cuda_op_matmul(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows);
+void cuda_op_logits(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows,
+                    float softcap);
+/* Frees the cached cuBLASLt plans (at backend destruction). */
+void cuda_gemm_release(struct backend *be);
+
+/* cuda_attention.c: paged decode and prefill attention */
+void cuda_op_attention(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
+                       const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
+                       float softcap);
+
+#endif

@@ -1,0 +1,55 @@
+/* The CUDA backend's simple ops: argument plumbing from the op table to the
+ * kernel launchers, on the backend's stream. A failed launch is a broken
+ * invariant (bad shapes or a sick device), so it aborts with the location. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels.h"
+
+void cuda_op_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table, float scale)
+{
+    CUDA_CHECK(launch_embed(out, m->token_ids, m->n_tokens, table->data, table->rows, (int)table->cols, scale,
+                            cuda_stream(be)));
+}
+
+void cuda_op_rmsnorm(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows, float eps,
+                     int plus_one)
+{
+    CUDA_CHECK(launch_rmsnorm(out, x, w->data, n_rows, (int)w->cols, eps, plus_one, cuda_stream(be)));
+}
+
+void cuda_op_add_rmsnorm(struct backend *be, void *residual, const void *delta, void *out, const struct weight *w,
+                         int n_rows, float eps, int plus_one)
+{
+    CUDA_CHECK(launch_add_rmsnorm(residual, delta, out, w->data, n_rows, (int)w->cols, eps, plus_one,
+                                  cuda_stream(be)));
+}
+
+void cuda_op_qk_rope_kv_write(struct backend *be, void *q, void *k, const void *v, const struct fwd_meta *m,
+                              const struct attn_shape *s, const struct weight *q_norm,
+                              const struct weight *k_norm, float eps, int plus_one, const float *inv_freq,
+                              struct kv_layer *kv)
+{
+    CUDA_CHECK(launch_qk_rope_kv_write(q, k, v, m->positions, m->slot_mapping, m->n_tokens, s->n_heads,
+                                       s->n_kv_heads, s->head_dim, q_norm ? q_norm->data : NULL,
+                                       k_norm ? k_norm->data : NULL, eps, plus_one, inv_freq, kv->k, kv->v,
+                                       cuda_stream(be)));
+}
+
+void cuda_op_gated_act(struct backend *be, void *out, const void *gate, const void *up, int n_rows, int n_cols,
+                       enum act_fn act)
+{
+    CUDA_CHECK(launch_gated_act(out, gate, up, (int64_t)n_rows * n_cols, act == ACT_FN_SILU ? 0 : 1,
+                                cuda_stream(be)));
+}
+
+void cuda_op_gather_rows(struct backend *be, void *out, const void *x, const struct fwd_meta *m, int n_cols)
+{
+    CUDA_CHECK(launch_gather_rows(out, x, m->logit_rows, m->n_logits, n_cols, cuda_stream(be)));
+}
+
+void cuda_op_argmax(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols)
+{
+    CUDA_CHECK(launch_argmax(out, logits, n_rows, n_cols, cuda_stream(be)));
+}

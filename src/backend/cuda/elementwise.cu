@@ -1,0 +1,129 @@
+// Small per-element and per-row kernels: embedding lookup, gated
+// activations, row gather, logit soft-capping, argmax.
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+
+__global__ void embed_kernel(bf16 *out, const int32_t *ids, const bf16 *table, int64_t vocab, int d, float scale)
+{
+    int t = blockIdx.x;
+    int64_t id = ids[t];
+    if (id < 0 || id >= vocab) // never read outside the table; the host validates ids
+        id = 0;
+    const bf16 *src = table + id * d;
+    bf16 *dst = out + (int64_t)t * d;
+    for (int i = threadIdx.x; i < d; i += blockDim.x)
+        dst[i] = scale == 1.f ? src[i] : to_bf16(to_f32(src[i]) * scale);
+}
+
+extern "C" cudaError_t launch_embed(void *out, const int32_t *ids, int n_tokens, const void *table,
+                                    int64_t vocab, int d, float scale, cudaStream_t stream)
+{
+    // a bf16 model multiplies by the scale rounded to bf16 (Gemma's sqrt(hidden))
+    float s = __bfloat162float(__float2bfloat16(scale));
+    embed_kernel<<<n_tokens, 256, 0, stream>>>((bf16 *)out, ids, (const bf16 *)table, vocab, d, s);
+    return cudaGetLastError();
+}
+
+__device__ __forceinline__ float gelu_tanh(float x)
+{
+    const float k = 0.7978845608028654f; // sqrt(2 / pi)
+    return 0.5f * x * (1.f + tanhf(k * (x + 0.044715f * x * x * x)));
+}
+
+__global__ void gated_act_kernel(bf16 *out, const bf16 *gate, const bf16 *up, int64_t n, int act)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        float g = to_f32(gate[i]);
+        float a = act == 0 ? g / (1.f + __expf(-g)) : gelu_tanh(g);
+        out[i] = to_bf16(round_bf16(a) * to_f32(up[i]));
+    }
+}
+
+static unsigned grid_for(int64_t n, int threads)
+{
+    int64_t b = (n + threads - 1) / threads;
+    return (unsigned)(b > 65535 * 8 ? 65535 * 8 : (b < 1 ? 1 : b));
+}
+
+extern "C" cudaError_t launch_gated_act(void *out, const void *gate, const void *up, int64_t n, int act,
+                                        cudaStream_t stream)
+{
+    gated_act_kernel<<<grid_for(n, 256), 256, 0, stream>>>((bf16 *)out, (const bf16 *)gate, (const bf16 *)up, n,
+                                                           act);
+    return cudaGetLastError();
+}
+
+__global__ void gather_rows_kernel(bf16 *out, const bf16 *x, const int32_t *rows, int d)
+{
+    const bf16 *src = x + (int64_t)rows[blockIdx.x] * d;
+    bf16 *dst = out + (int64_t)blockIdx.x * d;
+    for (int i = threadIdx.x; i < d; i += blockDim.x)
+        dst[i] = src[i];
+}
+
+extern "C" cudaError_t launch_gather_rows(void *out, const void *x, const int32_t *rows, int n, int d,
+                                          cudaStream_t stream)
+{
+    if (n > 0)
+        gather_rows_kernel<<<n, 256, 0, stream>>>((bf16 *)out, (const bf16 *)x, rows, d);
+    return cudaGetLastError();
+}
+
+__global__ void softcap_kernel(float *x, int64_t n, float cap)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        x[i] = tanhf(x[i] / cap) * cap;
+}
+
+extern "C" cudaError_t launch_softcap(float *logits, int64_t n, float cap, cudaStream_t stream)
+{
+    softcap_kernel<<<grid_for(n, 256), 256, 0, stream>>>(logits, n, cap);
+    return cudaGetLastError();
+}
+
+// One block per row; each thread scans a strided slice, then the block
+// reduces (value, index) pairs, preferring the lower index on ties.
+__global__ void argmax_kernel(int32_t *out, const float *logits, int n_cols)
+{
+    const float *row = logits + (int64_t)blockIdx.x * n_cols;
+    float best = -INFINITY;
+    int idx = 0x7fffffff;
+    for (int i = threadIdx.x; i < n_cols; i += blockDim.x) {
+        float v = row[i];
+        if (v > best || (v == best && i < idx)) {
+            best = v;
+            idx = i;
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, best, o);
+        int oi = __shfl_xor_sync(0xffffffffu, idx, o);
+        if (ov > best || (ov == best && oi < idx)) {
+            best = ov;
+            idx = oi;
+        }
+    }
+    __shared__ float sv[32];
+    __shared__ int si[32];
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) {
+        sv[warp] = best;
+        si[warp] = idx;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        for (int w = 1; w < (int)(blockDim.x >> 5); w++)
+            if (sv[w] > best || (sv[w] == best && si[w] < idx)) {
+                best = sv[w];
+                idx = si[w];
+            }
+        out[blockIdx.x] = idx == 0x7fffffff ? 0 : idx;
+    }
+}
+
+extern "C" cudaError_t launch_argmax(int32_t *out, const float *logits, int rows, int n_cols, cudaStream_t stream)
+{
+    if (rows > 0)
+        argmax_kernel<<<rows, 1024, 0, stream>>>(out, logits, n_cols);
+    return cudaGetLastError();
+}

@@ -1,0 +1,350 @@
+// Small-M GEMM for decode: out[m, n] = sum_k x[m, k] * W[n, k], x [M, K] bf16
+// (M <= 16), W [N, K] bf16 row-major (HF Linear), fp32 accumulation, bf16 or
+// f32 output, optional tanh soft-cap fused into the epilogue (logits).
+//
+// Why it is fast: at M <= 16 the product is one pass over W (N*K*2 bytes),
+// so the kernel is a memory stream. The arithmetic goes to the tensor cores
+// (mma.sync m16n8k16, bf16 in, f32 accumulate) with the roles swapped: A is
+// x (16 rows: the M tokens, padded), B is W^T (8 weight rows as columns), so
+// one warp consumes 8 weight rows x 32 k per mma pair and the ALUs stay idle.
+// A dot product does not care in which order its k terms are summed, so each
+// lane loads 16 contiguous bytes (8 k) of its weight row and of its x row
+// and feeds them to the mma as if they were the fragment's k slots; A and B
+// use the same permutation, so the sum is exact. Four lanes then read 64
+// contiguous bytes of a row, a full line over two unrolled steps.
+//
+// Work split: a block of 4 warps owns 8*NT weight rows; its warps (and the
+// other blocks of its thread-block cluster, for split-K) take interleaved
+// chunks of U*32 k each. Each lane keeps the next chunk's U*NT 16-byte
+// weight loads in flight while the current chunk's mma's run. Partials are
+// summed in shared memory, then across the cluster through distributed
+// shared memory (Hopper), so split-K needs no global scratch, no atomics and
+// no second launch, and the result is deterministic. Weight loads bypass L1
+// (read once); x loads go through L1, where the block's warps share them.
+//
+// Launch overhead: kernels are launched with programmatic dependent launch
+// (PDL). A block loads its first weight chunk, then waits for the previous
+// kernel (griddepcontrol.wait) before reading x or writing out, and at once
+// lets the next kernel launch; so the next GEMV's blocks fill SMs as this
+// one's drain and fetch their weights while it finishes.
+//
+// Variants (NT 1|2, U 2|4, L2 256-byte prefetch hint, PDL) are picked per
+// shape by the host's table of measured shapes, else by busy_share below.
+#include <cooperative_groups.h>
+
+#include "backend/cuda/common.cuh"
+
+namespace cg = cooperative_groups;
+
+#define GEMV_WARPS 4
+#define GEMV_THREADS (GEMV_WARPS * 32)
+#define GEMV_MAX_SPLIT 8
+
+template <bool HINT> __device__ __forceinline__ uint4 load_weight(const bf16 *p)
+{
+    uint4 v;
+    if (HINT)
+        asm("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+            : "l"(p));
+    else
+        asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+            : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+            : "l"(p));
+    return v;
+}
+
+// d += A (16x16, rows a0/a2 = row g, a1/a3 = row g+8) * B (16x8, column g)
+__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void store_out(float *p, float v) { *p = v; }
+__device__ __forceinline__ void store_out(bf16 *p, float v) { *p = __float2bfloat16(v); }
+
+// Programmatic dependent launch (PDL): a kernel launched with the
+// attribute may start before the previous kernel in the stream has finished;
+// wait() returns once that kernel has completed and its writes are visible.
+// Everything before it may only touch memory no kernel writes (the weights).
+__device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+// Lets the next kernel (if launched with PDL) start its own preamble now.
+__device__ __forceinline__ void griddep_launch_dependents()
+{
+    asm volatile("griddepcontrol.launch_dependents;");
+}
+
+// The U*NT weight vectors of chunk q (zeros past the end of the row).
+template <int NT, int U, bool HINT>
+__device__ __forceinline__ void load_chunk(uint4 (&wv)[U][NT], const bf16 *const (&wp)[NT], int q, int k,
+                                           int c)
+{
+#pragma unroll
+    for (int u = 0; u < U; u++) {
+        const int kk = (q * U + u) * 32;
+        const bool ok = kk + 8 * c < k; // k % 8 == 0: a vector is wholly in or out
+#pragma unroll
+        for (int t = 0; t < NT; t++)
+            wv[u][t] = ok ? load_weight<HINT>(wp[t] + kk) : make_uint4(0, 0, 0, 0);
+    }
+}
+
+// grid (split, ceil(N / (8*NT))), cluster (split, 1, 1) when split > 1.
+// M16: rows 8..15 of x are live (M > 8).
+template <int NT, int U, bool HINT, bool M16, typename OutT>
+__global__ void __launch_bounds__(GEMV_THREADS, 4)
+    gemv_kernel(OutT *__restrict__ out, const bf16 *__restrict__ x, const bf16 *__restrict__ w, int m_rows,
+                int n, int k, int split, float softcap)
+{
+    constexpr int ROWS = 8 * NT, MR = M16 ? 16 : 8;
+    __shared__ float red[GEMV_WARPS][MR][ROWS]; // per-warp partials, [m][row]
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
+    const int n0 = blockIdx.y * ROWS;
+
+    const bf16 *wp[NT];
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+        wp[t] = w + (int64_t)min(n0 + 8 * t + g, n - 1) * k + 8 * c;
+    const bf16 *xlo = x + (int64_t)min(g, m_rows - 1) * k + 8 * c;
+    const bf16 *xhi = x + (int64_t)min(g + 8, m_rows - 1) * k + 8 * c;
+
+    float acc[NT][4];
+#pragma unroll
+    for (int t = 0; t < NT; t++)
+        acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.f;
+
+    // The first chunk's weights are loaded before waiting for the previous
+    // kernel (they do not depend on it); then each iteration issues the next
+    // chunk's weight loads before the current chunk's mma's.
+    const int chunks = (k + 32 * U - 1) / (32 * U), stride = split * GEMV_WARPS;
+    int q = blockIdx.x * GEMV_WARPS + warp;
+    uint4 wv[U][NT];
+    if (q < chunks)
+        load_chunk<NT, U, HINT>(wv, wp, q, k, c);
+    griddep_wait(); // x is the previous kernel's output; out may still be read by it
+    griddep_launch_dependents();
+    for (; q < chunks; q += stride) {
+        uint4 xa[U], xb[U], wn[U][NT];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int kk = (q * U + u) * 32;
+            const bool ok = kk + 8 * c < k;
+            const uint4 zero = make_uint4(0, 0, 0, 0);
+            xa[u] = ok ? __ldg(reinterpret_cast<const uint4 *>(xlo + kk)) : zero;
+            xb[u] = M16 && ok ? __ldg(reinterpret_cast<const uint4 *>(xhi + kk)) : zero;
+        }
+        const bool more = q + stride < chunks;
+        if (more)
+            load_chunk<NT, U, HINT>(wn, wp, q + stride, k, c);
+#pragma unroll
+        for (int u = 0; u < U; u++)
+#pragma unroll
+            for (int t = 0; t < NT; t++) {
+                mma_bf16(acc[t], xa[u].x, xb[u].x, xa[u].y, xb[u].y, wv[u][t].x, wv[u][t].y);
+                mma_bf16(acc[t], xa[u].z, xb[u].z, xa[u].w, xb[u].w, wv[u][t].z, wv[u][t].w);
+            }
+        if (more)
+#pragma unroll
+            for (int u = 0; u < U; u++)
+#pragma unroll
+                for (int t = 0; t < NT; t++)
+                    wv[u][t] = wn[u][t];
+    }
+
+    // acc[t][0..1]: (m = g, rows 8t + 2c, +1); acc[t][2..3]: m = g + 8
+#pragma unroll
+    for (int t = 0; t < NT; t++) {
+        red[warp][g][8 * t + 2 * c] = acc[t][0];
+        red[warp][g][8 * t + 2 * c + 1] = acc[t][1];
+        if (M16) {
+            red[warp][g + 8][8 * t + 2 * c] = acc[t][2];
+            red[warp][g + 8][8 * t + 2 * c + 1] = acc[t][3];
+        }
+    }
+    __syncthreads();
+    float *part = &red[0][0][0]; // the block's partial, [MR][ROWS]
+    for (int i = threadIdx.x; i < MR * ROWS; i += GEMV_THREADS) {
+        float s = 0.f;
+#pragma unroll
+        for (int v = 0; v < GEMV_WARPS; v++)
+            s += (&red[v][0][0])[i];
+        part[i] = s;
+    }
+
+    int first = threadIdx.x, step = GEMV_THREADS;
+    cg::cluster_group cluster = cg::this_cluster();
+    if (split > 1) {
+        cluster.sync(); // every block's partial is in its shared memory
+        first += (int)cluster.block_rank() * GEMV_THREADS;
+        step *= split;
+    } else {
+        __syncthreads();
+    }
+    for (int i = first; i < MR * ROWS; i += step) {
+        float s = 0.f;
+        if (split > 1)
+            for (int r = 0; r < split; r++)
+                s += cluster.map_shared_rank(part, r)[i];
+        else
+            s = part[i];
+        const int m = i / ROWS, row = n0 + i % ROWS;
+        if (m < m_rows && row < n) {
+            if (softcap > 0.f)
+                s = tanhf(s / softcap) * softcap;
+            store_out(out + (int64_t)m * n + row, s);
+        }
+    }
+    if (split > 1)
+        cluster.sync(); // keep this block's shared memory alive until all have read it
+}
+
+template <int NT, int U, bool HINT, bool M16, typename OutT>
+static cudaError_t launch_one(void *out, const void *x, const void *w, int m, int n, int k, float softcap,
+                              int split, int pdl, cudaStream_t stream)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3((unsigned)split, (unsigned)((n + 8 * NT - 1) / (8 * NT)), 1);
+    cfg.blockDim = dim3(GEMV_THREADS, 1, 1);
+    cfg.dynamicSmemBytes = 0;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[2];
+    unsigned na = 0;
+    if (split > 1) {
+        attr[na].id = cudaLaunchAttributeClusterDimension;
+        attr[na].val.clusterDim.x = (unsigned)split;
+        attr[na].val.clusterDim.y = 1;
+        attr[na].val.clusterDim.z = 1;
+        na++;
+    }
+    if (pdl) {
+        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[na].val.programmaticStreamSerializationAllowed = 1;
+        na++;
+    }
+    cfg.attrs = attr;
+    cfg.numAttrs = na;
+    cudaError_t rc = cudaLaunchKernelEx(&cfg, gemv_kernel<NT, U, HINT, M16, OutT>, (OutT *)out,
+                                        (const bf16 *)x, (const bf16 *)w, m, n, k, split, softcap);
+    return rc != cudaSuccess ? rc : cudaGetLastError();
+}
+
+// Blocks of an instantiation that fit on one SM (asked once, then cached).
+template <int NT, int U, bool HINT, bool M16, typename OutT> static cudaError_t occupancy(int *blocks)
+{
+    static int cached = 0;
+    if (!cached) {
+        cudaError_t rc = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &cached, gemv_kernel<NT, U, HINT, M16, OutT>, GEMV_THREADS, 0);
+        if (rc != cudaSuccess)
+            return rc;
+        cached = max(cached, 1);
+    }
+    *blocks = cached;
+    return cudaSuccess;
+}
+
+// One entry point per (NT, U, HINT): the launch, or (blocks != NULL) the occupancy query.
+template <int NT, int U, bool HINT>
+static cudaError_t variant(int *blocks, void *out, int out_f32, const void *x, const void *w, int m, int n,
+                           int k, float softcap, int split, int pdl, cudaStream_t stream)
+{
+    if (blocks)
+        return m > 8 ? (out_f32 ? occupancy<NT, U, HINT, true, float>(blocks)
+                                : occupancy<NT, U, HINT, true, bf16>(blocks))
+                     : (out_f32 ? occupancy<NT, U, HINT, false, float>(blocks)
+                                : occupancy<NT, U, HINT, false, bf16>(blocks));
+    if (m > 8)
+        return out_f32 ? launch_one<NT, U, HINT, true, float>(out, x, w, m, n, k, softcap, split, pdl, stream)
+                       : launch_one<NT, U, HINT, true, bf16>(out, x, w, m, n, k, softcap, split, pdl, stream);
+    return out_f32 ? launch_one<NT, U, HINT, false, float>(out, x, w, m, n, k, softcap, split, pdl, stream)
+                   : launch_one<NT, U, HINT, false, bf16>(out, x, w, m, n, k, softcap, split, pdl, stream);
+}
+
+static cudaError_t dispatch(int nt, int u, int hint, int *blocks, void *out, int out_f32, const void *x,
+                            const void *w, int m, int n, int k, float softcap, int split, int pdl,
+                            cudaStream_t s)
+{
+    switch (nt * 100 + u * 10 + hint) {
+    case 120:
+        return variant<1, 2, false>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
+    case 121:
+        return variant<1, 2, true>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
+    case 140:
+        return variant<1, 4, false>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
+    case 141:
+        return variant<1, 4, true>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
+    case 220:
+        return variant<2, 2, false>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
+    case 221:
+        return variant<2, 2, true>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
+    case 240:
+        return variant<2, 4, false>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
+    default:
+        return variant<2, 4, true>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
+    }
+}
+
+// split-K: enough warps for ~16 per SM, at least one chunk per warp, and the
+// chunks shared out evenly among the split's warps.
+static int split_for(int tiles, int chunks, int n_sms)
+{
+    int split = (n_sms * 16 + tiles * GEMV_WARPS - 1) / (tiles * GEMV_WARPS);
+    split = min(split, GEMV_MAX_SPLIT);
+    split = min(split, max(1, chunks / GEMV_WARPS));
+    split = max(split, 1);
+    const int per_warp = (chunks + split * GEMV_WARPS - 1) / (split * GEMV_WARPS);
+    return max(1, min(split, (chunks + per_warp * GEMV_WARPS - 1) / (per_warp * GEMV_WARPS)));
+}
+
+// The share of the launch's warp-slot time that does work: blocks beyond one
+// wave of resident blocks cost a whole extra wave, and warps wait for the
+// busiest warp of their tile (chunks not divisible among them).
+static double busy_share(int tiles, int chunks, int split, int per_sm, int n_sms)
+{
+    const double cap = (double)per_sm * n_sms;
+    const double waves = ceil((double)tiles * split / cap);
+    const int per_warp = (chunks + split * GEMV_WARPS - 1) / (split * GEMV_WARPS);
+    return (double)tiles * chunks / (waves * cap * GEMV_WARPS * per_warp);
+}
+
+// config 0 = chosen here; 1..16 = 1 + bits (NT-1 | U==4 << 1 | L2::256B
+// prefetch hint << 2 | no PDL << 3), for tuning and for the host's table of
+// measured shapes; 17 = chosen here, without PDL. The choice (shapes the
+// host's table lacks) takes, among NT/U = 1/2, 2/2, 1/4 with the prefetch
+// hint and PDL, the one whose grid keeps the most warp-slot time busy
+// (busy_share): on H100 a grid that spills a little past one wave of resident
+// blocks, or splits K unevenly, costs more than any other difference seen
+// (docs/kernels/gemm.md).
+extern "C" cudaError_t launch_gemv(void *out, int out_f32, const void *x, const void *w, int m, int n, int k,
+                                   float softcap, int config, int n_sms, cudaStream_t stream)
+{
+    if (m < 1 || m > 16 || k < 8 || k % 8 || n < 1 || n > 65535 * 8 || config < 0 || config > 17)
+        return cudaErrorInvalidValue;
+    int nt = 1, u = 2, hint = 1, pdl = config != 17;
+    if (config >= 1 && config <= 16) {
+        const int bits = config - 1;
+        nt = (bits & 1) ? 2 : 1, u = (bits & 2) ? 4 : 2, hint = (bits >> 2) & 1, pdl = !(bits & 8);
+    } else {
+        static const int cand[3][2] = {{1, 2}, {2, 2}, {1, 4}};
+        double best = -1;
+        for (int i = 0; i < 3; i++) {
+            const int cnt = cand[i][0], cu = cand[i][1];
+            const int tiles = (n + 8 * cnt - 1) / (8 * cnt), chunks = (k + 32 * cu - 1) / (32 * cu);
+            int per_sm = 0;
+            cudaError_t rc =
+                dispatch(cnt, cu, 1, &per_sm, out, out_f32, x, w, m, n, k, softcap, 1, pdl, stream);
+            if (rc != cudaSuccess)
+                return rc;
+            const double b = busy_share(tiles, chunks, split_for(tiles, chunks, n_sms), per_sm, n_sms);
+            if (b > best)
+                best = b, nt = cnt, u = cu;
+        }
+    }
+    const int tiles = (n + 8 * nt - 1) / (8 * nt), chunks = (k + 32 * u - 1) / (32 * u);
+    return dispatch(nt, u, hint, NULL, out, out_f32, x, w, m, n, k, softcap, split_for(tiles, chunks, n_sms),
+                    pdl, stream);
+}

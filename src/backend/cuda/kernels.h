@@ -1,0 +1,45 @@
+/* extern "C" launchers of the CUDA kernels (one .cu file per op family).
+ * Pointers are device pointers; activations are bf16 (passed as void *),
+ * logits and RoPE frequencies f32, indices int32. Each launcher queues its
+ * kernel on stream and returns cudaGetLastError(). */
+#ifndef INFER_BACKEND_CUDA_KERNELS_H
+#define INFER_BACKEND_CUDA_KERNELS_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out[t] = table[ids[t]] * scale, rows of d */
+cudaError_t launch_embed(void *out, const int32_t *ids, int n_tokens, const void *table, int64_t vocab, int d,
+                         float scale, cudaStream_t stream);
+/* out[r] = rmsnorm(x[r]) * (w or 1 + w); out may equal x */
+cudaError_t launch_rmsnorm(void *out, const void *x, const void *w, int rows, int d, float eps, int plus_one,
+                           cudaStream_t stream);
+/* residual[r] += delta[r]; out[r] = rmsnorm(residual[r]) */
+cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, const void *w, int rows, int d,
+                               float eps, int plus_one, cudaStream_t stream);
+/* Per-head q/k norm (q_norm NULL = none), RoPE at positions, k/v into the
+ * paged cache at slot_mapping (-1 skips). Caches: [slots, n_kv, head_dim]. */
+cudaError_t launch_qk_rope_kv_write(void *q, void *k, const void *v, const int32_t *positions,
+                                    const int32_t *slot_mapping, int n_tokens, int n_heads, int n_kv,
+                                    int head_dim, const void *q_norm, const void *k_norm, float eps,
+                                    int plus_one, const float *inv_freq, void *k_cache, void *v_cache,
+                                    cudaStream_t stream);
+/* out = act(gate) * up over n elements; act 0 = SiLU, 1 = GELU-tanh */
+cudaError_t launch_gated_act(void *out, const void *gate, const void *up, int64_t n, int act,
+                             cudaStream_t stream);
+/* out[i] = x[rows[i]], rows of d */
+cudaError_t launch_gather_rows(void *out, const void *x, const int32_t *rows, int n, int d, cudaStream_t stream);
+/* logits[i] = tanh(logits[i] / cap) * cap */
+cudaError_t launch_softcap(float *logits, int64_t n, float cap, cudaStream_t stream);
+/* out[r] = argmax of logits[r, 0:n_cols] (lowest index on ties) */
+cudaError_t launch_argmax(int32_t *out, const float *logits, int rows, int n_cols, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

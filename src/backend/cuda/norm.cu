@@ -1,0 +1,50 @@
+// RMSNorm and fused residual-add + RMSNorm, one block per row, math in f32.
+// Rounding follows transformers' bf16 modules: the residual sum is rounded to
+// bf16; Llama/Qwen3 round the normalised value before multiplying by w,
+// Gemma multiplies by (1 + w) in f32 and rounds once.
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
+
+template <bool ADD>
+__global__ void rmsnorm_kernel(bf16 *out, bf16 *residual, const bf16 *x, const bf16 *delta, const bf16 *w, int d,
+                               float eps, int plus_one)
+{
+    extern __shared__ float row[]; // d floats
+    int64_t base = (int64_t)blockIdx.x * d;
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < d; i += blockDim.x) {
+        float v;
+        if (ADD) {
+            v = round_bf16(to_f32(residual[base + i]) + to_f32(delta[base + i]));
+            residual[base + i] = to_bf16(v);
+        } else {
+            v = to_f32(x[base + i]);
+        }
+        row[i] = v;
+        ss += v * v;
+    }
+    ss = block_sum(ss);
+    float inv = rsqrtf(ss / d + eps);
+    for (int i = threadIdx.x; i < d; i += blockDim.x) {
+        float y = row[i] * inv, wi = to_f32(w[i]);
+        out[base + i] = to_bf16(plus_one ? y * (1.f + wi) : wi * round_bf16(y));
+    }
+}
+
+static int threads_for(int d) { return d >= 1024 ? 1024 : ((d + 31) / 32) * 32; }
+
+extern "C" cudaError_t launch_rmsnorm(void *out, const void *x, const void *w, int rows, int d, float eps,
+                                      int plus_one, cudaStream_t stream)
+{
+    rmsnorm_kernel<false><<<rows, threads_for(d), d * sizeof(float), stream>>>(
+        (bf16 *)out, nullptr, (const bf16 *)x, nullptr, (const bf16 *)w, d, eps, plus_one);
+    return cudaGetLastError();
+}
+
+extern "C" cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, const void *w, int rows,
+                                          int d, float eps, int plus_one, cudaStream_t stream)
+{
+    rmsnorm_kernel<true><<<rows, threads_for(d), d * sizeof(float), stream>>>(
+        (bf16 *)out, (bf16 *)residual, nullptr, (const bf16 *)delta, (const bf16 *)w, d, eps, plus_one);
+    return cudaGetLastError();
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Everything the GPU machine runs, from binaries built here by `make gpu-build`
+# (the machine has no compilers' dev packages): the machine check, every
+# kernel test (CUDA op vs its CPU twin), compute-sanitizer memcheck on them,
+# full-size parity with transformers, and the benchmarks; a short table last.
+#
+# On the device (repo root): bash tests/gpu/run.sh CONFIGS_DIR [STAGES]
+#   CONFIGS_DIR holds <model>/config.json (a copy of ../shared/models, carried)
+#   STAGES: any of check,kernels,sanitizer,parity,bench,kernel-bench (default: all but kernel-bench)
+# Logs go to $OUT (or /tmp/gpu-out).
+set -u
+CONFIGS=${1:?usage: run.sh CONFIGS_DIR [STAGES]}
+STAGES=${2:-check,kernels,sanitizer,parity,bench}
+export INFER_ROOT=${INFER_ROOT:-$PWD}
+OUT=${OUT:-/tmp/gpu-out}
+B=build-gpu
+MODELS=/tmp/infer-models
+mkdir -p "$OUT" "$MODELS"
+summary=()
+has() { [[ ",$STAGES," == *",$1,"* ]]; }
+note() { summary+=("$1"); echo "== $1"; }
+
+if has check; then
+    nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm --format=csv | tee "$OUT/machine.txt"
+    if ldd $B/infer | grep -q "not found"; then
+        ldd $B/infer
+        note "check: missing libraries"
+        exit 1
+    fi
+    note "check: $(nvidia-smi --query-gpu=name --format=csv,noheader), libraries resolve"
+fi
+
+if has kernels; then
+    $B/gpu_tests --no-bench 2>&1 | tee "$OUT/gpu_tests.log"
+    note "kernels: $(tail -n 1 "$OUT/gpu_tests.log")"
+fi
+
+if has kernel-bench; then
+    $B/gpu_tests bench_ 2>&1 | tee "$OUT/kernel_bench.log"
+    note "kernel-bench: $(tail -n 1 "$OUT/kernel_bench.log")"
+fi
+
+if has sanitizer; then
+    if command -v compute-sanitizer >/dev/null || [ -x /usr/local/cuda/bin/compute-sanitizer ]; then
+        CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+        # correctness tests only (benchmarks are slow under the sanitizer)
+        $CS --tool memcheck --error-exitcode 9 $B/gpu_tests --no-bench 2>&1 | tail -n 40 >"$OUT/sanitizer.log"
+        rc=${PIPESTATUS[0]}
+        note "sanitizer: memcheck exit $rc ($(grep -c 'ERROR SUMMARY: 0' "$OUT/sanitizer.log") clean summaries)"
+    else
+        note "sanitizer: compute-sanitizer not found"
+    fi
+fi
+
+if has parity; then
+    python3 tools/parity_full.py $B/infer "$MODELS" "$CONFIGS"/*/config.json 2>&1 | grep -v "Loading weights" |
+        tee "$OUT/parity.log"
+    while read -r line; do note "parity: $line"; done < <(grep -E "OK|FAIL|fp32" "$OUT/parity.log")
+fi
+
+if has bench; then
+    for cfg in "$CONFIGS"/*/config.json; do
+        name=$(basename "$(dirname "$cfg")")
+        [ -f "$MODELS/$name/model.safetensors" ] || $B/infer mkmodel --config "$cfg" --out "$MODELS/$name" >/dev/null
+        for p in 512 2048 8192; do
+            $B/infer bench --model "$MODELS/$name" --prompt-len $p --decode-steps 64 2>&1 | tee -a "$OUT/bench.jsonl"
+        done
+    done
+    note "bench: $(wc -l <"$OUT/bench.jsonl") runs in bench.jsonl"
+    python3 - "$OUT/bench.jsonl" <<'PY'
+import json, sys
+print(f"{'model':20} {'prompt':>6} {'prefill ms':>10} {'TFLOP/s':>8} {'decode wall ms':>14} {'graph ms':>9} {'floor ms':>9} {'x floor':>7}")
+for line in open(sys.argv[1]):
+    if not line.startswith("{"):
+        continue
+    r = json.loads(line)
+    print(f"{r['model']:20} {r['prompt_len']:6} {r['prefill_ms']:10.2f} {r['prefill_tflops']:8.1f} "
+          f"{r['decode_wall_ms']:14.3f} {r['graph_step_ms']:9.3f} {r['floor_ms']:9.3f} {r['graph_over_floor']:7.2f}")
+PY
+fi
+
+echo
+echo "== summary"
+printf '%s\n' "${summary[@]}"

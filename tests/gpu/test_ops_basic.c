@@ -1,0 +1,206 @@
+/* CUDA vs CPU for the simple ops: embedding, RMSNorm (both conventions),
+ * fused add + RMSNorm, gated activations, row gather, argmax, and the fused
+ * q/k-norm + RoPE + KV write. Inputs are bf16-representable; the CUDA side
+ * rounds intermediates to bf16 as a bf16 model does, so the bound is a few
+ * bf16 ulps (relative to the largest output). Outputs start poisoned (NaN). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_ops.h"
+#include "gpu_test.h"
+
+#define BF16_TOL 2e-2
+
+GPU_TEST(embed_with_and_without_scale)
+{
+    const int V = 1000, D = 1152, T = 37;
+    float *table = gpu_rand_f32(ctx, (size_t)V * D, 0.5f);
+    uint16_t *tb = gpu_to_bf16(table, (size_t)V * D);
+    int32_t ids[37];
+    for (int i = 0; i < T; i++)
+        ids[i] = (int32_t)(rng_next(&ctx->rng) % V);
+    struct weight wc = gpu_weight_cpu(tb, V, D), wg = gpu_weight_cuda(ctx, tb, V, D);
+    for (int pass = 0; pass < 2; pass++) {
+        float scale = pass ? sqrtf((float)D) : 1.0f;
+        struct fwd_meta mc = {.n_tokens = T, .token_ids = ids};
+        struct fwd_meta mg = {.n_tokens = T, .token_ids = gpu_upload(ctx, ids, sizeof ids)};
+        float *oc = malloc((size_t)T * D * sizeof(float));
+        void *og = gpu_poisoned_bf16(ctx, (size_t)T * D);
+        ctx->cpu->ops->embed(ctx->cpu, oc, &mc, &wc, scale);
+        ctx->cuda->ops->embed(ctx->cuda, og, &mg, &wg, scale);
+        float *got = gpu_download_bf16(ctx, og, (size_t)T * D);
+        double err = gpu_rel_err(got, oc, (size_t)T * D);
+        free(got);
+        free(oc);
+        if (err > BF16_TOL)
+            GPU_FAIL("scale %.3f: rel err %.3g", scale, err);
+    }
+    free(table);
+    free(tb);
+    return 0;
+}
+
+static int check_norm(struct gpu_ctx *ctx, int rows, int d, int plus_one, int fused)
+{
+    size_t n = (size_t)rows * d;
+    float *x = gpu_rand_f32(ctx, n, 2.0f), *delta = gpu_rand_f32(ctx, n, 1.0f);
+    float *w = gpu_rand_f32(ctx, (size_t)d, 0.3f);
+    if (!plus_one)
+        for (int i = 0; i < d; i++)
+            w[i] += 1.0f;
+    uint16_t *wb = gpu_to_bf16(w, (size_t)d);
+    struct weight wc = gpu_weight_cpu(wb, 1, d), wg = gpu_weight_cuda(ctx, wb, 1, d);
+    float *oc = malloc(n * sizeof(float)), *res = malloc(n * sizeof(float));
+    memcpy(res, x, n * sizeof(float));
+    void *xg = gpu_upload_bf16(ctx, x, n), *dg = gpu_upload_bf16(ctx, delta, n), *og = gpu_poisoned_bf16(ctx, n);
+    if (fused) {
+        ctx->cpu->ops->add_rmsnorm(ctx->cpu, res, delta, oc, &wc, rows, 1e-6f, plus_one);
+        ctx->cuda->ops->add_rmsnorm(ctx->cuda, xg, dg, og, &wg, rows, 1e-6f, plus_one);
+    } else {
+        ctx->cpu->ops->rmsnorm(ctx->cpu, oc, x, &wc, rows, 1e-6f, plus_one);
+        ctx->cuda->ops->rmsnorm(ctx->cuda, og, xg, &wg, rows, 1e-6f, plus_one);
+    }
+    float *got = gpu_download_bf16(ctx, og, n);
+    double err = gpu_rel_err(got, oc, n), rerr = 0;
+    if (fused) {
+        float *rg = gpu_download_bf16(ctx, xg, n);
+        rerr = gpu_rel_err(rg, res, n);
+        free(rg);
+    }
+    free(got);
+    free(oc);
+    free(res);
+    free(x);
+    free(delta);
+    free(w);
+    free(wb);
+    if (err > BF16_TOL || rerr > BF16_TOL)
+        GPU_FAIL("rows %d d %d plus_one %d fused %d: rel err %.3g (residual %.3g)", rows, d, plus_one, fused, err,
+                 rerr);
+    return 0;
+}
+
+GPU_TEST(rmsnorm_shapes_and_conventions)
+{
+    const int shapes[][2] = {{1, 64}, {3, 1152}, {17, 2560}, {64, 3072}, {5, 1000}, {2, 8192}};
+    for (int i = 0; i < 6; i++)
+        for (int p = 0; p < 2; p++)
+            for (int f = 0; f < 2; f++)
+                if (check_norm(ctx, shapes[i][0], shapes[i][1], p, f))
+                    return 1;
+    return 0;
+}
+
+GPU_TEST(gated_act_silu_and_gelu)
+{
+    const int rows = 7, cols = 9728;
+    size_t n = (size_t)rows * cols;
+    float *g = gpu_rand_f32(ctx, n, 2.0f), *u = gpu_rand_f32(ctx, n, 1.0f);
+    for (int act = 0; act < 2; act++) {
+        float *oc = malloc(n * sizeof(float));
+        void *og = gpu_poisoned_bf16(ctx, n);
+        ctx->cpu->ops->gated_act(ctx->cpu, oc, g, u, rows, cols, act ? ACT_FN_GELU_TANH : ACT_FN_SILU);
+        ctx->cuda->ops->gated_act(ctx->cuda, og, gpu_upload_bf16(ctx, g, n), gpu_upload_bf16(ctx, u, n), rows, cols,
+                                  act ? ACT_FN_GELU_TANH : ACT_FN_SILU);
+        float *got = gpu_download_bf16(ctx, og, n);
+        double err = gpu_rel_err(got, oc, n);
+        free(got);
+        free(oc);
+        if (err > BF16_TOL)
+            GPU_FAIL("act %d: rel err %.3g", act, err);
+    }
+    free(g);
+    free(u);
+    return 0;
+}
+
+GPU_TEST(gather_rows_and_argmax)
+{
+    const int T = 50, D = 2560, V = 262144;
+    size_t n = (size_t)T * D;
+    float *x = gpu_rand_f32(ctx, n, 1.0f);
+    int32_t rows[5] = {0, 7, 8, 31, 49};
+    struct fwd_meta mc = {.n_logits = 5, .logit_rows = rows};
+    struct fwd_meta mg = {.n_logits = 5, .logit_rows = gpu_upload(ctx, rows, sizeof rows)};
+    float *oc = malloc(5 * (size_t)D * sizeof(float));
+    void *og = gpu_poisoned_bf16(ctx, 5 * (size_t)D);
+    ctx->cpu->ops->gather_rows(ctx->cpu, oc, x, &mc, D);
+    ctx->cuda->ops->gather_rows(ctx->cuda, og, gpu_upload_bf16(ctx, x, n), &mg, D);
+    float *got = gpu_download_bf16(ctx, og, 5 * (size_t)D);
+    if (gpu_rel_err(got, oc, 5 * (size_t)D) != 0)
+        GPU_FAIL("gather_rows differs");
+    free(got);
+    free(oc);
+    free(x);
+    /* argmax over a large vocabulary, with planted maxima and a tie */
+    const int R = 3;
+    float *l = gpu_rand_f32(ctx, (size_t)R * V, 1.0f);
+    l[5] = 50.f;
+    l[(size_t)V + V - 1] = 60.f;
+    l[2 * (size_t)V + 1000] = 70.f;
+    l[2 * (size_t)V + 77] = 70.f; /* tie: the lower index wins */
+    int32_t want[3], got_ids[3];
+    ctx->cpu->ops->argmax(ctx->cpu, want, l, R, V);
+    int32_t *dg = gpu_upload(ctx, got_ids, sizeof got_ids);
+    ctx->cuda->ops->argmax(ctx->cuda, dg, gpu_upload(ctx, l, (size_t)R * V * sizeof(float)), R, V);
+    gpu_download(ctx, got_ids, dg, sizeof got_ids);
+    free(l);
+    if (want[0] != 5 || want[1] != V - 1 || want[2] != 77)
+        GPU_FAIL("CPU argmax wrong: %d %d %d", want[0], want[1], want[2]);
+    for (int i = 0; i < R; i++)
+        if (got_ids[i] != want[i])
+            GPU_FAIL("row %d: argmax %d, CPU %d", i, got_ids[i], want[i]);
+    return 0;
+}
+
+static int check_rope(struct gpu_ctx *ctx, int T, int n_heads, int n_kv, int hd, int qk_norm, int plus_one)
+{
+    const int n_slots = 64 * 16;
+    size_t qn = (size_t)T * n_heads * hd, kn = (size_t)T * n_kv * hd, cache = (size_t)n_slots * n_kv * hd;
+    float *q = gpu_rand_f32(ctx, qn, 1.0f), *k = gpu_rand_f32(ctx, kn, 1.0f), *v = gpu_rand_f32(ctx, kn, 1.0f);
+    float *qw = gpu_rand_f32(ctx, (size_t)hd, 0.2f), *kw = gpu_rand_f32(ctx, (size_t)hd, 0.2f);
+    if (!plus_one)
+        for (int i = 0; i < hd; i++)
+            qw[i] += 1.f, kw[i] += 1.f;
+    uint16_t *qwb = gpu_to_bf16(qw, (size_t)hd), *kwb = gpu_to_bf16(kw, (size_t)hd);
+    float inv[256];
+    for (int i = 0; i < hd / 2; i++)
+        inv[i] = (float)(1.0 / pow(1e6, 2.0 * i / hd));
+    int32_t pos[64], slots[64];
+    for (int t = 0; t < T; t++) {
+        pos[t] = (int32_t)(rng_next(&ctx->rng) % 100000);
+        slots[t] = t % 5 == 4 ? -1 : (int32_t)((t * 37) % n_slots);
+    }
+    struct attn_shape s = {n_heads, n_kv, hd, 16};
+    struct weight qwc = gpu_weight_cpu(qwb, 1, hd), kwc = gpu_weight_cpu(kwb, 1, hd);
+    struct weight qwg = gpu_weight_cuda(ctx, qwb, 1, hd), kwg = gpu_weight_cuda(ctx, kwb, 1, hd);
+    float *kc_c = calloc(cache, sizeof(float)), *vc_c = calloc(cache, sizeof(float));
+    struct kv_layer kvc = {kc_c, vc_c};
+    float *zeros = calloc(cache, sizeof(float));
+    struct kv_layer kvg = {gpu_upload_bf16(ctx, zeros, cache), gpu_upload_bf16(ctx, zeros, cache)};
+    struct fwd_meta mc = {.n_tokens = T, .positions = pos, .slot_mapping = slots};
+    struct fwd_meta mg = {.n_tokens = T, .positions = gpu_upload(ctx, pos, sizeof pos),
+                          .slot_mapping = gpu_upload(ctx, slots, sizeof slots)};
+    void *qg = gpu_upload_bf16(ctx, q, qn), *kg = gpu_upload_bf16(ctx, k, kn), *vg = gpu_upload_bf16(ctx, v, kn);
+    ctx->cpu->ops->qk_rope_kv_write(ctx->cpu, q, k, v, &mc, &s, qk_norm ? &qwc : NULL, qk_norm ? &kwc : NULL, 1e-6f,
+                                    plus_one, inv, &kvc);
+    ctx->cuda->ops->qk_rope_kv_write(ctx->cuda, qg, kg, vg, &mg, &s, qk_norm ? &qwg : NULL, qk_norm ? &kwg : NULL,
+                                     1e-6f, plus_one, gpu_upload(ctx, inv, sizeof inv), &kvg);
+    float *qo = gpu_download_bf16(ctx, qg, qn), *ko = gpu_download_bf16(ctx, kvg.k, cache),
+          *vo = gpu_download_bf16(ctx, kvg.v, cache);
+    double eq = gpu_rel_err(qo, q, qn), ek = gpu_rel_err(ko, kc_c, cache), ev = gpu_rel_err(vo, vc_c, cache);
+    free(qo), free(ko), free(vo), free(q), free(k), free(v), free(qw), free(kw), free(qwb), free(kwb);
+    free(kc_c), free(vc_c), free(zeros);
+    if (eq > BF16_TOL || ek > BF16_TOL || ev > BF16_TOL)
+        GPU_FAIL("T %d heads %d/%d hd %d norm %d plus_one %d: rel err q %.3g k %.3g v %.3g", T, n_heads, n_kv, hd,
+                 qk_norm, plus_one, eq, ek, ev);
+    return 0;
+}
+
+GPU_TEST(qk_rope_kv_write_shapes)
+{
+    return check_rope(ctx, 1, 32, 8, 128, 1, 0) || check_rope(ctx, 33, 24, 8, 128, 0, 0) ||
+           check_rope(ctx, 64, 4, 1, 256, 1, 1) || check_rope(ctx, 7, 4, 2, 24, 1, 1) ||
+           check_rope(ctx, 9, 16, 16, 64, 0, 0);
+}
