@@ -110,6 +110,11 @@ struct backend_ops {
     int (*weight_upload)(struct backend *be, struct weight *dst, const void *host_data,
                          enum dtype dtype, int64_t rows, int64_t cols, struct err *e);
     void (*weight_free)(struct backend *be, struct weight *w);
+    /* One weight from the rows of several host tensors of equal cols, stacked
+     * in order (fused projections); NULL where the backend does not fuse. */
+    int (*weight_upload_concat)(struct backend *be, struct weight *dst, const void *const *parts,
+                                const enum dtype *dtypes, const int64_t *rows, int n_parts, int64_t cols,
+                                struct err *e);
     int (*copy_to_device)(struct backend *be, void *dst, const void *src, size_t bytes, struct err *e);
     int (*copy_to_host)(struct backend *be, void *dst, const void *src, size_t bytes, struct err *e);
     /* Sizes the fixed metadata buffers (start-up; CUDA carves them from the
@@ -140,21 +145,27 @@ struct backend_ops {
     /* out[n_rows, w.rows] = x[n_rows, w.cols] . w^T */
     void (*matmul)(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows);
     /* Per-head RMSNorm of q and k (when q_norm != NULL), RoPE on both at each
-     * token's position (inv_freq: [head_dim/2] f32 in backend memory), then k
-     * and v written to the cache at slot_mapping (rows with -1 skipped). */
-    void (*qk_rope_kv_write)(struct backend *be, void *q, void *k, const void *v,
-                             const struct fwd_meta *m, const struct attn_shape *s,
-                             const struct weight *q_norm, const struct weight *k_norm, float eps,
-                             int plus_one, const float *inv_freq, struct kv_layer *kv);
+     * token's position (inv_freq: [head_dim/2] f32 in backend memory); q goes
+     * to q_out ([n_tokens, n_heads*head_dim], may equal q_in), k and v to the
+     * cache at slot_mapping (rows with -1 skipped). Inputs are rows of
+     * q_stride / kv_stride elements (a fused q|k|v projection gives one row
+     * per token holding all three). */
+    void (*qk_rope_kv_write)(struct backend *be, void *q_out, const void *q_in, const void *k_in,
+                             const void *v_in, int q_stride, int kv_stride, const struct fwd_meta *m,
+                             const struct attn_shape *s, const struct weight *q_norm,
+                             const struct weight *k_norm, float eps, int plus_one, const float *inv_freq,
+                             struct kv_layer *kv);
     /* Causal attention of each token over its sequence's cached keys:
      * positions max(0, pos - window + 1) .. pos (window 0 = unlimited),
      * scores * scale, optional tanh soft-cap, softmax, weighted sum of v. */
     void (*attention)(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
                       const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
                       float softcap);
-    /* out = act(gate) * up, [n_rows, n_cols]; out may equal gate */
+    /* out[r] = act(gate[r]) * up[r]: out is [n_rows, n_cols]; gate and up are
+     * rows of in_stride elements (a fused gate|up projection gives both in one
+     * row); out may equal gate when in_stride == n_cols. */
     void (*gated_act)(struct backend *be, void *out, const void *gate, const void *up, int n_rows,
-                      int n_cols, enum act_fn act);
+                      int n_cols, int in_stride, enum act_fn act);
     /* out[i] = x[logit_rows[i]] for the batch's logit rows, [n_logits, n_cols] */
     void (*gather_rows)(struct backend *be, void *out, const void *x, const struct fwd_meta *m,
                         int n_cols);
@@ -170,6 +181,7 @@ struct backend {
     void *impl;
     enum dtype act_dtype;
     enum dtype kv_dtype;
+    int fuse_weights; /* load q|k|v and gate|up as single weights (weight_upload_concat) */
     void (*destroy)(struct backend *be); /* called by backend_free */
 };
 

@@ -22,8 +22,9 @@ static int ws_layout(struct forward_ws *ws, const struct model *m, struct ws_buf
     size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
     struct ws_buf list[] = {
         {&ws->x, D, 0, act},     {&ws->h, D, 0, act},     {&ws->q, qd, 0, act},
-        {&ws->k, kvd, 0, act},   {&ws->v, kvd, 0, act},   {&ws->attn, qd, 0, act},
-        {&ws->o, D, 0, act},     {&ws->gate, F, 0, act},  {&ws->up, F, 0, act},
+        {&ws->k, kvd, 0, act},   {&ws->v, kvd, 0, act},   {&ws->qkv, qd + 2 * kvd, 0, act},
+        {&ws->attn, qd, 0, act}, {&ws->o, D, 0, act},     {&ws->gate, 2 * F, 0, act},
+        {&ws->up, F, 0, act},    {&ws->act, F, 0, act},
         {&ws->sel, D, 1, act},   {(void **)&ws->logits, (size_t)c->vocab_size, 1, sizeof(float)},
         {(void **)&ws->argmax, 1, 1, sizeof(int32_t)},
     };
@@ -80,11 +81,23 @@ static void attention_block(const struct model *m, struct forward_ws *ws, struct
     const float eps = (float)c->rms_norm_eps;
     struct attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, kv->block_size};
 
-    ops->matmul(be, ws->q, ws->h, &l->wq, T);
-    ops->matmul(be, ws->k, ws->h, &l->wk, T);
-    ops->matmul(be, ws->v, ws->h, &l->wv, T);
-    ops->qk_rope_kv_write(be, ws->q, ws->k, ws->v, meta, &shape, c->qk_norm ? &l->q_norm : NULL,
-                          c->qk_norm ? &l->k_norm : NULL, eps, c->norm_plus_one,
+    const int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    const size_t es = dtype_size(be->act_dtype);
+    const void *q_in = ws->q, *k_in = ws->k, *v_in = ws->v;
+    int q_stride = qd, kv_stride = kvd;
+    if (l->wqkv.data) { /* one projection; q, k, v are column ranges of its rows */
+        ops->matmul(be, ws->qkv, ws->h, &l->wqkv, T);
+        q_in = ws->qkv;
+        k_in = (const char *)ws->qkv + (size_t)qd * es;
+        v_in = (const char *)ws->qkv + (size_t)(qd + kvd) * es;
+        q_stride = kv_stride = qd + 2 * kvd;
+    } else {
+        ops->matmul(be, ws->q, ws->h, &l->wq, T);
+        ops->matmul(be, ws->k, ws->h, &l->wk, T);
+        ops->matmul(be, ws->v, ws->h, &l->wv, T);
+    }
+    ops->qk_rope_kv_write(be, ws->q, q_in, k_in, v_in, q_stride, kv_stride, meta, &shape,
+                          c->qk_norm ? &l->q_norm : NULL, c->qk_norm ? &l->k_norm : NULL, eps, c->norm_plus_one,
                           model_layer_inv_freq(m, layer), &kv->layers[layer]);
     int window = c->layer_sliding[layer] ? c->sliding_window : 0;
     ops->attention(be, ws->attn, ws->q, meta, &shape, &kv->layers[layer], window, (float)c->attn_scale,
@@ -101,11 +114,20 @@ static void mlp_block(const struct model *m, struct forward_ws *ws, int layer, i
     struct backend *be = m->be;
     const struct layer_weights *l = &m->w.layers[layer];
 
-    ops->matmul(be, ws->gate, ws->h, &l->w_gate, T);
-    ops->matmul(be, ws->up, ws->h, &l->w_up, T);
-    ops->gated_act(be, ws->gate, ws->gate, ws->up, T, c->intermediate_size,
+    const int F = c->intermediate_size;
+    const void *up = ws->up;
+    int stride = F;
+    if (l->w_gate_up.data) { /* one projection: rows hold gate then up */
+        ops->matmul(be, ws->gate, ws->h, &l->w_gate_up, T);
+        up = (const char *)ws->gate + (size_t)F * dtype_size(be->act_dtype);
+        stride = 2 * F;
+    } else {
+        ops->matmul(be, ws->gate, ws->h, &l->w_gate, T);
+        ops->matmul(be, ws->up, ws->h, &l->w_up, T);
+    }
+    ops->gated_act(be, ws->act, ws->gate, up, T, F, stride,
                    c->act == MODEL_ACT_SILU ? ACT_FN_SILU : ACT_FN_GELU_TANH);
-    ops->matmul(be, ws->o, ws->gate, &l->w_down, T);
+    ops->matmul(be, ws->o, ws->act, &l->w_down, T);
     if (c->sandwich_norms)
         ops->rmsnorm(be, ws->o, ws->o, &l->post_ffn_norm, T, (float)c->rms_norm_eps, c->norm_plus_one);
 }

@@ -11,13 +11,15 @@ struct forward_ws {
     int max_logits; /* logit rows */
     void *x;        /* (max_tokens, D) residual stream */
     void *h;        /* (max_tokens, D) normed input of a sub-block */
-    void *q;        /* (max_tokens, n_heads*head_dim) */
-    void *k;        /* (max_tokens, n_kv_heads*head_dim) */
-    void *v;        /* (max_tokens, n_kv_heads*head_dim) */
+    void *q;        /* (max_tokens, n_heads*head_dim) RoPE'd queries, attention's input */
+    void *k;        /* (max_tokens, n_kv_heads*head_dim) unfused k projection */
+    void *v;        /* (max_tokens, n_kv_heads*head_dim) unfused v projection */
+    void *qkv;      /* (max_tokens, (n_heads + 2*n_kv_heads)*head_dim) fused q|k|v projection */
     void *attn;     /* (max_tokens, n_heads*head_dim) attention output */
     void *o;        /* (max_tokens, D) output of a sub-block (attention or MLP) */
-    void *gate;     /* (max_tokens, F) */
-    void *up;       /* (max_tokens, F) */
+    void *gate;     /* (max_tokens, 2F) gate projection, or fused gate|up rows */
+    void *up;       /* (max_tokens, F) unfused up projection */
+    void *act;      /* (max_tokens, F) act(gate) * up, the down projection's input */
     void *sel;      /* (max_logits, D) rows that need logits */
     float *logits;  /* (max_logits, V) */
     int32_t *argmax; /* (max_logits) */

@@ -104,29 +104,69 @@ const struct st_tensor *weight_spec_find(const struct weight_spec *spec, const s
     return check_tensor(spec, t, e) ? NULL : t;
 }
 
-int model_weights_load(struct model_weights *w, const struct model_config *cfg,
-                       const struct checkpoint *ck, struct backend *be, struct err *e)
+/* Which fused weight a spec belongs to on a fusing backend: its slot in
+ * parts[layer][0..2] (q, k, v) or parts[layer][3..4] (gate, up), or -1. */
+static int fused_part(const struct layer_weights *l, const struct weight *slot)
+{
+    const struct weight *order[5] = {&l->wq, &l->wk, &l->wv, &l->w_gate, &l->w_up};
+    for (int i = 0; i < 5; i++)
+        if (slot == order[i])
+            return i;
+    return -1;
+}
+
+static int upload_fused(struct backend *be, struct weight *dst, const struct st_tensor *const *t, int n,
+                        struct err *e)
+{
+    const void *parts[3];
+    enum dtype dtypes[3];
+    int64_t rows[3];
+    for (int i = 0; i < n; i++) {
+        parts[i] = t[i]->data;
+        dtypes[i] = t[i]->dtype;
+        rows[i] = t[i]->ndim == 2 ? t[i]->shape[0] : 1;
+    }
+    return be->ops->weight_upload_concat(be, dst, parts, dtypes, rows, n, t[0]->shape[1], e);
+}
+
+int model_weights_load(struct model_weights *w, const struct model_config *cfg, const struct checkpoint *ck,
+                       struct backend *be, struct err *e)
 {
     memset(w, 0, sizeof *w);
     w->layers = xcalloc((size_t)cfg->n_layers, sizeof *w->layers);
+    const int fuse = be->fuse_weights && be->ops->weight_upload_concat;
+    const struct st_tensor *(*parts)[5] = xcalloc((size_t)cfg->n_layers, sizeof *parts);
     struct weight_spec *specs;
     int n = weight_specs_build(cfg, w, &specs);
     int rc = 0;
     for (int i = 0; i < n && !rc; i++) {
         const struct st_tensor *t = weight_spec_find(&specs[i], ck, cfg, e);
-        rc = t ? be->ops->weight_upload(be, specs[i].slot, t->data, t->dtype, specs[i].rows,
-                                        specs[i].cols, e)
-               : -1;
+        if (!t) {
+            rc = -1;
+            break;
+        }
+        int layer = -1, part = -1;
+        for (int L = 0; fuse && L < cfg->n_layers && part < 0; L++)
+            if ((part = fused_part(&w->layers[L], specs[i].slot)) >= 0)
+                layer = L;
+        if (part >= 0) /* uploaded below, stacked with its siblings */
+            parts[layer][part] = t;
+        else
+            rc = be->ops->weight_upload(be, specs[i].slot, t->data, t->dtype, specs[i].rows, specs[i].cols, e);
     }
+    for (int L = 0; fuse && L < cfg->n_layers && !rc; L++)
+        rc = upload_fused(be, &w->layers[L].wqkv, parts[L], 3, e) ||
+             upload_fused(be, &w->layers[L].w_gate_up, parts[L] + 3, 2, e);
     if (!rc && cfg->tie_embeddings)
         w->lm_head = w->embed;
     if (!rc && ck->n_tensors > n + (cfg->tie_embeddings && checkpoint_find(ck, "lm_head.weight")))
         log_info("%s: %d tensors in the checkpoint are not used by %s", ck->dir, ck->n_tensors - n,
                  cfg->arch_name);
+    free(parts);
     free(specs);
     if (rc)
         model_weights_free(w, cfg, be);
-    return rc;
+    return rc ? -1 : 0;
 }
 
 void model_weights_free(struct model_weights *w, const struct model_config *cfg, struct backend *be)
@@ -138,6 +178,12 @@ void model_weights_free(struct model_weights *w, const struct model_config *cfg,
     for (int i = 0; i < n; i++)
         if (specs[i].slot->data)
             be->ops->weight_free(be, specs[i].slot);
+    for (int L = 0; L < cfg->n_layers; L++) {
+        if (w->layers[L].wqkv.data)
+            be->ops->weight_free(be, &w->layers[L].wqkv);
+        if (w->layers[L].w_gate_up.data)
+            be->ops->weight_free(be, &w->layers[L].w_gate_up);
+    }
     free(specs);
     free(w->layers);
     memset(w, 0, sizeof *w);

@@ -22,6 +22,9 @@ struct layer_weights {
     struct weight w_gate;         /* (F, D) */
     struct weight w_up;           /* (F, D) */
     struct weight w_down;         /* (D, F) */
+    /* Fused copies, on backends that fuse (then wq/wk/wv and w_gate/w_up stay empty): */
+    struct weight wqkv;      /* ((n_heads + 2*n_kv_heads)*head_dim, D) rows of wq, wk, wv */
+    struct weight w_gate_up; /* (2F, D) rows of w_gate, w_up */
 };
 
 struct model_weights {

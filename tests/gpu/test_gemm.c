@@ -516,7 +516,7 @@ static void bench_token_call(void *arg)
             token_mm(t, t->up, t->h, wu, in, h);
         }
         if (t->others)
-            CUDA_CHECK(launch_gated_act(t->gate, t->gate, t->up, (int64_t)M * in, 0, s));
+            CUDA_CHECK(launch_gated_act(t->gate, t->gate, t->up, M, (int)in, (int)in, 0, s));
         if (t->gemms)
             token_mm(t, t->o, t->gate, wd, h, in);
     }

@@ -100,8 +100,16 @@ GPU_TEST(gated_act_silu_and_gelu)
     for (int act = 0; act < 2; act++) {
         float *oc = malloc(n * sizeof(float));
         void *og = gpu_poisoned_bf16(ctx, n);
-        ctx->cpu->ops->gated_act(ctx->cpu, oc, g, u, rows, cols, act ? ACT_FN_GELU_TANH : ACT_FN_SILU);
-        ctx->cuda->ops->gated_act(ctx->cuda, og, gpu_upload_bf16(ctx, g, n), gpu_upload_bf16(ctx, u, n), rows, cols,
+        ctx->cpu->ops->gated_act(ctx->cpu, oc, g, u, rows, cols, cols, act ? ACT_FN_GELU_TANH : ACT_FN_SILU);
+        /* the GPU side reads gate and up as halves of fused gate|up rows */
+        float *fused = malloc(2 * n * sizeof(float));
+        for (int r = 0; r < rows; r++) {
+            memcpy(fused + (size_t)r * 2 * cols, g + (size_t)r * cols, (size_t)cols * sizeof(float));
+            memcpy(fused + (size_t)r * 2 * cols + cols, u + (size_t)r * cols, (size_t)cols * sizeof(float));
+        }
+        char *fg = gpu_upload_bf16(ctx, fused, 2 * n);
+        free(fused);
+        ctx->cuda->ops->gated_act(ctx->cuda, og, fg, fg + (size_t)cols * 2, rows, cols, 2 * cols,
                                   act ? ACT_FN_GELU_TANH : ACT_FN_SILU);
         float *got = gpu_download_bf16(ctx, og, n);
         double err = gpu_rel_err(got, oc, n);
@@ -182,11 +190,22 @@ static int check_rope(struct gpu_ctx *ctx, int T, int n_heads, int n_kv, int hd,
     struct fwd_meta mc = {.n_tokens = T, .positions = pos, .slot_mapping = slots};
     struct fwd_meta mg = {.n_tokens = T, .positions = gpu_upload(ctx, pos, sizeof pos),
                           .slot_mapping = gpu_upload(ctx, slots, sizeof slots)};
-    void *qg = gpu_upload_bf16(ctx, q, qn), *kg = gpu_upload_bf16(ctx, k, kn), *vg = gpu_upload_bf16(ctx, v, kn);
-    ctx->cpu->ops->qk_rope_kv_write(ctx->cpu, q, k, v, &mc, &s, qk_norm ? &qwc : NULL, qk_norm ? &kwc : NULL, 1e-6f,
-                                    plus_one, inv, &kvc);
-    ctx->cuda->ops->qk_rope_kv_write(ctx->cuda, qg, kg, vg, &mg, &s, qk_norm ? &qwg : NULL, qk_norm ? &kwg : NULL,
-                                     1e-6f, plus_one, gpu_upload(ctx, inv, sizeof inv), &kvg);
+    /* the GPU side reads q, k, v as column ranges of fused q|k|v rows */
+    const int qd = n_heads * hd, kvd = n_kv * hd, row = qd + 2 * kvd;
+    float *fused = malloc((size_t)T * row * sizeof(float));
+    for (int t = 0; t < T; t++) {
+        memcpy(fused + (size_t)t * row, q + (size_t)t * qd, (size_t)qd * sizeof(float));
+        memcpy(fused + (size_t)t * row + qd, k + (size_t)t * kvd, (size_t)kvd * sizeof(float));
+        memcpy(fused + (size_t)t * row + qd + kvd, v + (size_t)t * kvd, (size_t)kvd * sizeof(float));
+    }
+    char *fg = gpu_upload_bf16(ctx, fused, (size_t)T * row);
+    void *qg = gpu_poisoned_bf16(ctx, qn);
+    free(fused);
+    ctx->cpu->ops->qk_rope_kv_write(ctx->cpu, q, q, k, v, qd, kvd, &mc, &s, qk_norm ? &qwc : NULL,
+                                    qk_norm ? &kwc : NULL, 1e-6f, plus_one, inv, &kvc);
+    ctx->cuda->ops->qk_rope_kv_write(ctx->cuda, qg, fg, fg + (size_t)qd * 2, fg + (size_t)(qd + kvd) * 2, row, row,
+                                     &mg, &s, qk_norm ? &qwg : NULL, qk_norm ? &kwg : NULL, 1e-6f, plus_one,
+                                     gpu_upload(ctx, inv, sizeof inv), &kvg);
     float *qo = gpu_download_bf16(ctx, qg, qn), *ko = gpu_download_bf16(ctx, kvg.k, cache),
           *vo = gpu_download_bf16(ctx, kvg.v, cache);
     double eq = gpu_rel_err(qo, q, qn), ek = gpu_rel_err(ko, kc_c, cache), ev = gpu_rel_err(vo, vc_c, cache);

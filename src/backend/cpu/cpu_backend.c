@@ -157,6 +157,7 @@ struct backend *cpu_backend_create(int n_threads, struct err *e)
     be->impl = cb;
     be->act_dtype = DTYPE_F32;
     be->kv_dtype = DTYPE_F32;
+    be->fuse_weights = 0; /* weights stay in the checkpoint's mapping */
     be->destroy = cpu_backend_free;
     return be;
 }

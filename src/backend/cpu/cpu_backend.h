@@ -31,15 +31,15 @@ void cpu_add_rmsnorm(struct backend *be, void *residual, const void *delta, void
 void cpu_matmul(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows);
 void cpu_logits(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows,
                 float softcap);
-void cpu_qk_rope_kv_write(struct backend *be, void *q, void *k, const void *v,
-                          const struct fwd_meta *m, const struct attn_shape *s,
-                          const struct weight *q_norm, const struct weight *k_norm, float eps,
-                          int plus_one, const float *inv_freq, struct kv_layer *kv);
+void cpu_qk_rope_kv_write(struct backend *be, void *q_out, const void *q_in, const void *k_in, const void *v_in,
+                          int q_stride, int kv_stride, const struct fwd_meta *m, const struct attn_shape *s,
+                          const struct weight *q_norm, const struct weight *k_norm, float eps, int plus_one,
+                          const float *inv_freq, struct kv_layer *kv);
 void cpu_attention(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
                    const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
                    float softcap);
 void cpu_gated_act(struct backend *be, void *out, const void *gate, const void *up, int n_rows,
-                   int n_cols, enum act_fn act);
+                   int n_cols, int in_stride, enum act_fn act);
 void cpu_gather_rows(struct backend *be, void *out, const void *x, const struct fwd_meta *m,
                      int n_cols);
 void cpu_argmax(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols);

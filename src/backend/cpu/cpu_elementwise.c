@@ -27,15 +27,16 @@ static inline float gelu_tanh(float x)
 }
 
 void cpu_gated_act(struct backend *be, void *out, const void *gate, const void *up, int n_rows,
-                   int n_cols, enum act_fn act)
+                   int n_cols, int in_stride, enum act_fn act)
 {
     (void)be;
-    int64_t n = (int64_t)n_rows * n_cols;
-    const float *g = gate, *u = up;
-    float *o = out;
-    for (int64_t i = 0; i < n; i++) {
-        float a = act == ACT_FN_SILU ? g[i] / (1.0f + expf(-g[i])) : gelu_tanh(g[i]);
-        o[i] = a * u[i];
+    for (int r = 0; r < n_rows; r++) {
+        const float *g = (const float *)gate + (int64_t)r * in_stride, *u = (const float *)up + (int64_t)r * in_stride;
+        float *o = (float *)out + (int64_t)r * n_cols;
+        for (int i = 0; i < n_cols; i++) {
+            float a = act == ACT_FN_SILU ? g[i] / (1.0f + expf(-g[i])) : gelu_tanh(g[i]);
+            o[i] = a * u[i];
+        }
     }
 }
 

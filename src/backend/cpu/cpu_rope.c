@@ -1,6 +1,7 @@
 /* q/k per-head RMSNorm (Qwen3, Gemma 3), rotary embedding in transformers'
  * rotate-half layout (pairs i and i + head_dim/2), and the write of k and v
- * into the paged cache at each token's slot. */
+ * into the paged cache at each token's slot. Inputs may be strided rows of a
+ * fused q|k|v projection. */
 #include <math.h>
 #include <string.h>
 
@@ -25,13 +26,14 @@ static void rope_head(float *x, const float *cosv, const float *sinv, int half)
     }
 }
 
-void cpu_qk_rope_kv_write(struct backend *be, void *q, void *k, const void *v,
-                          const struct fwd_meta *m, const struct attn_shape *s,
-                          const struct weight *q_norm, const struct weight *k_norm, float eps,
-                          int plus_one, const float *inv_freq, struct kv_layer *kv)
+void cpu_qk_rope_kv_write(struct backend *be, void *q_out, const void *q_in, const void *k_in, const void *v_in,
+                          int q_stride, int kv_stride, const struct fwd_meta *m, const struct attn_shape *s,
+                          const struct weight *q_norm, const struct weight *k_norm, float eps, int plus_one,
+                          const float *inv_freq, struct kv_layer *kv)
 {
     (void)be;
     const int hd = s->head_dim, half = hd / 2;
+    const int64_t q_row = (int64_t)s->n_heads * hd, kv_row = (int64_t)s->n_kv_heads * hd;
     float *qn = NULL, *kn = NULL;
     if (q_norm) {
         qn = xmalloc((size_t)hd * sizeof(float));
@@ -40,7 +42,7 @@ void cpu_qk_rope_kv_write(struct backend *be, void *q, void *k, const void *v,
         cpu_to_f32(kn, k_norm->data, k_norm->dtype, 0, hd);
     }
     float *cosv = xmalloc((size_t)half * sizeof(float)), *sinv = xmalloc((size_t)half * sizeof(float));
-    const int64_t kv_row = (int64_t)s->n_kv_heads * hd;
+    float *kt = xmalloc((size_t)kv_row * sizeof(float));
     for (int t = 0; t < m->n_tokens; t++) {
         float pos = (float)m->positions[t];
         for (int i = 0; i < half; i++) {
@@ -48,8 +50,9 @@ void cpu_qk_rope_kv_write(struct backend *be, void *q, void *k, const void *v,
             cosv[i] = cosf(ang);
             sinv[i] = sinf(ang);
         }
-        float *qt = (float *)q + (int64_t)t * s->n_heads * hd;
-        float *kt = (float *)k + (int64_t)t * kv_row;
+        float *qt = (float *)q_out + t * q_row;
+        memmove(qt, (const float *)q_in + (int64_t)t * q_stride, (size_t)q_row * sizeof(float));
+        memcpy(kt, (const float *)k_in + (int64_t)t * kv_stride, (size_t)kv_row * sizeof(float));
         for (int h = 0; h < s->n_heads; h++) {
             if (qn)
                 head_norm(qt + h * hd, qn, hd, eps, plus_one);
@@ -64,9 +67,10 @@ void cpu_qk_rope_kv_write(struct backend *be, void *q, void *k, const void *v,
         if (slot < 0)
             continue;
         memcpy((float *)kv->k + (int64_t)slot * kv_row, kt, (size_t)kv_row * sizeof(float));
-        memcpy((float *)kv->v + (int64_t)slot * kv_row, (const float *)v + (int64_t)t * kv_row,
+        memcpy((float *)kv->v + (int64_t)slot * kv_row, (const float *)v_in + (int64_t)t * kv_stride,
                (size_t)kv_row * sizeof(float));
     }
+    free(kt);
     free(cosv);
     free(sinv);
     free(qn);

@@ -79,15 +79,14 @@ static void cuda_mem_info(struct backend *be, size_t *free_bytes, size_t *total_
 
 /* Weights land in the weights region as bf16; f32 and f16 checkpoints are
  * converted on the host first. */
-static int cuda_weight_upload(struct backend *be, struct weight *dst, const void *host_data, enum dtype dtype,
-                              int64_t rows, int64_t cols, struct err *e)
+/* Converts (if needed) and copies one host tensor to dev. */
+static int upload_into(struct backend *be, struct weight *dst, void *dev, const void *host_data, enum dtype dtype,
+                       int64_t rows, int64_t cols, struct err *e)
 {
+    (void)be;
     if (!dtype_is_float(dtype))
         return err_set(e, "cuda backend: weights must be BF16, F16 or F32, got %s", dtype_name(dtype));
     size_t n = (size_t)(rows * cols);
-    void *dev = cuda_alloc(be, MEM_REGION_WEIGHTS, n * 2, e);
-    if (!dev)
-        return -1;
     const void *src = host_data;
     uint16_t *converted = NULL;
     if (dtype != DTYPE_BF16) {
@@ -101,6 +100,35 @@ static int cuda_weight_upload(struct backend *be, struct weight *dst, const void
     free(converted);
     CUDA_TRY(rc, e);
     *dst = (struct weight){dev, DTYPE_BF16, rows, cols};
+    return 0;
+}
+
+static int cuda_weight_upload(struct backend *be, struct weight *dst, const void *host_data, enum dtype dtype,
+                              int64_t rows, int64_t cols, struct err *e)
+{
+    void *dev = cuda_alloc(be, MEM_REGION_WEIGHTS, (size_t)(rows * cols) * 2, e);
+    return dev ? upload_into(be, dst, dev, host_data, dtype, rows, cols, e) : -1;
+}
+
+/* Rows of several host tensors stacked into one bf16 weight (fused q|k|v and
+ * gate|up): one slab allocation, each part converted and copied in turn. */
+static int cuda_weight_upload_concat(struct backend *be, struct weight *dst, const void *const *parts,
+                                     const enum dtype *dtypes, const int64_t *rows, int n_parts, int64_t cols,
+                                     struct err *e)
+{
+    int64_t total = 0;
+    for (int i = 0; i < n_parts; i++)
+        total += rows[i];
+    char *dev = cuda_alloc(be, MEM_REGION_WEIGHTS, (size_t)(total * cols) * 2, e);
+    if (!dev)
+        return -1;
+    for (int i = 0, at = 0; i < n_parts; at += (int)rows[i], i++) {
+        struct weight part;
+        /* reuse the single-tensor path on a view of the destination */
+        if (upload_into(be, &part, dev + (size_t)at * (size_t)cols * 2, parts[i], dtypes[i], rows[i], cols, e))
+            return -1;
+    }
+    *dst = (struct weight){dev, DTYPE_BF16, total, cols};
     return 0;
 }
 
@@ -238,6 +266,7 @@ static const struct backend_ops cuda_ops = {
     .mem_info = cuda_mem_info,
     .weight_upload = cuda_weight_upload,
     .weight_free = cuda_weight_free,
+    .weight_upload_concat = cuda_weight_upload_concat,
     .copy_to_device = cuda_copy_to_device,
     .copy_to_host = cuda_copy_to_host,
     .meta_init = cuda_meta_init,
@@ -301,7 +330,7 @@ struct backend *cuda_backend_create(struct err *e)
     }
     struct cuda_backend *cb = xcalloc(1, sizeof *cb);
     struct backend *be = xcalloc(1, sizeof *be);
-    *be = (struct backend){&cuda_ops, cb, DTYPE_BF16, DTYPE_BF16, cuda_backend_destroy};
+    *be = (struct backend){&cuda_ops, cb, DTYPE_BF16, DTYPE_BF16, 1, cuda_backend_destroy};
     cb->lt_workspace_bytes = 32u << 20;
     if (cudaSetDevice(0) != cudaSuccess || cudaGetDeviceProperties(&cb->prop, 0) != cudaSuccess ||
         cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking) != cudaSuccess ||

@@ -26,21 +26,21 @@ void cuda_op_add_rmsnorm(struct backend *be, void *residual, const void *delta, 
                                   cuda_stream(be)));
 }
 
-void cuda_op_qk_rope_kv_write(struct backend *be, void *q, void *k, const void *v, const struct fwd_meta *m,
-                              const struct attn_shape *s, const struct weight *q_norm,
-                              const struct weight *k_norm, float eps, int plus_one, const float *inv_freq,
-                              struct kv_layer *kv)
+void cuda_op_qk_rope_kv_write(struct backend *be, void *q_out, const void *q_in, const void *k_in,
+                              const void *v_in, int q_stride, int kv_stride, const struct fwd_meta *m,
+                              const struct attn_shape *s, const struct weight *q_norm, const struct weight *k_norm,
+                              float eps, int plus_one, const float *inv_freq, struct kv_layer *kv)
 {
-    CUDA_CHECK(launch_qk_rope_kv_write(q, k, v, m->positions, m->slot_mapping, m->n_tokens, s->n_heads,
+    CUDA_CHECK(launch_qk_rope_kv_write(q_out, q_in, k_in, v_in, q_stride, kv_stride, m->positions, m->slot_mapping, m->n_tokens, s->n_heads,
                                        s->n_kv_heads, s->head_dim, q_norm ? q_norm->data : NULL,
                                        k_norm ? k_norm->data : NULL, eps, plus_one, inv_freq, kv->k, kv->v,
                                        cuda_stream(be)));
 }
 
 void cuda_op_gated_act(struct backend *be, void *out, const void *gate, const void *up, int n_rows, int n_cols,
-                       enum act_fn act)
+                       int in_stride, enum act_fn act)
 {
-    CUDA_CHECK(launch_gated_act(out, gate, up, (int64_t)n_rows * n_cols, act == ACT_FN_SILU ? 0 : 1,
+    CUDA_CHECK(launch_gated_act(out, gate, up, n_rows, n_cols, in_stride, act == ACT_FN_SILU ? 0 : 1,
                                 cuda_stream(be)));
 }
 

@@ -30,12 +30,16 @@ __device__ __forceinline__ float gelu_tanh(float x)
     return 0.5f * x * (1.f + tanhf(k * (x + 0.044715f * x * x * x)));
 }
 
-__global__ void gated_act_kernel(bf16 *out, const bf16 *gate, const bf16 *up, int64_t n, int act)
+__global__ void gated_act_kernel(bf16 *out, const bf16 *gate, const bf16 *up, int64_t n, int cols, int stride,
+                                 int act)
 {
+    pdl_wait();
+    pdl_launch_dependents();
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
-        float g = to_f32(gate[i]);
+        int64_t in = (i / cols) * stride + i % cols;
+        float g = to_f32(gate[in]);
         float a = act == 0 ? g / (1.f + __expf(-g)) : gelu_tanh(g);
-        out[i] = to_bf16(round_bf16(a) * to_f32(up[i]));
+        out[i] = to_bf16(round_bf16(a) * to_f32(up[in]));
     }
 }
 
@@ -45,12 +49,14 @@ static unsigned grid_for(int64_t n, int threads)
     return (unsigned)(b > 65535 * 8 ? 65535 * 8 : (b < 1 ? 1 : b));
 }
 
-extern "C" cudaError_t launch_gated_act(void *out, const void *gate, const void *up, int64_t n, int act,
-                                        cudaStream_t stream)
+extern "C" cudaError_t launch_gated_act(void *out, const void *gate, const void *up, int rows, int cols,
+                                        int in_stride, int act, cudaStream_t stream)
 {
-    gated_act_kernel<<<grid_for(n, 256), 256, 0, stream>>>((bf16 *)out, (const bf16 *)gate, (const bf16 *)up, n,
-                                                           act);
-    return cudaGetLastError();
+    int64_t n = (int64_t)rows * cols;
+    if (n <= 0)
+        return cudaSuccess;
+    return launch_pdl(gated_act_kernel, grid_for(n, 256), 256, 0, stream, (bf16 *)out, (const bf16 *)gate,
+                      (const bf16 *)up, n, cols, in_stride, act);
 }
 
 __global__ void gather_rows_kernel(bf16 *out, const bf16 *x, const int32_t *rows, int d)

@@ -21,16 +21,19 @@ cudaError_t launch_rmsnorm(void *out, const void *x, const void *w, int rows, in
 /* residual[r] += delta[r]; out[r] = rmsnorm(residual[r]) */
 cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, const void *w, int rows, int d,
                                float eps, int plus_one, cudaStream_t stream);
-/* Per-head q/k norm (q_norm NULL = none), RoPE at positions, k/v into the
- * paged cache at slot_mapping (-1 skips). Caches: [slots, n_kv, head_dim]. */
-cudaError_t launch_qk_rope_kv_write(void *q, void *k, const void *v, const int32_t *positions,
+/* Per-head q/k norm (q_norm NULL = none), RoPE at positions; q to q_out
+ * (contiguous), k/v into the paged cache at slot_mapping (-1 skips). Input
+ * rows have q_stride / kv_stride elements. Caches: [slots, n_kv, head_dim]. */
+cudaError_t launch_qk_rope_kv_write(void *q_out, const void *q_in, const void *k_in, const void *v_in,
+                                    int q_stride, int kv_stride, const int32_t *positions,
                                     const int32_t *slot_mapping, int n_tokens, int n_heads, int n_kv,
                                     int head_dim, const void *q_norm, const void *k_norm, float eps,
                                     int plus_one, const float *inv_freq, void *k_cache, void *v_cache,
                                     cudaStream_t stream);
-/* out = act(gate) * up over n elements; act 0 = SiLU, 1 = GELU-tanh */
-cudaError_t launch_gated_act(void *out, const void *gate, const void *up, int64_t n, int act,
-                             cudaStream_t stream);
+/* out[r] = act(gate[r]) * up[r] for rows x cols (gate/up rows in_stride
+ * apart, out contiguous); act 0 = SiLU, 1 = GELU-tanh */
+cudaError_t launch_gated_act(void *out, const void *gate, const void *up, int rows, int cols, int in_stride,
+                             int act, cudaStream_t stream);
 /* out[i] = x[rows[i]], rows of d */
 cudaError_t launch_gather_rows(void *out, const void *x, const int32_t *rows, int n, int d, cudaStream_t stream);
 /* logits[i] = tanh(logits[i] / cap) * cap */

@@ -10,6 +10,8 @@ __global__ void rmsnorm_kernel(bf16 *out, bf16 *residual, const bf16 *x, const b
                                float eps, int plus_one)
 {
     extern __shared__ float row[]; // d floats
+    pdl_wait();
+    pdl_launch_dependents();
     int64_t base = (int64_t)blockIdx.x * d;
     float ss = 0.f;
     for (int i = threadIdx.x; i < d; i += blockDim.x) {
@@ -36,15 +38,14 @@ static int threads_for(int d) { return d >= 1024 ? 1024 : ((d + 31) / 32) * 32; 
 extern "C" cudaError_t launch_rmsnorm(void *out, const void *x, const void *w, int rows, int d, float eps,
                                       int plus_one, cudaStream_t stream)
 {
-    rmsnorm_kernel<false><<<rows, threads_for(d), d * sizeof(float), stream>>>(
-        (bf16 *)out, nullptr, (const bf16 *)x, nullptr, (const bf16 *)w, d, eps, plus_one);
-    return cudaGetLastError();
+    return launch_pdl(rmsnorm_kernel<false>, rows, threads_for(d), d * sizeof(float), stream, (bf16 *)out,
+                      (bf16 *)nullptr, (const bf16 *)x, (const bf16 *)nullptr, (const bf16 *)w, d, eps, plus_one);
 }
 
 extern "C" cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, const void *w, int rows,
                                           int d, float eps, int plus_one, cudaStream_t stream)
 {
-    rmsnorm_kernel<true><<<rows, threads_for(d), d * sizeof(float), stream>>>(
-        (bf16 *)out, (bf16 *)residual, nullptr, (const bf16 *)delta, (const bf16 *)w, d, eps, plus_one);
-    return cudaGetLastError();
+    return launch_pdl(rmsnorm_kernel<true>, rows, threads_for(d), d * sizeof(float), stream, (bf16 *)out,
+                      (bf16 *)residual, (const bf16 *)nullptr, (const bf16 *)delta, (const bf16 *)w, d, eps,
+                      plus_one);
 }
