@@ -14,6 +14,10 @@
 #include "core/bf16.h"
 #include "gpu_test.h"
 
+/* attention_decode.cu / attention_prefill.cu: tuning variants for the benchmarks */
+void attention_decode_set_variant(int v);
+void attention_prefill_set_variant(int v);
+
 #define ATTN_TOL 2e-2
 
 /* One step's attention inputs on the host. */
@@ -599,10 +603,10 @@ GPU_TEST(bench_attention_decode)
                                         1.0f / sqrtf((float)D)};
                 CHECK(cudaDeviceSynchronize() == cudaSuccess);
                 for (int v = 0; v < 3; v++) {
-                    setenv("INFER_ATTN_DECODE_VARIANT", variants[v], 1);
+                    attention_decode_set_variant(atoi(variants[v]));
                     double ms = time_graph(ctx, &arg, 20);
                     double eager = v ? 0 : gpu_time_ms(ctx, bench_run, &arg, 10) / n_layers;
-                    unsetenv("INFER_ATTN_DECODE_VARIANT");
+                    attention_decode_set_variant(0);
                     double gbs = (double)layer_bytes / (ms * 1e-3) / 1e9;
                     printf("  %-13s %5d %6d %3d %6d %9.2f %9.0f %6.0f%% %6.0f%% %9.2f\n", shapes[si].name, B,
                            L, v, n_layers, ms * 1e3, gbs, 100.0 * gbs / 3020.0, 100.0 * gbs / copy_gbs,
@@ -643,10 +647,9 @@ static void bench_prefill_one(struct gpu_ctx *ctx, const char *name, int H, int 
                             window,
                             k.scale};
     CHECK(cudaDeviceSynchronize() == cudaSuccess);
-    if (variant)
-        setenv("INFER_ATTN_PREFILL_VARIANT", variant, 1);
+    attention_prefill_set_variant(variant ? atoi(variant) : 0);
     double ms = gpu_time_ms(ctx, bench_run, &arg, 10);
-    unsetenv("INFER_ATTN_PREFILL_VARIANT");
+    attention_prefill_set_variant(0);
     double pairs = 0; /* (query, key) pairs visible */
     for (int p = 0; p < S; p++)
         pairs += window > 0 && p + 1 > window ? window : p + 1;

@@ -325,8 +325,11 @@ cudaError_t launch_decode_cfg(const attn_args &a, long max_range, float *scratch
 
 } // namespace
 
-// Warps and pipeline depth per padded head dimension. INFER_ATTN_DECODE_VARIANT
-// (a tuning knob for bench_attention_decode, not for users) picks another.
+// Tuning variant for bench_attention_decode (tests/gpu); 0 in production.
+static int decode_variant;
+extern "C" void attention_decode_set_variant(int v) { decode_variant = v; }
+
+// Warps and pipeline depth per padded head dimension; the variant picks another.
 extern "C" cudaError_t launch_attention_decode(const struct attn_args *a, long max_range, float *scratch,
                                                size_t scratch_floats, int *n_splits, cudaStream_t stream)
 {
@@ -334,8 +337,7 @@ extern "C" cudaError_t launch_attention_decode(const struct attn_args *a, long m
         return cudaErrorInvalidValue;
     if (a->n_tokens == 0)
         return cudaSuccess;
-    const char *env = getenv("INFER_ATTN_DECODE_VARIANT");
-    const int v = env ? atoi(env) : 0;
+    const int v = decode_variant;
     if (a->head_dim <= 32)
         return launch_decode_cfg<32, 4, 4>(*a, max_range, scratch, scratch_floats, n_splits, stream);
     if (a->head_dim <= 64)

@@ -290,14 +290,17 @@ template <int HD> cudaError_t launch_prefill_hd(const attn_args &a, int variant,
 
 } // namespace
 
+// Tuning variant for bench_attention_prefill (tests/gpu); 0 in production.
+static int prefill_variant;
+extern "C" void attention_prefill_set_variant(int v) { prefill_variant = v; }
+
 extern "C" cudaError_t launch_attention_prefill(const struct attn_args *a, cudaStream_t stream)
 {
     if (a->head_dim > 256)
         return cudaErrorInvalidValue;
     if (a->n_tokens == 0)
         return cudaSuccess;
-    const char *env = getenv("INFER_ATTN_PREFILL_VARIANT");
-    int variant = env ? atoi(env) : 0;
+    const int variant = prefill_variant;
     if (a->head_dim <= 32)
         return launch_prefill_hd<32>(*a, variant, stream);
     if (a->head_dim <= 64)
