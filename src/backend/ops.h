@@ -161,6 +161,13 @@ struct backend_ops {
     void (*attention)(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
                       const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
                       float softcap);
+    /* out[n_rows, F] = act(x . Wg^T) * (x . Wu^T) where w_gate_up is [2F, K]
+     * with the F gate rows first, then the F up rows (a fused gate|up
+     * projection); the same numerics as matmul into scratch [n_rows, 2F]
+     * followed by gated_act (in_stride 2F), which is what a backend does
+     * where it does not fuse the two into one kernel. */
+    void (*gated_matmul)(struct backend *be, void *out, void *scratch, const void *x,
+                         const struct weight *w_gate_up, int n_rows, enum act_fn act);
     /* out[r] = act(gate[r]) * up[r]: out is [n_rows, n_cols]; gate and up are
      * rows of in_stride elements (a fused gate|up projection gives both in one
      * row); out may equal gate when in_stride == n_cols. */

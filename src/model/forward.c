@@ -115,18 +115,14 @@ static void mlp_block(const struct model *m, struct forward_ws *ws, int layer, i
     const struct layer_weights *l = &m->w.layers[layer];
 
     const int F = c->intermediate_size;
-    const void *up = ws->up;
-    int stride = F;
-    if (l->w_gate_up.data) { /* one projection: rows hold gate then up */
-        ops->matmul(be, ws->gate, ws->h, &l->w_gate_up, T);
-        up = (const char *)ws->gate + (size_t)F * dtype_size(be->act_dtype);
-        stride = 2 * F;
+    const enum act_fn act = c->act == MODEL_ACT_SILU ? ACT_FN_SILU : ACT_FN_GELU_TANH;
+    if (l->w_gate_up.data) { /* one projection, rows gate then up, with the activation */
+        ops->gated_matmul(be, ws->act, ws->gate, ws->h, &l->w_gate_up, T, act);
     } else {
         ops->matmul(be, ws->gate, ws->h, &l->w_gate, T);
         ops->matmul(be, ws->up, ws->h, &l->w_up, T);
+        ops->gated_act(be, ws->act, ws->gate, ws->up, T, F, F, act);
     }
-    ops->gated_act(be, ws->act, ws->gate, up, T, F, stride,
-                   c->act == MODEL_ACT_SILU ? ACT_FN_SILU : ACT_FN_GELU_TANH);
     ops->matmul(be, ws->o, ws->act, &l->w_down, T);
     if (c->sandwich_norms)
         ops->rmsnorm(be, ws->o, ws->o, &l->post_ffn_norm, T, (float)c->rms_norm_eps, c->norm_plus_one);

@@ -7,9 +7,10 @@
  * variant, the launcher's own choice with and without PDL in a second
  * test), for bf16 output (matmul) and f32 output (logits, with and without
  * soft-cap); the plan cache (one plan per M bucket, no device allocation);
- * chains of GEMVs that read the previous one's output (PDL ordering).
- * Outputs are poisoned (NaN) before every run; the error is
- * max |got - ref| / max |ref|.
+ * chains of GEMVs that read the previous one's output (PDL ordering);
+ * gated_matmul (gate|up with the activation) on the models' shapes and odd
+ * ones, every path. Outputs are poisoned (NaN) before every run; the error
+ * is max |got - ref| / max |ref|.
  *
  * Benchmarks (run by hand on the GPU machine; docs/kernels/gemm.md keeps
  * the figures):
@@ -23,6 +24,8 @@
  *   other kernels (RMSNorms, gated activation) as in a real step;
  * - bench_gemm_prefill: cuBLASLt TFLOP/s on Llama-3.2-3B shapes at
  *   M = 512, 2048, 8192.
+ * - bench_gemm_gated: gate|up + activation per model at M = 1, 8, 16,
+ *   matmul + gated_act against gated_matmul.
  * Shapes are timed as graphs of many calls that rotate over enough weight
  * copies (>= 256 MB) that L2 (50 MB) never holds them; medians of replays. */
 #include <cuda_runtime_api.h>
@@ -238,6 +241,93 @@ GPU_TEST(gemm_check_pdl_chain)
     }
     for (int i = 0; i < 3; i++)
         free(wb[i]);
+    return 0;
+}
+
+/* gated_matmul: out[M, F] = act(x . Wg^T) * (x . Wu^T) with W = gate|up
+ * [2F, K], CUDA against the CPU twin (f32), for the three models' fused
+ * gate|up shapes and odd ones (F not a multiple of 8, tiny K, a large F
+ * whose cuBLASLt path splits M into chunks), SiLU and GELU-tanh, on the
+ * automatic path, with cuBLASLt forced and with the gated GEMV forced (its
+ * own choice and variants, with and without PDL). Outputs are poisoned, one
+ * row past the output is checked to stay untouched, and no device memory is
+ * allocated. */
+#define TOL_GATED 2e-2
+
+static int check_gated(struct gpu_ctx *ctx, int F, int K, const int *ms, int n_ms, const int *modes, int n_modes,
+                       double *worst)
+{
+    const int N = 2 * F;
+    float *wf = gpu_rand_f32(ctx, (size_t)N * K, 2.0f / sqrtf((float)K));
+    uint16_t *wb = gpu_to_bf16(wf, (size_t)N * K);
+    free(wf);
+    struct weight wc = gpu_weight_cpu(wb, N, K), wg = gpu_weight_cuda(ctx, wb, N, K);
+    cudaStream_t s = cuda_stream(ctx->cuda);
+    for (int i = 0; i < n_ms; i++) {
+        const int M = ms[i];
+        const size_t no = (size_t)M * F;
+        float *x = gpu_rand_f32(ctx, (size_t)M * K, 1.0f);
+        void *xg = gpu_upload_bf16(ctx, x, (size_t)M * K);
+        void *og = gpu_poisoned_bf16(ctx, no + (size_t)F); /* one spare row */
+        float *ref = xmalloc(no * sizeof(float)), *cpu_scratch = xmalloc(2 * no * sizeof(float));
+        void *scratch = gpu_poisoned_bf16(ctx, 2 * no); /* [M, 2F], for the unfused paths */
+        for (int act = 0; act < 2; act++) {
+            const enum act_fn fn = act ? ACT_FN_GELU_TANH : ACT_FN_SILU;
+            ctx->cpu->ops->gated_matmul(ctx->cpu, ref, cpu_scratch, x, &wc, M, fn);
+            for (int p = 0; p < n_modes; p++) {
+                cuda_gemm_force(ctx->cuda, modes[p] / 100, modes[p] % 100);
+                CHECK(cudaMemsetAsync(og, 0xff, (no + (size_t)F) * 2, s) == cudaSuccess); /* NaN */
+                ctx->cuda->ops->gated_matmul(ctx->cuda, og, scratch, xg, &wg, M, fn);
+                const int choice = cuda_gemm_last_choice(ctx->cuda);
+                cuda_gemm_force(ctx->cuda, PATH_AUTO, 0);
+                float *o = gpu_download_bf16(ctx, og, no + (size_t)F);
+                double err = gpu_rel_err(o, ref, no);
+                int spare_ok = 1;
+                for (int j = 0; j < F; j++)
+                    spare_ok &= isnan(o[no + (size_t)j]);
+                free(o);
+                *worst = err > *worst ? err : *worst;
+                if (err > TOL_GATED || !spare_ok)
+                    GPU_FAIL("F %d K %d M %d %s path %d config %d (ran %s%d): %s %.3g", F, K, M,
+                             act ? "gelu" : "silu", modes[p] / 100, modes[p] % 100, choice < 0 ? "lt" : "g",
+                             choice < 0 ? 0 : choice, spare_ok ? "rel err" : "wrote past the output, rel err",
+                             err);
+            }
+        }
+        free(x);
+        free(ref);
+        free(cpu_scratch);
+    }
+    free(wb);
+    return 0;
+}
+
+GPU_TEST(gemm_check_gated_matmul_vs_cpu)
+{
+    /* F, K: Llama, Qwen3, Gemma gate|up; odd F; tiny K; split-K at small F */
+    static const int shapes[][2] = {{8192, 3072}, {9728, 2560}, {6912, 1152}, {1000, 1152},
+                                    {13, 64},     {37, 4104},   {500, 2048}};
+    static const int ms[] = {1, 2, 5, 8, 13, 16, 17, 64};
+    static const int modes[] = {PATH_AUTO * 100,     PATH_AUTO * 100 + GEMV_DEFAULT_NO_PDL,
+                                PATH_LT * 100,       PATH_GEMV * 100,
+                                PATH_GEMV * 100 + 2, PATH_GEMV * 100 + 4,
+                                PATH_GEMV * 100 + 6, PATH_GEMV * 100 + 8,
+                                PATH_GEMV * 100 + 16};
+    const int n_modes = (int)(sizeof modes / sizeof modes[0]);
+    long allocs = cuda_backend_device_allocs(ctx->cuda);
+    double worst = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        if (check_gated(ctx, shapes[i][0], shapes[i][1], ms, 8, modes, n_modes, &worst))
+            return 1;
+    /* cuBLASLt with M past the scratch: gate into out, up in row chunks */
+    static const int big_m[] = {1100};
+    static const int lt_modes[] = {PATH_AUTO * 100, PATH_LT * 100};
+    if (check_gated(ctx, 8200, 64, big_m, 1, lt_modes, 2, &worst))
+        return 1;
+    if (cuda_backend_device_allocs(ctx->cuda) != allocs)
+        GPU_FAIL("gated_matmul allocated device memory (%ld cudaMalloc)",
+                 cuda_backend_device_allocs(ctx->cuda) - allocs);
+    snprintf(ctx->msg, sizeof ctx->msg, "max rel err %.2e", worst);
     return 0;
 }
 
@@ -677,6 +767,73 @@ GPU_TEST(bench_gemm_prefill)
         printf("%-8s %13s %5d | %9.1f %8.1f   (all %d layers: %.2f ms)\n", "layer", "", ms[i],
                us_total / md->n_layers, flops / us_total / 1e6, md->n_layers, us_total / 1e3);
         fflush(stdout);
+    }
+    return 0;
+}
+
+/* gate|up + activation of the three models at M = 1, 8, 16: the fused GEMM
+ * into [M, 2F] then gated_act (as before gated_matmul) against gated_matmul
+ * (automatic path; its choice printed, -2 = the fused GEMM + gated_act), and
+ * the gated GEMV forced to each variant; graphs of rotating weight copies,
+ * us per call. */
+struct bench_gated {
+    struct bench_gemm b;
+    void *act_out;
+    int fused_op;
+};
+
+static void bench_gated_call(void *arg)
+{
+    struct bench_gated *g = arg;
+    struct bench_gemm *b = &g->b;
+    struct weight wt = {b->w + (size_t)b->next * b->stride, DTYPE_BF16, b->n, b->k};
+    b->next = (b->next + 1) % b->n_w;
+    const int F = (int)(b->n / 2);
+    if (g->fused_op) {
+        b->be->ops->gated_matmul(b->be, g->act_out, b->out, b->x, &wt, b->m, ACT_FN_SILU);
+    } else {
+        b->be->ops->matmul(b->be, b->out, b->x, &wt, b->m);
+        b->be->ops->gated_act(b->be, g->act_out, b->out, (char *)b->out + (size_t)F * 2, b->m, F, 2 * F,
+                              ACT_FN_SILU);
+    }
+}
+
+GPU_TEST(bench_gemm_gated)
+{
+    static const int ms[] = {1, 8, 16};
+    struct rand_pool pool = rand_pool_make(ctx);
+    printf("gate|up + activation, us per call: matmul [M, 2F] + gated_act vs gated_matmul (%% of %.0f GB/s)\n",
+           PEAK_GBS);
+    for (int mi = 0; mi < N_MODELS; mi++) {
+        int64_t n, k;
+        int count;
+        op_shape(&models[mi], OP_GATE_UP_FUSED, &n, &k, &count);
+        struct bench_gated g = {.b = bench_setup(ctx, &pool, n, k, 16, 0)};
+        g.act_out = dev_alloc((size_t)16 * (size_t)n);
+        const double bytes = (double)(n * k) * 2;
+        for (int i = 0; i < 3; i++) {
+            g.b.m = ms[i];
+            const int calls = g.b.n_w < 8 ? 8 : g.b.n_w;
+            g.fused_op = 0;
+            double a = time_graph_us(ctx, bench_gated_call, &g, calls, 15);
+            g.fused_op = 1;
+            double f = time_graph_us(ctx, bench_gated_call, &g, calls, 15);
+            const int choice = cuda_gemm_last_choice(ctx->cuda);
+            printf("%-12s %6lldx%-6lld M %2d | matmul+act %6.1f us %5.1f%% | gated_matmul (%d) %6.1f us %5.1f%% | "
+                   "%.2fx | gated GEMV forced, config 0 1 3 5 7 9 11 13 15:",
+                   models[mi].name, (long long)n, (long long)k, ms[i], a, 100 * bytes / a / 1e3 / PEAK_GBS, choice,
+                   f, 100 * bytes / f / 1e3 / PEAK_GBS, a / f);
+            static const int cfgs[] = {0, 1, 3, 5, 7, 9, 11, 13, 15}; /* NT bit ignored: U, hint, PDL */
+            for (int c = 0; c < 9; c++) {
+                cuda_gemm_force(ctx->cuda, PATH_GEMV, cfgs[c]);
+                printf(" %.1f", time_graph_us(ctx, bench_gated_call, &g, calls, 15));
+                cuda_gemm_force(ctx->cuda, PATH_AUTO, 0);
+            }
+            printf("\n");
+            fflush(stdout);
+        }
+        CHECK(cudaFree(g.act_out) == cudaSuccess);
+        bench_free(&g.b);
     }
     return 0;
 }

@@ -134,6 +134,7 @@ static const struct backend_ops cpu_ops = {
     .qk_rope_kv_write = cpu_qk_rope_kv_write,
     .attention = cpu_attention,
     .gated_act = cpu_gated_act,
+    .gated_matmul = cpu_gated_matmul,
     .gather_rows = cpu_gather_rows,
     .logits = cpu_logits,
     .argmax = cpu_argmax,

@@ -68,3 +68,17 @@ void cpu_logits(struct backend *be, float *out, const void *x, const struct weig
 {
     matmul_run(be, out, x, w, n_rows, softcap);
 }
+
+/* The fused gate|up projection into scratch [n_rows, 2F], then the gated
+ * activation of its two halves (f32 throughout, like the unfused ops). */
+void cpu_gated_matmul(struct backend *be, void *out, void *scratch, const void *x, const struct weight *w,
+                      int n_rows, enum act_fn act)
+{
+    CHECK(w->rows % 2 == 0);
+    if (n_rows <= 0 || w->rows <= 0)
+        return;
+    const int64_t F = w->rows / 2;
+    float *proj = scratch;
+    matmul_run(be, proj, x, w, n_rows, 0);
+    cpu_gated_act(be, out, proj, proj + F, n_rows, (int)F, (int)(2 * F), act);
+}

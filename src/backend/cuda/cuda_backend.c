@@ -283,6 +283,7 @@ static const struct backend_ops cuda_ops = {
     .qk_rope_kv_write = cuda_op_qk_rope_kv_write,
     .attention = cuda_op_attention,
     .gated_act = cuda_op_gated_act,
+    .gated_matmul = cuda_op_gated_matmul,
     .gather_rows = cuda_op_gather_rows,
     .logits = cuda_op_logits,
     .argmax = cuda_op_argmax,

@@ -17,7 +17,12 @@
  * cached in a table hanging off cb->gemm; the bucket is the next power of
  * two >= M, the algorithm is chosen for the bucket's M, and a call only
  * writes its real M into the B and C layouts. After the first call of a
- * bucket nothing is allocated and the heuristic is not run again. */
+ * bucket nothing is allocated and the heuristic is not run again.
+ *
+ * gated_matmul (out[M, F] = act(x . Wg^T) * (x . Wu^T), W = gate|up [2F, K]):
+ * the GEMV path fuses the activation into the GEMV's epilogue (one kernel,
+ * F outputs written); otherwise the projection goes through cuda_op_matmul
+ * into the caller's scratch [M, 2F] and launch_gated_act combines its halves. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +35,9 @@
  * choice, 1..16 = a variant, 17 = the launcher's choice without PDL. */
 cudaError_t launch_gemv(void *out, int out_f32, const void *x, const void *w, int m, int n, int k,
                         float softcap, int config, int n_sms, cudaStream_t stream);
+/* out[m, f] = act(x . W[0:f]^T) * (x . W[f:2f]^T), act 0 = SiLU, 1 = GELU-tanh; same configs. */
+cudaError_t launch_gemv_gated(void *out, const void *x, const void *w, int m, int f, int k, int act, int config,
+                              int n_sms, cudaStream_t stream);
 
 /* Test hooks (tests/gpu/test_gemm.c): path 0 = automatic, 1 = cuBLASLt
  * always, 2 = the GEMV wherever it can run, with launch_gemv's gemv_config
@@ -179,12 +187,14 @@ static struct gemm_plan *plan_get(struct backend *be, int64_t m, int64_t n, int6
         gc->plans = xrealloc(gc->plans, (size_t)gc->cap * sizeof *gc->plans);
     }
     struct gemm_plan *p = &gc->plans[gc->n_plans];
-    *p = (struct gemm_plan){.m_bucket = mb, .n = n, .k = k, .align = align, .out_type = out_type};
+    *p = (struct gemm_plan){
+        .m_bucket = mb, .n = n, .k = k, .align = align, .out_type = out_type};
     plan_init(cuda_impl(be), p);
     gc->n_plans++;
     return p;
 }
 
+/* out = x . W^T with cuBLASLt. */
 static void lt_matmul(struct backend *be, void *out, cudaDataType_t out_type, const void *x,
                       const struct weight *w, int m)
 {
@@ -258,6 +268,67 @@ void cuda_op_logits(struct backend *be, float *out, const void *x, const struct 
                     float softcap)
 {
     gemm_run(be, out, 1, x, w, n_rows, softcap);
+}
+
+/* gated_matmul shapes (F, K) where the gated GEMV lost to the plain fused
+ * GEMM + gated_act on H100 (docs/kernels/gemm.md, bench_gemm_gated), per M
+ * class (M <= 8, 8 < M <= 16): GATED_UNFUSED there, 0 = the gated GEMV. */
+#define GATED_UNFUSED (-2)
+static const struct gemv_tuned gated_table[] = {
+    {9728, 2560, GATED_UNFUSED, 0}, /* Qwen3-4B: 37.8 vs 36.7 us at M = 1 */
+};
+
+/* The launch_gemv_gated config for a fused gate|up weight, GEMV_USE_LT, or
+ * GATED_UNFUSED. The main table's entry for the [2F, K] shape gives U and the
+ * prefetch hint; where it sent that shape to cuBLASLt the gated GEMV is still
+ * taken (it also saves the activation kernel), with the launcher's own choice. */
+static int gated_choice(const struct gemm_cache *gc, const void *x, const struct weight *w, int m)
+{
+    if (gc->force_path == GEMM_PATH_LT || !gemv_fits(x, w, m))
+        return GEMV_USE_LT;
+    if (gc->force_path == GEMM_PATH_GEMV)
+        return gc->gemv_config;
+    for (size_t i = 0; i < sizeof gated_table / sizeof gated_table[0]; i++)
+        if (2 * (int64_t)gated_table[i].n == w->rows && gated_table[i].k == w->cols &&
+            (m <= 8 ? gated_table[i].small : gated_table[i].large) == GATED_UNFUSED)
+            return GATED_UNFUSED;
+    int cfg = GEMV_CONFIG_AUTO;
+    for (size_t i = 0; i < sizeof gemv_table / sizeof gemv_table[0]; i++)
+        if (gemv_table[i].n == w->rows && gemv_table[i].k == w->cols) {
+            cfg = m <= 8 ? gemv_table[i].small : gemv_table[i].large;
+            break;
+        }
+    if (cfg == GEMV_USE_LT)
+        cfg = GEMV_CONFIG_AUTO;
+    if (gc->gemv_config == GEMV_CONFIG_NO_PDL) /* test hook: the same without PDL */
+        cfg = cfg == GEMV_CONFIG_AUTO ? GEMV_CONFIG_NO_PDL : (cfg > 8 ? cfg : cfg + 8);
+    return cfg;
+}
+
+void cuda_op_gated_matmul(struct backend *be, void *out, void *scratch, const void *x, const struct weight *w,
+                          int n_rows, enum act_fn act)
+{
+    if (n_rows <= 0 || w->rows <= 0)
+        return;
+    if (w->dtype != DTYPE_BF16 || w->rows % 2) {
+        fprintf(stderr, "infer: fatal: cuda gated_matmul wants a bf16 [2F, K] weight, got %s [%lld, %lld] at %s:%d\n",
+                dtype_name(w->dtype), (long long)w->rows, (long long)w->cols, __FILE__, __LINE__);
+        abort();
+    }
+    struct cuda_backend *cb = cuda_impl(be);
+    struct gemm_cache *gc = gemm_cache(be);
+    const int64_t F = w->rows / 2, K = w->cols;
+    const int act01 = act == ACT_FN_SILU ? 0 : 1;
+    const int cfg = gc->last_choice = gated_choice(gc, x, w, n_rows);
+    if (cfg != GEMV_USE_LT && cfg != GATED_UNFUSED) {
+        CUDA_CHECK(launch_gemv_gated(out, x, w->data, n_rows, (int)F, (int)K, act01, cfg,
+                                     cb->prop.multiProcessorCount, cb->stream));
+        return;
+    }
+    /* the fused projection into the caller's scratch, then the activation */
+    cuda_op_matmul(be, scratch, x, w, n_rows);
+    CUDA_CHECK(launch_gated_act(out, scratch, (char *)scratch + (size_t)F * 2, n_rows, (int)F, (int)(2 * F), act01,
+                                cb->stream));
 }
 
 void cuda_gemm_force(struct backend *be, int path, int gemv_config)

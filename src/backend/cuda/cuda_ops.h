@@ -28,6 +28,10 @@ void cuda_op_argmax(struct backend *be, int32_t *out, const float *logits, int n
 void cuda_op_matmul(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows);
 void cuda_op_logits(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows,
                     float softcap);
+/* out[n_rows, F] = act(x . Wg^T) * (x . Wu^T), w = gate|up [2F, K]: the GEMV
+ * with the activation in its epilogue for small M, else cuBLASLt + gated_act */
+void cuda_op_gated_matmul(struct backend *be, void *out, void *scratch, const void *x, const struct weight *w,
+                          int n_rows, enum act_fn act);
 /* Frees the cached cuBLASLt plans (at backend destruction). */
 void cuda_gemm_release(struct backend *be);
 

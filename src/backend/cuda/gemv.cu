@@ -30,6 +30,13 @@
 //
 // Variants (NT 1|2, U 2|4, L2 256-byte prefetch hint, PDL) are picked per
 // shape by the host's table of measured shapes, else by busy_share below.
+//
+// Gated (launch_gemv_gated): W is a fused gate|up weight [2F, K] (gate rows
+// first) and out[m, j] = act(x.Wg[j]) * (x.Wu[j]) for j < F. A block's two
+// 8-row tiles are gate rows j0..j0+7 and up rows F+j0..F+j0+7, so the
+// epilogue holds both sums of each output column: it rounds each to bf16,
+// applies the activation in f32, rounds it, multiplies and rounds (as the
+// unfused matmul + gated_act do) and writes F columns instead of 2F.
 #include <cooperative_groups.h>
 
 #include "backend/cuda/common.cuh"
@@ -64,6 +71,21 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
+// act(gate) * up with the unfused path's roundings (matmul output bf16,
+// gated_act_kernel: act in f32, rounded, times up); act 0 = SiLU, 1 = GELU-tanh.
+__device__ __forceinline__ float gated_value(float gate, float up, int act)
+{
+    const float g = round_bf16(gate), u = round_bf16(up);
+    float a;
+    if (act == 0) {
+        a = g / (1.f + __expf(-g));
+    } else {
+        const float kk = 0.7978845608028654f; // sqrt(2 / pi)
+        a = 0.5f * g * (1.f + tanhf(kk * (g + 0.044715f * g * g * g)));
+    }
+    return round_bf16(a) * u;
+}
+
 __device__ __forceinline__ void store_out(float *p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(bf16 *p, float v) { *p = __float2bfloat16(v); }
 
@@ -95,20 +117,28 @@ __device__ __forceinline__ void load_chunk(uint4 (&wv)[U][NT], const bf16 *const
 
 // grid (split, ceil(N / (8*NT))), cluster (split, 1, 1) when split > 1.
 // M16: rows 8..15 of x are live (M > 8).
-template <int NT, int U, bool HINT, bool M16, typename OutT>
+// GATED: n = F, W has 2F rows; tiles t < NT/2 are gate rows, the others the
+// matching up rows (F + the same rows); grid y = ceil(F / (8*NT/2)).
+template <int NT, int U, bool HINT, bool M16, typename OutT, bool GATED>
 __global__ void __launch_bounds__(GEMV_THREADS, 4)
     gemv_kernel(OutT *__restrict__ out, const bf16 *__restrict__ x, const bf16 *__restrict__ w, int m_rows,
-                int n, int k, int split, float softcap)
+                int n, int k, int split, float softcap, int act)
 {
+    static_assert(!GATED || NT % 2 == 0, "a gated tile pairs gate and up rows");
     constexpr int ROWS = 8 * NT, MR = M16 ? 16 : 8;
+    constexpr int HALF = GATED ? NT / 2 : NT; // tiles of distinct output columns
+    constexpr int OUTS = 8 * HALF;            // output columns per block
     __shared__ float red[GEMV_WARPS][MR][ROWS]; // per-warp partials, [m][row]
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
-    const int n0 = blockIdx.y * ROWS;
+    const int n0 = blockIdx.y * OUTS;
 
     const bf16 *wp[NT];
 #pragma unroll
-    for (int t = 0; t < NT; t++)
-        wp[t] = w + (int64_t)min(n0 + 8 * t + g, n - 1) * k + 8 * c;
+    for (int t = 0; t < NT; t++) {
+        const int tt = t < HALF ? t : t - HALF;
+        const int64_t base = t < HALF ? 0 : n; // GATED: up rows follow the F gate rows
+        wp[t] = w + (base + min(n0 + 8 * tt + g, n - 1)) * k + 8 * c;
+    }
     const bf16 *xlo = x + (int64_t)min(g, m_rows - 1) * k + 8 * c;
     const bf16 *xhi = x + (int64_t)min(g + 8, m_rows - 1) * k + 8 * c;
 
@@ -184,16 +214,26 @@ __global__ void __launch_bounds__(GEMV_THREADS, 4)
     } else {
         __syncthreads();
     }
-    for (int i = first; i < MR * ROWS; i += step) {
-        float s = 0.f;
-        if (split > 1)
-            for (int r = 0; r < split; r++)
-                s += cluster.map_shared_rank(part, r)[i];
-        else
-            s = part[i];
-        const int m = i / ROWS, row = n0 + i % ROWS;
+    for (int i = first; i < MR * OUTS; i += step) {
+        const int m = i / OUTS, col = i % OUTS, at = m * ROWS + col; // GATED: up at at + OUTS
+        float s = 0.f, su = 0.f;
+        if (split > 1) {
+            for (int r = 0; r < split; r++) {
+                const float *pr = cluster.map_shared_rank(part, r);
+                s += pr[at];
+                if (GATED)
+                    su += pr[at + OUTS];
+            }
+        } else {
+            s = part[at];
+            if (GATED)
+                su = part[at + OUTS];
+        }
+        const int row = n0 + col;
         if (m < m_rows && row < n) {
-            if (softcap > 0.f)
+            if (GATED)
+                s = gated_value(s, su, act);
+            else if (softcap > 0.f)
                 s = tanhf(s / softcap) * softcap;
             store_out(out + (int64_t)m * n + row, s);
         }
@@ -202,12 +242,13 @@ __global__ void __launch_bounds__(GEMV_THREADS, 4)
         cluster.sync(); // keep this block's shared memory alive until all have read it
 }
 
-template <int NT, int U, bool HINT, bool M16, typename OutT>
+template <int NT, int U, bool HINT, bool M16, typename OutT, bool GATED = false>
 static cudaError_t launch_one(void *out, const void *x, const void *w, int m, int n, int k, float softcap,
-                              int split, int pdl, cudaStream_t stream)
+                              int split, int pdl, cudaStream_t stream, int act = 0)
 {
+    constexpr int OUTS = 8 * (GATED ? NT / 2 : NT);
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)split, (unsigned)((n + 8 * NT - 1) / (8 * NT)), 1);
+    cfg.gridDim = dim3((unsigned)split, (unsigned)((n + OUTS - 1) / OUTS), 1);
     cfg.blockDim = dim3(GEMV_THREADS, 1, 1);
     cfg.dynamicSmemBytes = 0;
     cfg.stream = stream;
@@ -227,18 +268,19 @@ static cudaError_t launch_one(void *out, const void *x, const void *w, int m, in
     }
     cfg.attrs = attr;
     cfg.numAttrs = na;
-    cudaError_t rc = cudaLaunchKernelEx(&cfg, gemv_kernel<NT, U, HINT, M16, OutT>, (OutT *)out,
-                                        (const bf16 *)x, (const bf16 *)w, m, n, k, split, softcap);
+    cudaError_t rc = cudaLaunchKernelEx(&cfg, gemv_kernel<NT, U, HINT, M16, OutT, GATED>, (OutT *)out,
+                                        (const bf16 *)x, (const bf16 *)w, m, n, k, split, softcap, act);
     return rc != cudaSuccess ? rc : cudaGetLastError();
 }
 
 // Blocks of an instantiation that fit on one SM (asked once, then cached).
-template <int NT, int U, bool HINT, bool M16, typename OutT> static cudaError_t occupancy(int *blocks)
+template <int NT, int U, bool HINT, bool M16, typename OutT, bool GATED = false>
+static cudaError_t occupancy(int *blocks)
 {
     static int cached = 0;
     if (!cached) {
         cudaError_t rc = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &cached, gemv_kernel<NT, U, HINT, M16, OutT>, GEMV_THREADS, 0);
+            &cached, gemv_kernel<NT, U, HINT, M16, OutT, GATED>, GEMV_THREADS, 0);
         if (rc != cudaSuccess)
             return rc;
         cached = max(cached, 1);
@@ -347,4 +389,61 @@ extern "C" cudaError_t launch_gemv(void *out, int out_f32, const void *x, const 
     const int tiles = (n + 8 * nt - 1) / (8 * nt), chunks = (k + 32 * u - 1) / (32 * u);
     return dispatch(nt, u, hint, NULL, out, out_f32, x, w, m, n, k, softcap, split_for(tiles, chunks, n_sms),
                     pdl, stream);
+}
+
+// The gated GEMV's variants: NT 2 (one gate and one up tile), U 2|4, with or
+// without the prefetch hint; the launch, or (blocks != NULL) the occupancy.
+template <int U, bool HINT>
+static cudaError_t gated_variant(int *blocks, void *out, const void *x, const void *w, int m, int f, int k,
+                                 int act, int split, int pdl, cudaStream_t stream)
+{
+    if (blocks)
+        return m > 8 ? occupancy<2, U, HINT, true, bf16, true>(blocks)
+                     : occupancy<2, U, HINT, false, bf16, true>(blocks);
+    if (m > 8)
+        return launch_one<2, U, HINT, true, bf16, true>(out, x, w, m, f, k, 0.f, split, pdl, stream, act);
+    return launch_one<2, U, HINT, false, bf16, true>(out, x, w, m, f, k, 0.f, split, pdl, stream, act);
+}
+
+static cudaError_t gated_dispatch(int u, int hint, int *blocks, void *out, const void *x, const void *w, int m,
+                                  int f, int k, int act, int split, int pdl, cudaStream_t s)
+{
+    if (u == 4)
+        return hint ? gated_variant<4, true>(blocks, out, x, w, m, f, k, act, split, pdl, s)
+                    : gated_variant<4, false>(blocks, out, x, w, m, f, k, act, split, pdl, s);
+    return hint ? gated_variant<2, true>(blocks, out, x, w, m, f, k, act, split, pdl, s)
+                : gated_variant<2, false>(blocks, out, x, w, m, f, k, act, split, pdl, s);
+}
+
+// out[m, F] (bf16) = act(x . Wg^T) * (x . Wu^T), w = gate|up [2F, K]; act 0 =
+// SiLU, 1 = GELU-tanh. config as launch_gemv's (0 = chosen here, 1..16 =
+// variant bits, of which NT is ignored: a gated block always pairs one gate
+// and one up tile; 17 = chosen here without PDL). The choice takes U 2 or 4
+// (prefetch hint, PDL) by busy_share.
+extern "C" cudaError_t launch_gemv_gated(void *out, const void *x, const void *w, int m, int f, int k, int act,
+                                         int config, int n_sms, cudaStream_t stream)
+{
+    if (m < 1 || m > 16 || k < 8 || k % 8 || f < 1 || f > 65535 * 8 || config < 0 || config > 17 || act < 0 ||
+        act > 1)
+        return cudaErrorInvalidValue;
+    int u = 2, hint = 1, pdl = config != 17;
+    const int tiles = (f + 7) / 8;
+    if (config >= 1 && config <= 16) {
+        const int bits = config - 1;
+        u = (bits & 2) ? 4 : 2, hint = (bits >> 2) & 1, pdl = !(bits & 8);
+    } else {
+        double best = -1;
+        for (int cu = 2; cu <= 4; cu += 2) {
+            const int chunks = (k + 32 * cu - 1) / (32 * cu);
+            int per_sm = 0;
+            cudaError_t rc = gated_dispatch(cu, 1, &per_sm, out, x, w, m, f, k, act, 1, pdl, stream);
+            if (rc != cudaSuccess)
+                return rc;
+            const double b = busy_share(tiles, chunks, split_for(tiles, chunks, n_sms), per_sm, n_sms);
+            if (b > best)
+                best = b, u = cu;
+        }
+    }
+    const int chunks = (k + 32 * u - 1) / (32 * u);
+    return gated_dispatch(u, hint, NULL, out, x, w, m, f, k, act, split_for(tiles, chunks, n_sms), pdl, stream);
 }
