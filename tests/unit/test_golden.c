@@ -25,10 +25,10 @@ static const struct st_tensor *need(const struct st_file *f, const char *name, e
     return t;
 }
 
-static void check_golden(const char *fixture)
+static void check_golden(const char *fixture, int fused)
 {
     struct backend *be;
-    struct model *m = test_load_model(fixture, &be);
+    struct model *m = test_load_model_opts(fixture, fused, &be);
     const int V = m->cfg.vocab_size;
     char path[4200];
     snprintf(path, sizeof path, "%s/golden.safetensors", fixture_path(fixture));
@@ -66,7 +66,8 @@ static void check_golden(const char *fixture)
             cr_assert_eq(next, decode[s + 1], "%s: decode step %d: greedy token %d, transformers %d",
                          fixture, s, next, decode[s + 1]);
     }
-    cr_log_info("%s: max relative error over %d prompt rows and %d decode steps: %.3g", fixture, P, S, worst);
+    cr_log_info("%s%s: max relative error over %d prompt rows and %d decode steps: %.3g", fixture,
+                fused ? " (fused q|k|v, gate|up)" : "", P, S, worst);
     free(logits);
     free(argmax);
     seq_runner_free(&r);
@@ -74,6 +75,10 @@ static void check_golden(const char *fixture)
     test_free_model(m, be);
 }
 
-Test(golden, llama_matches_transformers) { check_golden("tiny-llama"); }
-Test(golden, qwen3_matches_transformers) { check_golden("tiny-qwen3"); }
-Test(golden, gemma3_matches_transformers) { check_golden("tiny-gemma3"); }
+Test(golden, llama_matches_transformers) { check_golden("tiny-llama", 0); }
+Test(golden, qwen3_matches_transformers) { check_golden("tiny-qwen3", 0); }
+Test(golden, gemma3_matches_transformers) { check_golden("tiny-gemma3", 0); }
+/* the forward pass's fused-weight branches (what the CUDA backend runs) */
+Test(golden, llama_fused_weights_match_transformers) { check_golden("tiny-llama", 1); }
+Test(golden, qwen3_fused_weights_match_transformers) { check_golden("tiny-qwen3", 1); }
+Test(golden, gemma3_fused_weights_match_transformers) { check_golden("tiny-gemma3", 1); }

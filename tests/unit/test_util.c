@@ -15,9 +15,15 @@ const char *fixture_path(const char *name)
 
 struct model *test_load_model(const char *fixture, struct backend **be_out)
 {
+    return test_load_model_opts(fixture, 0, be_out);
+}
+
+struct model *test_load_model_opts(const char *fixture, int fuse_weights, struct backend **be_out)
+{
     struct err e = {{0}};
     struct backend *be = backend_create(BACKEND_KIND_CPU, 2, &e);
     cr_assert(be, "backend: %s", e.msg);
+    be->fuse_weights = fuse_weights;
     struct model *m = model_load(fixture_path(fixture), be, &e);
     cr_assert(m, "model_load(%s): %s", fixture, e.msg);
     *be_out = be;

@@ -10,6 +10,8 @@ const char *fixture_path(const char *name);
 
 /* Loads a fixture model on a fresh CPU backend (2 threads); aborts the test on failure. */
 struct model *test_load_model(const char *fixture, struct backend **be_out);
+/* The same, optionally with q|k|v and gate|up stacked as the CUDA backend loads them. */
+struct model *test_load_model_opts(const char *fixture, int fuse_weights, struct backend **be_out);
 void test_free_model(struct model *m, struct backend *be);
 
 /* max |a - b| / max |b| over n elements */

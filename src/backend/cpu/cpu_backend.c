@@ -76,6 +76,29 @@ static int cpu_weight_upload(struct backend *be, struct weight *dst, const void 
     return 0;
 }
 
+/* Stacked weights (only when fuse_weights is set, which the tests do to run
+ * the fused forward path on the reference backend): the parts' rows
+ * converted to f32, which leaves every product unchanged. */
+static int cpu_weight_upload_concat(struct backend *be, struct weight *dst, const void *const *parts,
+                                    const enum dtype *dtypes, const int64_t *rows, int n_parts, int64_t cols,
+                                    struct err *e)
+{
+    int64_t total = 0;
+    for (int i = 0; i < n_parts; i++) {
+        if (!dtype_is_float(dtypes[i]))
+            return err_set(e, "cpu backend: weights must be BF16, F16 or F32, got %s", dtype_name(dtypes[i]));
+        total += rows[i];
+    }
+    float *buf = xmalloc((size_t)(total * cols) * sizeof(float));
+    for (int i = 0, at = 0; i < n_parts; at += (int)rows[i], i++)
+        cpu_to_f32(buf + (int64_t)at * cols, parts[i], dtypes[i], 0, rows[i] * cols);
+    struct cpu_backend *cb = be->impl;
+    cb->owned = xrealloc(cb->owned, (size_t)(cb->n_owned + 1) * sizeof *cb->owned);
+    cb->owned[cb->n_owned++] = buf;
+    *dst = (struct weight){buf, DTYPE_F32, total, cols};
+    return 0;
+}
+
 static void cpu_weight_free(struct backend *be, struct weight *w)
 {
     (void)be;
@@ -122,6 +145,7 @@ static const struct backend_ops cpu_ops = {
     .mem_info = cpu_mem_info,
     .weight_upload = cpu_weight_upload,
     .weight_free = cpu_weight_free,
+    .weight_upload_concat = cpu_weight_upload_concat,
     .copy_to_device = cpu_copy,
     .copy_to_host = cpu_copy,
     .meta_init = cpu_meta_init,
@@ -144,6 +168,9 @@ static void cpu_backend_free(struct backend *be)
 {
     struct cpu_backend *cb = be->impl;
     threadpool_free(cb->pool);
+    for (int i = 0; i < cb->n_owned; i++)
+        free(cb->owned[i]);
+    free(cb->owned);
     free(cb);
     free(be);
 }

@@ -9,6 +9,8 @@
 
 struct cpu_backend {
     struct threadpool *pool;
+    void **owned; /* buffers of stacked (fused) weights, freed with the backend */
+    int n_owned;
 };
 
 static inline struct threadpool *cpu_pool(struct backend *be)
