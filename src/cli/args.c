@@ -41,6 +41,13 @@ static int set_value(struct cli_opt *o, const char *v, struct err *e)
         *(uint64_t *)o->dst = x;
         return 0;
     }
+    case CLI_OPT_DOUBLE: {
+        double x = strtod(v, &end);
+        if (errno || end == v || *end || !(x == x))
+            return err_set(e, "--%s: '%s' is not a number", o->name, v);
+        *(double *)o->dst = x;
+        return 0;
+    }
     case CLI_OPT_FLAG:
         break;
     }

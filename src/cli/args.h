@@ -8,12 +8,12 @@
 
 #include "core/error.h"
 
-enum cli_opt_type { CLI_OPT_STRING, CLI_OPT_INT, CLI_OPT_U64, CLI_OPT_FLAG };
+enum cli_opt_type { CLI_OPT_STRING, CLI_OPT_INT, CLI_OPT_U64, CLI_OPT_DOUBLE, CLI_OPT_FLAG };
 
 struct cli_opt {
     const char *name; /* without the leading -- */
     enum cli_opt_type type;
-    void *dst;        /* const char **, int *, uint64_t *, int * (flag) */
+    void *dst;        /* const char **, int *, uint64_t *, double *, int * (flag) */
     int required;
     long min, max;    /* for CLI_OPT_INT */
     const char *help;

@@ -56,10 +56,11 @@ static int64_t weight_params(const struct model_config *cfg)
     return p;
 }
 
-static int run_bench(struct model *m, int prompt_len, int steps, struct err *e)
+static int run_bench(struct model *m, int prompt_len, int steps, double mem_util, struct err *e)
 {
     struct seq_runner r;
-    if (seq_runner_init(&r, m, prompt_len + steps + 8, prompt_len, 1, 16, e))
+    struct seq_runner_opts ro = {prompt_len + steps + 8, prompt_len, 1, 16, mem_util};
+    if (seq_runner_init_opts(&r, m, &ro, e))
         return -1;
     int32_t *ids = xmalloc((size_t)prompt_len * sizeof *ids);
     struct rng g;
@@ -105,12 +106,15 @@ int cmd_bench(int argc, char **argv)
 {
     const char *model_dir = NULL, *device = "cuda";
     int prompt_len = 512, steps = 64, threads = 0;
+    double mem_util = 0.90;
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
         {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu or cuda (default cuda)", 0},
         {"prompt-len", CLI_OPT_INT, &prompt_len, 0, 1, 1 << 20, "prompt tokens (default 512)", 0},
         {"decode-steps", CLI_OPT_INT, &steps, 0, 1, 1 << 20, "decode steps timed (default 64)", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},
+        {"gpu-memory-utilization", CLI_OPT_DOUBLE, &mem_util, 0, 0, 0,
+         "share of the GPU memory left after weights for the KV cache (default 0.90)", 0},
     };
     struct err e = {{0}};
     struct backend *be = NULL;
@@ -123,7 +127,7 @@ int cmd_bench(int argc, char **argv)
     if (backend_kind_parse(device, &kind, &e) || !(be = backend_create(kind, threads, &e)) ||
         !(m = model_load(model_dir, be, &e)))
         goto done;
-    rc = run_bench(m, prompt_len, steps, &e);
+    rc = run_bench(m, prompt_len, steps, mem_util, &e);
 done:
     if (rc < 0)
         fprintf(stderr, "infer bench: %s\n", e.msg);

@@ -91,6 +91,7 @@ int cmd_generate(int argc, char **argv)
 {
     const char *model_dir = NULL, *device = "cpu", *prompt_ids = NULL, *prompt = NULL;
     int max_tokens = 16, as_json = 0, threads = 0, ignore_eos = 0, chat = 0;
+    double mem_util = 0.90;
     char *chat_text = NULL;
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
@@ -102,6 +103,8 @@ int cmd_generate(int argc, char **argv)
         {"ignore-eos", CLI_OPT_FLAG, &ignore_eos, 0, 0, 0, "keep going past end-of-sequence tokens", 0},
         {"json", CLI_OPT_FLAG, &as_json, 0, 0, 0, "print the result as one JSON object", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},
+        {"gpu-memory-utilization", CLI_OPT_DOUBLE, &mem_util, 0, 0, 0,
+         "share of the GPU memory left after weights for the KV cache (default 0.90)", 0},
     };
     struct err e = {{0}};
     struct tokenizer *tok = NULL;
@@ -137,7 +140,8 @@ int cmd_generate(int argc, char **argv)
                 max_tokens, m->cfg.max_positions);
         goto done;
     }
-    if (seq_runner_init(&r, m, context, n_ids < 512 ? n_ids : 512, 1, 16, &e) ||
+    struct seq_runner_opts ro = {context, n_ids < 512 ? n_ids : 512, 1, 16, mem_util};
+    if (seq_runner_init_opts(&r, m, &ro, &e) ||
         greedy_generate(&r, ids, n_ids, max_tokens, ignore_eos, &g, &e))
         goto done;
     char *text = NULL;

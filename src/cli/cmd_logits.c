@@ -71,6 +71,7 @@ int cmd_logits(int argc, char **argv)
 {
     const char *model_dir = NULL, *device = "cpu", *ids_arg = NULL, *ids_file = NULL, *out = NULL;
     int prefill = -1, chunk = 512, threads = 0;
+    double mem_util = 0.90;
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
         {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu or cuda (default cpu)", 0},
@@ -80,6 +81,8 @@ int cmd_logits(int argc, char **argv)
         {"prefill", CLI_OPT_INT, &prefill, 0, 1, 1 << 24, "tokens run as prefill (default all); the rest decode", 0},
         {"chunk", CLI_OPT_INT, &chunk, 0, 1, 1 << 16, "prefill chunk in tokens (default 512)", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},
+        {"gpu-memory-utilization", CLI_OPT_DOUBLE, &mem_util, 0, 0, 0,
+         "share of the GPU memory left after weights for the KV cache (default 0.90)", 0},
     };
     struct err e = {{0}};
     struct backend *be = NULL;
@@ -111,7 +114,9 @@ int cmd_logits(int argc, char **argv)
         err_set(&e, "%d tokens exceed the model's %d positions", n, m->cfg.max_positions);
         goto done;
     }
-    if (seq_runner_init(&r, m, n, chunk < prefill ? chunk : prefill, chunk < prefill ? chunk : prefill, 16, &e) || write_logits(&r, ids, n, prefill, out, &e))
+    const int rows = chunk < prefill ? chunk : prefill;
+    struct seq_runner_opts ro = {n, rows, rows, 16, mem_util};
+    if (seq_runner_init_opts(&r, m, &ro, &e) || write_logits(&r, ids, n, prefill, out, &e))
         goto done;
     rc = 0;
 done:

@@ -1,36 +1,78 @@
 #include "engine/seq_runner.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* KV blocks: on a device backend, gpu_memory_utilization of the memory left
+ * once the weights, workspace and metadata are placed (the memory plan);
+ * on the CPU, what the context needs. Returns -1 when that is too little. */
+static int kv_blocks(const struct model *m, int needed, int block_size, double util, int *n_blocks,
+                     size_t *free_before, struct err *e)
+{
+    struct backend *be = m->be;
+    size_t free_bytes = 0, total = 0;
+    be->ops->mem_info(be, &free_bytes, &total);
+    *free_before = free_bytes;
+    *n_blocks = needed;
+    if (total == 0) /* host memory: size by the context */
+        return 0;
+    size_t per_block = kv_store_block_bytes(&m->cfg, be->kv_dtype, block_size);
+    double budget = util * (double)free_bytes;
+    long fit = (long)(budget / (double)per_block);
+    if (fit > (1L << 30))
+        fit = 1L << 30;
+    if (fit < needed)
+        return err_set(e, "the KV cache needs %d blocks of %d tokens (%.1f MiB) but --gpu-memory-utilization "
+                          "%.2f leaves room for %ld (%.1f MiB free); raise it or shorten the context",
+                       needed, block_size, (double)needed * per_block / (1 << 20), util, fit,
+                       (double)free_bytes / (1 << 20));
+    *n_blocks = (int)fit;
+    return 0;
+}
+
+int seq_runner_init_opts(struct seq_runner *r, const struct model *m, const struct seq_runner_opts *o,
+                         struct err *e)
+{
+    memset(r, 0, sizeof *r);
+    r->m = m;
+    r->block_size = o->block_size;
+    r->max_context = o->max_context;
+    if (!(o->gpu_memory_utilization > 0 && o->gpu_memory_utilization <= 1))
+        return err_set(e, "--gpu-memory-utilization must be in (0, 1], got %g", o->gpu_memory_utilization);
+    const int per_seq = (o->max_context + o->block_size - 1) / o->block_size;
+    if (forward_ws_init(&r->ws, m, o->chunk_tokens, o->max_logits, e))
+        return -1;
+    struct meta_caps caps = {o->chunk_tokens, 1, per_seq, o->max_logits};
+    int n_blocks;
+    size_t free_before;
+    if (m->be->ops->meta_init(m->be, &caps, e) ||
+        kv_blocks(m, per_seq + 1, o->block_size, o->gpu_memory_utilization, &n_blocks, &free_before, e) ||
+        kv_store_init(&r->kv, &m->cfg, m->be, n_blocks, o->block_size, e)) {
+        forward_ws_free(&r->ws, m);
+        return -1;
+    }
+    block_pool_init(&r->pool, n_blocks, 1);
+    size_t bytes = (size_t)o->chunk_tokens * sizeof(int32_t);
+    r->positions = xmalloc(bytes);
+    r->slots = xmalloc(bytes);
+    r->seq_of = xcalloc((size_t)o->chunk_tokens, sizeof(int32_t));
+    r->logit_rows = xmalloc(bytes);
+    size_t free_after = 0, total = 0;
+    m->be->ops->mem_info(m->be, &free_after, &total);
+    if (total)
+        fprintf(stderr, "infer: memory plan: KV cache %.2f GiB (%d blocks of %d tokens) of %.2f GiB free; %.2f GiB "
+                        "left\n",
+                (double)r->kv.bytes / (1 << 30), n_blocks, o->block_size, (double)free_before / (1 << 30),
+                (double)free_after / (1 << 30));
+    return 0;
+}
 
 int seq_runner_init(struct seq_runner *r, const struct model *m, int max_context, int chunk_tokens,
                     int max_logits, int block_size, struct err *e)
 {
-    memset(r, 0, sizeof *r);
-    r->m = m;
-    r->block_size = block_size;
-    r->max_context = max_context;
-    int n_blocks = (max_context + block_size - 1) / block_size + 1;
-    if (kv_store_init(&r->kv, &m->cfg, m->be, n_blocks, block_size, e))
-        return -1;
-    if (forward_ws_init(&r->ws, m, chunk_tokens, max_logits, e)) {
-        kv_store_free(&r->kv, m->be);
-        return -1;
-    }
-    block_pool_init(&r->pool, n_blocks, 1);
-    struct meta_caps caps = {chunk_tokens, 1, n_blocks, max_logits};
-    if (m->be->ops->meta_init(m->be, &caps, e)) {
-        block_pool_free(&r->pool);
-        forward_ws_free(&r->ws, m);
-        kv_store_free(&r->kv, m->be);
-        return -1;
-    }
-    size_t bytes = (size_t)chunk_tokens * sizeof(int32_t);
-    r->positions = xmalloc(bytes);
-    r->slots = xmalloc(bytes);
-    r->seq_of = xcalloc((size_t)chunk_tokens, sizeof(int32_t));
-    r->logit_rows = xmalloc(bytes);
-    return 0;
+    struct seq_runner_opts o = {max_context, chunk_tokens, max_logits, block_size, 0.90};
+    return seq_runner_init_opts(r, m, &o, e);
 }
 
 void seq_runner_free(struct seq_runner *r)

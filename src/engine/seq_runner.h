@@ -23,6 +23,21 @@ struct seq_runner {
     int32_t query_start[2], kv_len[1];
 };
 
+struct seq_runner_opts {
+    int max_context;  /* tokens the sequence may reach */
+    int chunk_tokens; /* rows of one step (prefill chunk) */
+    int max_logits;   /* rows that get logits in one step */
+    int block_size;   /* tokens per KV block */
+    double gpu_memory_utilization; /* device backends: share of the memory left for the KV cache */
+};
+
+/* Sizes the workspace and metadata, then the KV cache (on a device backend:
+ * gpu_memory_utilization of what is left, which must hold max_context; on
+ * the CPU: max_context), and prints the plan on stderr on a device backend.
+ * Free with seq_runner_free. */
+int seq_runner_init_opts(struct seq_runner *r, const struct model *m, const struct seq_runner_opts *o,
+                         struct err *e);
+
 /* Sizes the cache for max_context tokens (+ one reserved scratch block) and
  * the workspace for chunk_tokens rows, of which at most max_logits get
  * logits in one step (chunk_tokens to feed with all_rows, else 1).

@@ -189,6 +189,8 @@ expect_fail "max-tokens 0" "--max-tokens" "$INFER" generate --model "$FIX/tiny-l
 expect_fail "unknown option" "--bogus" "$INFER" generate --model "$FIX/tiny-llama" --bogus 1
 expect_fail "bad id list" "--prompt-ids" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,x
 expect_fail "id outside vocabulary" "vocabulary" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 5000
+expect_fail "gpu memory utilization out of range" "--gpu-memory-utilization" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1 --gpu-memory-utilization 1.5
+expect_fail "gpu memory utilization not a number" "--gpu-memory-utilization" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1 --gpu-memory-utilization x
 expect_fail "unknown device" "--device" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1 --device tpu
 expect_fail "missing --config" "--config" "$INFER" mkmodel --out "$TMP/x"
 expect_fail "unknown command" "unknown command" "$INFER" frobnicate
