@@ -24,7 +24,7 @@ static int kv_blocks(const struct model *m, int needed, int block_size, double u
         fit = 1L << 30;
     if (fit < needed)
         return err_set(e, "the KV cache needs %d blocks of %d tokens (%.1f MiB) but --gpu-memory-utilization "
-                          "%.2f leaves room for %ld (%.1f MiB free); raise it or shorten the context",
+                          "%g leaves room for %ld (%.1f MiB free); raise it or shorten the context",
                        needed, block_size, (double)needed * per_block / (1 << 20), util, fit,
                        (double)free_bytes / (1 << 20));
     *n_blocks = (int)fit;
