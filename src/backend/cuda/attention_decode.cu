@@ -65,6 +65,8 @@ __global__ void __launch_bounds__(NW * 32)
     bf16 *sK = sQ + 16 * LD;                   // [STAGES][DEC_BN][LD]
     bf16 *sV = sK + STAGES * DEC_BN * LD;      // [STAGES][DEC_BN][LD]
     __shared__ float sM[DEC_WARPS][16], sL[DEC_WARPS][16];
+    pdl_wait(); // q and the KV cache come from the previous kernel (common.cuh: PDL)
+    pdl_launch_dependents();
 
     const int split = blockIdx.x, t = blockIdx.z, hd = a.head_dim;
     const int group = a.n_heads / a.n_kv_heads, n_rg = (group + 15) / 16;
@@ -219,6 +221,8 @@ __global__ void __launch_bounds__(COMB_THREADS)
 {
     __shared__ float weight[ATTN_DECODE_MAX_SPLITS];
     __shared__ float4 red[COMB_THREADS];
+    pdl_wait(); // the split partials come from decode_kernel
+    pdl_launch_dependents();
     const int h = blockIdx.x, t = blockIdx.y, hd = a.head_dim;
     const int c0 = blockIdx.z * COMB_COLS, cols = min(COMB_COLS, hd - c0);
     int lo, hi;
@@ -312,15 +316,13 @@ cudaError_t launch_decode_cfg(const attn_args &a, long max_range, float *scratch
     float2 *part_ml =
         reinterpret_cast<float2 *>(scratch + (size_t)a.n_tokens * a.n_heads * n_splits * a.head_dim);
     dim3 grid(n_splits, a.n_kv_heads * n_rg, a.n_tokens);
-    decode_kernel<HD, NW, STAGES><<<grid, NW * 32, smem, stream>>>(a, n_splits, part_o, part_ml);
-    if (n_splits > 1) {
-        rc = cudaGetLastError();
-        if (rc != cudaSuccess)
-            return rc;
+    rc = launch_pdl(decode_kernel<HD, NW, STAGES>, grid, NW * 32, smem, stream, a, n_splits, part_o, part_ml);
+    if (n_splits > 1 && rc == cudaSuccess) {
         dim3 cgrid(a.n_heads, a.n_tokens, (a.head_dim + COMB_COLS - 1) / COMB_COLS);
-        decode_combine_kernel<<<cgrid, COMB_THREADS, 0, stream>>>(a, n_splits, part_o, part_ml);
+        rc = launch_pdl(decode_combine_kernel, cgrid, COMB_THREADS, 0, stream, a, n_splits,
+                        (const float *)part_o, (const float2 *)part_ml);
     }
-    return cudaGetLastError();
+    return rc;
 }
 
 } // namespace
