@@ -44,18 +44,6 @@ static int graph_step_ms(struct seq_runner *r, int32_t token, int reps, double *
     return rc ? -1 : 0;
 }
 
-static int64_t weight_params(const struct model_config *cfg)
-{
-    struct model_weights w = {0};
-    w.layers = xcalloc((size_t)cfg->n_layers, sizeof *w.layers);
-    struct weight_spec *specs;
-    int n = weight_specs_build(cfg, &w, &specs);
-    int64_t p = weight_specs_count_params(specs, n);
-    free(specs);
-    free(w.layers);
-    return p;
-}
-
 static int run_bench(struct model *m, int prompt_len, int steps, double mem_util, struct err *e)
 {
     struct seq_runner r;
@@ -85,7 +73,7 @@ static int run_bench(struct model *m, int prompt_len, int steps, double mem_util
         rc = graph_step_ms(&r, next, 100, &graph_ms, e);
     if (!rc) {
         qsort(step, (size_t)steps, sizeof *step, cmp_double);
-        int64_t params = weight_params(&m->cfg);
+        int64_t params = model_config_count_params(&m->cfg);
         double bytes = (double)params * (double)dtype_size(m->be->act_dtype);
         double floor_ms = bytes / H100_COPY_BYTES_PER_S * 1e3;
         double med = steps > 0 ? step[steps / 2] : 0;

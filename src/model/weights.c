@@ -66,6 +66,18 @@ int64_t weight_specs_count_params(const struct weight_spec *specs, int n)
     return total;
 }
 
+int64_t model_config_count_params(const struct model_config *cfg)
+{
+    struct model_weights w = {0};
+    w.layers = xcalloc((size_t)cfg->n_layers, sizeof *w.layers);
+    struct weight_spec *specs;
+    int n = weight_specs_build(cfg, &w, &specs);
+    int64_t p = weight_specs_count_params(specs, n);
+    free(specs);
+    free(w.layers);
+    return p;
+}
+
 static void shape_str(char *buf, size_t size, const int64_t *shape, int ndim)
 {
     size_t off = (size_t)snprintf(buf, size, "[");

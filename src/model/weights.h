@@ -56,6 +56,8 @@ int weight_specs_build(const struct model_config *cfg, struct model_weights *w,
 
 /* Parameters as transformers counts them (tied embeddings once). */
 int64_t weight_specs_count_params(const struct weight_spec *specs, int n);
+/* The same straight from a configuration. */
+int64_t model_config_count_params(const struct model_config *cfg);
 
 /* The checkpoint tensor for spec, after checking its shape and dtype; NULL
  * with e naming the file and tensor when missing or wrong. */
