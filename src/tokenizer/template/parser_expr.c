@@ -449,15 +449,21 @@ static struct node *parse_pow(struct parser *P)
     return l;
 }
 
-static struct node *parse_math2(struct parser *P)
+/* A left-associative level: operand (op operand)* for the operators in ops
+ * (terminated by -1), operands parsed by next. */
+static struct node *parse_left_assoc(struct parser *P, struct node *(*next)(struct parser *), const int *ops)
 {
     int line = tp_cur(P)->line;
-    struct node *l = parse_pow(P);
-    while (l && (tp_is_op(tp_cur(P), OP_MUL) || tp_is_op(tp_cur(P), OP_DIV) ||
-                 tp_is_op(tp_cur(P), OP_FLOORDIV) || tp_is_op(tp_cur(P), OP_MOD))) {
+    struct node *l = next(P);
+    for (;;) {
+        int found = 0;
+        for (const int *o = ops; *o >= 0 && !found; o++)
+            found = tp_is_op(tp_cur(P), *o);
+        if (!l || !found)
+            return l;
         int op = tp_cur(P)->op;
         tp_next(P);
-        struct node *r = parse_pow(P);
+        struct node *r = next(P);
         if (!r) {
             tmpl_node_free(l);
             return NULL;
@@ -465,7 +471,12 @@ static struct node *parse_math2(struct parser *P)
         l = binop(op, line, l, r);
         line = tp_cur(P)->line;
     }
-    return l;
+}
+
+static struct node *parse_math2(struct parser *P)
+{
+    static const int ops[] = {OP_MUL, OP_DIV, OP_FLOORDIV, OP_MOD, -1};
+    return parse_left_assoc(P, parse_pow, ops);
 }
 
 static struct node *parse_concat(struct parser *P)
@@ -490,20 +501,8 @@ static struct node *parse_concat(struct parser *P)
 
 static struct node *parse_math1(struct parser *P)
 {
-    int line = tp_cur(P)->line;
-    struct node *l = parse_concat(P);
-    while (l && (tp_is_op(tp_cur(P), OP_ADD) || tp_is_op(tp_cur(P), OP_SUB))) {
-        int op = tp_cur(P)->op;
-        tp_next(P);
-        struct node *r = parse_concat(P);
-        if (!r) {
-            tmpl_node_free(l);
-            return NULL;
-        }
-        l = binop(op, line, l, r);
-        line = tp_cur(P)->line;
-    }
-    return l;
+    static const int ops[] = {OP_ADD, OP_SUB, -1};
+    return parse_left_assoc(P, parse_concat, ops);
 }
 
 static struct node *parse_compare(struct parser *P)
