@@ -9,14 +9,6 @@ const char *finish_reason_name(enum finish_reason f)
     return f == FINISH_REASON_STOP ? "stop" : "length";
 }
 
-static int is_eos(const struct model_config *c, int32_t id)
-{
-    for (int i = 0; i < c->n_eos; i++)
-        if (c->eos_ids[i] == id)
-            return 1;
-    return 0;
-}
-
 int greedy_generate(struct seq_runner *r, const int32_t *prompt, int n_prompt, int max_tokens,
                     int ignore_eos, struct greedy_result *out, struct err *e)
 {
@@ -39,7 +31,7 @@ int greedy_generate(struct seq_runner *r, const int32_t *prompt, int n_prompt, i
     out->prefill_seconds = t1 - t0;
     while (out->n_ids < max_tokens) {
         out->ids[out->n_ids++] = next;
-        if (!ignore_eos && is_eos(c, next)) {
+        if (!ignore_eos && token_is_eos(c->eos_ids, c->n_eos, next)) {
             out->finish = FINISH_REASON_STOP;
             break;
         }

@@ -21,4 +21,13 @@ int greedy_generate(struct seq_runner *r, const int32_t *prompt, int n_prompt, i
 
 const char *finish_reason_name(enum finish_reason f);
 
+/* Whether id is one of the n end-of-sequence ids. */
+static inline int token_is_eos(const int32_t *eos_ids, int n, int32_t id)
+{
+    for (int i = 0; i < n; i++)
+        if (eos_ids[i] == id)
+            return 1;
+    return 0;
+}
+
 #endif

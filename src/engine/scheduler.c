@@ -118,14 +118,6 @@ int scheduler_plan(struct scheduler *s, struct step_seq *q, struct request **req
     return n;
 }
 
-static int is_eos(const struct scheduler *s, int32_t t)
-{
-    for (int i = 0; i < s->n_eos; i++)
-        if (s->eos_ids[i] == t)
-            return 1;
-    return 0;
-}
-
 void scheduler_commit(struct scheduler *s, struct step_seq *q, struct request **req, int n, const float *logits,
                       int vocab, float *scratch)
 {
@@ -139,7 +131,7 @@ void scheduler_commit(struct scheduler *s, struct step_seq *q, struct request **
         sample_token(logits + (size_t)row++ * vocab, vocab, &r->sampling, r->tokens, r->n_prompt, r->out, r->n_out,
                      (uint64_t)r->n_out, scratch, &res);
         r->out[r->n_out++] = res.token;
-        if (is_eos(s, res.token))
+        if (token_is_eos(s->eos_ids, s->n_eos, res.token))
             r->finish = FINISH_REASON_STOP;
         else if (r->n_out == r->max_tokens || known(r) >= s->max_context)
             r->finish = FINISH_REASON_LENGTH;

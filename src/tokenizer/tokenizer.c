@@ -476,14 +476,6 @@ int tokenizer_decode(const struct tokenizer *t, const int32_t *ids, int n, int s
 
 int32_t tokenizer_vocab_size(const struct tokenizer *t) { return t->size; }
 
-int32_t tokenizer_token_id(const struct tokenizer *t, const char *s, size_t len)
-{
-    for (int i = 0; i < t->added.n; i++)
-        if (t->added.v[i].len == len && !memcmp(t->added.v[i].content, s, len))
-            return t->added.v[i].id;
-    return strmap_get(&t->bpe.vocab, s, len);
-}
-
 int tokenizer_is_special(const struct tokenizer *t, int32_t id)
 {
     const struct added_token *a = added_tokens_by_id(&t->added, id);

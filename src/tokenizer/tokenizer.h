@@ -37,8 +37,6 @@ int tokenizer_decode(const struct tokenizer *t, const int32_t *ids, int n, int s
 
 /* Ids run 0 .. size - 1 (the model vocabulary and added tokens). */
 int32_t tokenizer_vocab_size(const struct tokenizer *t);
-/* The id of an exact token string (added or vocabulary), or -1. */
-int32_t tokenizer_token_id(const struct tokenizer *t, const char *s, size_t len);
 int tokenizer_is_special(const struct tokenizer *t, int32_t id);
 /* Whether id is a byte-fallback token ("<0xNN>"), whose bytes the decoder
  * groups with its neighbours'. */
