@@ -6,7 +6,7 @@
 
 const char *finish_reason_name(enum finish_reason f)
 {
-    return f == FINISH_REASON_STOP ? "stop" : "length";
+    return f == FINISH_REASON_STOP ? "stop" : f == FINISH_REASON_ABORT ? "abort" : "length";
 }
 
 int greedy_generate(struct seq_runner *r, const int32_t *prompt, int n_prompt, int max_tokens,

@@ -6,7 +6,9 @@
 
 #include "engine/seq_runner.h"
 
-enum finish_reason { FINISH_REASON_LENGTH, FINISH_REASON_STOP };
+/* LENGTH: max_tokens or the context ran out; STOP: an eos id or a stop
+ * string; ABORT: the caller cancelled the request. */
+enum finish_reason { FINISH_REASON_LENGTH, FINISH_REASON_STOP, FINISH_REASON_ABORT };
 
 struct greedy_result {
     int32_t *ids; /* [n_ids] generated tokens (an eos that stopped it included); caller frees */

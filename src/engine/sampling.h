@@ -46,8 +46,9 @@ struct sample_result {
 
 /* Samples from logits[vocab] (not modified; scratch holds 2 * vocab floats).
  * prompt / output: the sequence so far, for the penalties (repetition looks
- * at both, presence and frequency at the output). step: the index of the
- * token being drawn in the output, the RNG counter. */
+ * at both, presence and frequency at the output). step: the RNG counter —
+ * the index of the token being drawn in the output, with the choice index
+ * (n > 1) in the high 32 bits so that each choice has its own stream. */
 void sample_token(const float *logits, int vocab, const struct sampling_params *p, const int32_t *prompt,
                   int n_prompt, const int32_t *output, int n_output, uint64_t step, float *scratch,
                   struct sample_result *out);

@@ -1,5 +1,7 @@
 #include "engine/scheduler.h"
 
+#include "engine/sched_cache.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,8 +20,17 @@ void scheduler_init(struct scheduler *s, struct block_pool *pool, int block_size
     s->running = xcalloc((size_t)max_seqs, sizeof *s->running);
 }
 
+void scheduler_enable_prefix_cache(struct scheduler *s)
+{
+    CHECK(!s->prefix_caching && scheduler_idle(s));
+    radix_init(&s->radix, s->pool, s->block_size);
+    s->prefix_caching = 1;
+}
+
 void scheduler_free(struct scheduler *s)
 {
+    if (s->prefix_caching)
+        radix_free(&s->radix);
     free(s->running);
     free(s->waiting);
     memset(s, 0, sizeof *s);
@@ -56,16 +67,21 @@ void scheduler_add(struct scheduler *s, struct request *r)
     r->out = r->tokens + r->n_prompt;
     r->n_out = 0;
     r->n_cached = 0;
+    r->n_offered = 0;
+    r->n_preempted = 0;
     memset(&r->blocks, 0, sizeof r->blocks);
     waiting_insert(s, r, 0);
 }
 
 int scheduler_idle(const struct scheduler *s) { return s->n_running == 0 && s->n_waiting == 0; }
 
-/* Recompute later: the blocks go back; prompt and output are kept. */
+/* Recompute later: the blocks go back (the computed ones stay cached when
+ * the prefix cache is on, for the recompute to find); prompt and output are
+ * kept. */
 static void preempt_newest(struct scheduler *s)
 {
     struct request *v = s->running[--s->n_running];
+    sched_offer_blocks(s, v);
     seq_blocks_release(&v->blocks, s->pool);
     v->n_cached = 0;
     v->n_preempted++;
@@ -89,7 +105,7 @@ int scheduler_plan(struct scheduler *s, struct step_seq *q, struct request **req
         int count = known(r) - r->n_cached;
         count = count < budget ? count : budget;
         int preempted_self = 0;
-        while (seq_blocks_reserve(&r->blocks, s->pool, r->n_cached + count, s->block_size)) {
+        while (sched_reserve(s, r, r->n_cached + count)) {
             preempted_self = s->running[s->n_running - 1] == r;
             preempt_newest(s);
             if (preempted_self)
@@ -103,11 +119,16 @@ int scheduler_plan(struct scheduler *s, struct step_seq *q, struct request **req
     }
     while (s->n_waiting > 0 && budget > 0 && s->n_running < s->max_seqs) {
         struct request *r = s->waiting[0];
-        int count = known(r) < budget ? known(r) : budget;
-        if (seq_blocks_reserve(&r->blocks, s->pool, count, s->block_size)) {
+        if (sched_fork_pending(s, r))
+            break; /* its choice 0 is still prefilling the prompt they share */
+        int forked, shared = sched_share_prefix(s, r, &forked);
+        int count = known(r) - shared < budget ? known(r) - shared : budget;
+        if (sched_reserve(s, r, shared + count)) {
             seq_blocks_release(&r->blocks, s->pool); /* admission never preempts */
+            r->n_cached = 0;
             break;
         }
+        sched_count_admission(s, r, shared, forked);
         memmove(s->waiting, s->waiting + 1, (size_t)--s->n_waiting * sizeof *s->waiting);
         r->state = REQUEST_RUNNING;
         s->running[s->n_running++] = r;
@@ -125,18 +146,26 @@ void scheduler_commit(struct scheduler *s, struct step_seq *q, struct request **
     for (int i = 0; i < n; i++) {
         struct request *r = req[i];
         r->n_cached += q[i].n_tokens;
+        s->stats.computed_tokens += q[i].n_tokens;
+        sched_offer_blocks(s, r);
         if (!q[i].want_logits)
             continue;
         struct sample_result res;
+        /* the choice index picks the RNG stream: the counter's high word */
+        uint64_t counter = (uint64_t)(uint32_t)r->choice << 32 | (uint32_t)r->n_out;
         sample_token(logits + (size_t)row++ * vocab, vocab, &r->sampling, r->tokens, r->n_prompt, r->out, r->n_out,
-                     (uint64_t)r->n_out, scratch, &res);
+                     counter, scratch, &res);
         r->out[r->n_out++] = res.token;
-        if (token_is_eos(s->eos_ids, s->n_eos, res.token))
-            r->finish = FINISH_REASON_STOP;
+        int finish = -1;
+        if (!r->ignore_eos && token_is_eos(s->eos_ids, s->n_eos, res.token))
+            finish = FINISH_REASON_STOP;
         else if (r->n_out == r->max_tokens || known(r) >= s->max_context)
-            r->finish = FINISH_REASON_LENGTH;
-        else
+            finish = FINISH_REASON_LENGTH;
+        if (s->on_token)
+            finish = s->on_token(s->on_token_ctx, r, &res, finish);
+        if (finish < 0)
             continue;
+        r->finish = (enum finish_reason)finish;
         r->state = REQUEST_FINISHED;
         seq_blocks_release(&r->blocks, s->pool);
     }

@@ -166,6 +166,16 @@ int radix_evictable(const struct radix_tree *t)
     return evictable_in(t, t->root, &whole);
 }
 
+static void count_in(const struct radix_node *n, int32_t *counts)
+{
+    for (int i = 0; i < n->n_children; i++) {
+        counts[n->children[i]->block]++;
+        count_in(n->children[i], counts);
+    }
+}
+
+void radix_count_blocks(const struct radix_tree *t, int32_t *counts) { count_in(t->root, counts); }
+
 static int check_node(const struct radix_tree *t, const struct radix_node *n, uint8_t *seen, int *count,
                       struct err *e)
 {

@@ -57,6 +57,10 @@ int radix_evict(struct radix_tree *t, int n);
 /* Blocks that eviction could free now (held by the tree alone). */
 int radix_evictable(const struct radix_tree *t);
 
+/* Adds one to counts[block] for every cached block (counts has
+ * pool->n_blocks entries), so that callers can rebuild reference counts. */
+void radix_count_blocks(const struct radix_tree *t, int32_t *counts);
+
 /* Integrity: links consistent, node count right, every node's block held
  * (refcount >= 1) and owned by one node only. 0, or -1 with e set. */
 int radix_check(const struct radix_tree *t, struct err *e);
