@@ -1,9 +1,13 @@
-// Per-token fused q/k-norm + RoPE + KV-cache write. One block per token: q
-// and k of the token (rows of a fused q|k|v projection, or separate
-// buffers: strided inputs) are staged in shared memory as f32, each warp
-// normalises whole heads (Qwen3 / Gemma 3 q_norm and k_norm), then every
-// thread rotates pairs (i, i + head_dim/2) at the token's position, and k, v
-// go to the token's cache slot (slot_mapping -1: no write, e.g. padding).
+// Per-token fused q/k-norm + RoPE + KV-cache write: q and k of a token (rows
+// of a fused q|k|v projection, or separate buffers: strided inputs) are
+// normalised per head (Qwen3 / Gemma 3 q_norm and k_norm), rotated in pairs
+// (i, i + head_dim/2) at the token's position, and k, v go to the token's
+// cache slot (slot_mapping -1: no write, e.g. padding).
+//
+// head_dim 64, 128, 256: one warp per head, so a decode step spreads over
+// (heads / 4) blocks instead of one (a single block took 10-15 us for one
+// token). Other head sizes: one block per token, heads staged in shared
+// memory. Both round where the CPU twin does.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 
@@ -62,6 +66,86 @@ __global__ void qk_rope_kv_kernel(bf16 *q_out, const bf16 *q_in, const bf16 *k_i
     }
 }
 
+// R = head_dim / 32 values per lane at stride 32: the pair (i, i + hd/2) of
+// lane-element r is its element r + R/2, so the rotation stays in registers.
+template <int R>
+__global__ void qk_rope_kv_warp_kernel(bf16 *q_out, const bf16 *q_in, const bf16 *k_in, const bf16 *v_in,
+                                       int q_stride, int kv_stride, const int32_t *positions,
+                                       const int32_t *slot_mapping, int n_heads, int n_kv, const bf16 *q_norm,
+                                       const bf16 *k_norm, float eps, int plus_one, const float *inv_freq,
+                                       bf16 *k_cache, bf16 *v_cache)
+{
+    constexpr int HD = 32 * R;
+    pdl_wait();
+    pdl_launch_dependents();
+    const int t = blockIdx.x, lane = threadIdx.x & 31;
+    const int h = blockIdx.y * (blockDim.x >> 5) + (threadIdx.x >> 5);
+    if (h >= n_heads + n_kv)
+        return;
+    const bool is_q = h < n_heads;
+    const int kh = h - n_heads;
+    const bf16 *src = is_q ? q_in + (int64_t)t * q_stride + (int64_t)h * HD
+                           : k_in + (int64_t)t * kv_stride + (int64_t)kh * HD;
+    float x[R];
+#pragma unroll
+    for (int r = 0; r < R; r++)
+        x[r] = to_f32(src[lane + 32 * r]);
+    if (q_norm) {
+        const bf16 *w = is_q ? q_norm : k_norm;
+        float ss = 0.f;
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            ss += x[r] * x[r];
+        float inv = rsqrtf(warp_sum(ss) / HD + eps);
+#pragma unroll
+        for (int r = 0; r < R; r++) {
+            float y = x[r] * inv, wi = to_f32(w[lane + 32 * r]);
+            x[r] = round_bf16(plus_one ? y * (1.f + wi) : wi * round_bf16(y));
+        }
+    }
+    const float pos = (float)positions[t];
+#pragma unroll
+    for (int r = 0; r < R / 2; r++) {
+        float s, c;
+        sincosf(pos * inv_freq[lane + 32 * r], &s, &c);
+        float a = x[r], b = x[r + R / 2];
+        x[r] = a * c - b * s;
+        x[r + R / 2] = b * c + a * s;
+    }
+    if (is_q) {
+        bf16 *dst = q_out + ((int64_t)t * n_heads + h) * HD;
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            dst[lane + 32 * r] = to_bf16(x[r]);
+        return;
+    }
+    const int32_t slot = slot_mapping[t];
+    if (slot < 0)
+        return;
+    const int64_t at = (int64_t)slot * n_kv * HD + (int64_t)kh * HD;
+    const bf16 *v = v_in + (int64_t)t * kv_stride + (int64_t)kh * HD;
+#pragma unroll
+    for (int r = 0; r < R; r++) {
+        k_cache[at + lane + 32 * r] = to_bf16(x[r]);
+        v_cache[at + lane + 32 * r] = v[lane + 32 * r];
+    }
+}
+
+template <int R>
+static cudaError_t launch_warp_variant(void *q_out, const void *q_in, const void *k_in, const void *v_in,
+                                       int q_stride, int kv_stride, const int32_t *positions,
+                                       const int32_t *slot_mapping, int n_tokens, int n_heads, int n_kv,
+                                       const void *q_norm, const void *k_norm, float eps, int plus_one,
+                                       const float *inv_freq, void *k_cache, void *v_cache, cudaStream_t stream)
+{
+    const int warps = 4;
+    dim3 grid((unsigned)n_tokens, (unsigned)((n_heads + n_kv + warps - 1) / warps));
+    return launch_pdl(qk_rope_kv_warp_kernel<R>, grid, 32 * warps, 0, stream, (bf16 *)q_out, (const bf16 *)q_in,
+                      (const bf16 *)k_in, (const bf16 *)v_in, q_stride, kv_stride, positions, slot_mapping, n_heads,
+                      n_kv, (const bf16 *)q_norm, (const bf16 *)k_norm, eps, plus_one, inv_freq, (bf16 *)k_cache,
+                      (bf16 *)v_cache);
+}
+
 extern "C" cudaError_t launch_qk_rope_kv_write(void *q_out, const void *q_in, const void *k_in, const void *v_in,
                                                int q_stride, int kv_stride, const int32_t *positions,
                                                const int32_t *slot_mapping, int n_tokens, int n_heads, int n_kv,
@@ -69,6 +153,17 @@ extern "C" cudaError_t launch_qk_rope_kv_write(void *q_out, const void *q_in, co
                                                int plus_one, const float *inv_freq, void *k_cache, void *v_cache,
                                                cudaStream_t stream)
 {
+    if (n_tokens <= 0)
+        return cudaSuccess;
+#define WARP_ARGS q_out, q_in, k_in, v_in, q_stride, kv_stride, positions, slot_mapping, n_tokens, n_heads, n_kv, \
+                  q_norm, k_norm, eps, plus_one, inv_freq, k_cache, v_cache, stream
+    switch (head_dim) {
+    case 64: return launch_warp_variant<2>(WARP_ARGS);
+    case 128: return launch_warp_variant<4>(WARP_ARGS);
+    case 256: return launch_warp_variant<8>(WARP_ARGS);
+    default: break;
+    }
+#undef WARP_ARGS
     size_t smem = (size_t)(n_heads + n_kv) * head_dim * sizeof(float);
     if (smem > 48 * 1024) {
         cudaError_t rc = cudaFuncSetAttribute(qk_rope_kv_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -76,8 +171,6 @@ extern "C" cudaError_t launch_qk_rope_kv_write(void *q_out, const void *q_in, co
         if (rc != cudaSuccess)
             return rc;
     }
-    if (n_tokens <= 0)
-        return cudaSuccess;
     return launch_pdl(qk_rope_kv_kernel, n_tokens, 256, smem, stream, (bf16 *)q_out, (const bf16 *)q_in,
                       (const bf16 *)k_in, (const bf16 *)v_in, q_stride, kv_stride, positions, slot_mapping, n_heads,
                       n_kv, head_dim, (const bf16 *)q_norm, (const bf16 *)k_norm, eps, plus_one, inv_freq,
