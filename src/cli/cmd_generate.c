@@ -1,7 +1,10 @@
-/* infer generate --model DIR (--prompt TEXT [--chat] | --prompt-ids 1,2,3) [--max-tokens N] [--json]
- * Greedy generation of one prompt; prints the generated text (or ids when
- * the model has no tokenizer, or the CLI contract's JSON object with --json)
- * on stdout and the speed on stderr. */
+/* infer generate --model DIR (--prompt TEXT [--chat] | --prompt-ids 1,2,3 | --input FILE.jsonl)
+ *                [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--json]
+ * One prompt: greedy generation on its own (the speed on stderr), or through
+ * the engine when a sampling flag is given. --input: a JSONL file of
+ * requests through the engine (gen_batch.c), the flags as their defaults.
+ * Prints the generated text (or ids when the model has no tokenizer, or the
+ * CLI contract's JSON object with --json) on stdout. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +12,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/gen_batch.h"
 #include "core/fs.h"
 #include "engine/greedy.h"
 #include "tokenizer/chat_template.h"
@@ -87,12 +91,46 @@ static int encode_prompt(const struct tokenizer *tok, const char *text, int add_
     return 0;
 }
 
+/* The engine flags and the per-request defaults of the sampling flags. */
+struct engine_flags {
+    int max_batched_tokens, max_seqs, max_context, disable_prefix_caching;
+    double temperature, top_p, min_p;
+    int top_k;
+    uint64_t seed;
+};
+
+static int run_engine(struct model *m, const struct tokenizer *tok, const char *model_dir, const char *input,
+                      int32_t *ids, int n_ids, const struct engine_flags *f, const struct cli_opt *seed_opt,
+                      int max_tokens, int ignore_eos, double mem_util, int as_json, struct err *e)
+{
+    struct engine_opts o = engine_opts_default();
+    o.max_batched_tokens = f->max_batched_tokens;
+    o.max_seqs = f->max_seqs;
+    o.max_context = f->max_context;
+    o.prefix_caching = !f->disable_prefix_caching;
+    o.gpu_memory_utilization = mem_util;
+    struct gen_defaults d = {max_tokens, sampling_params_default(), seed_opt->seen, ignore_eos};
+    d.sampling.temperature = (float)f->temperature;
+    d.sampling.top_p = (float)f->top_p;
+    d.sampling.min_p = (float)f->min_p;
+    d.sampling.top_k = f->top_k;
+    d.sampling.seed = f->seed;
+    if (input)
+        return gen_batch_run(m, tok, model_dir, input, &d, &o, as_json, e);
+    struct gen_request r = {.rq = {.prompt = ids, .n_prompt = n_ids, .max_tokens = max_tokens, .n = 1,
+                                   .sampling = d.sampling, .ignore_eos = ignore_eos}};
+    if (sampling_params_check(&r.rq.sampling, m->cfg.vocab_size, e))
+        return err_prefix(e, "infer generate");
+    return gen_batch_run_requests(m, tok, &r, 1, &o, as_json, e);
+}
+
 int cmd_generate(int argc, char **argv)
 {
-    const char *model_dir = NULL, *device = "cpu", *prompt_ids = NULL, *prompt = NULL;
+    const char *model_dir = NULL, *device = "cpu", *prompt_ids = NULL, *prompt = NULL, *input = NULL;
     int max_tokens = 16, as_json = 0, threads = 0, ignore_eos = 0, chat = 0;
     double mem_util = 0.90;
     char *chat_text = NULL;
+    struct engine_flags f = {2048, 64, 0, 0, 0.0, 1.0, 0.0, 0, 0};
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
         {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu or cuda (default cpu)", 0},
@@ -105,7 +143,21 @@ int cmd_generate(int argc, char **argv)
         {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},
         {"gpu-memory-utilization", CLI_OPT_DOUBLE, &mem_util, 0, 0, 0,
          "share of the GPU memory left after weights for the KV cache (default 0.90)", 0},
+        {"input", CLI_OPT_STRING, &input, 0, 0, 0, "JSONL file of requests, all run through the engine at once", 0},
+        {"temperature", CLI_OPT_DOUBLE, &f.temperature, 0, 0, 0, "sampling temperature (default 0: greedy)", 0},
+        {"top-p", CLI_OPT_DOUBLE, &f.top_p, 0, 0, 0, "nucleus sampling mass (default 1: off)", 0},
+        {"top-k", CLI_OPT_INT, &f.top_k, 0, 0, 1 << 30, "sample from the k most likely tokens (default 0: off)", 0},
+        {"min-p", CLI_OPT_DOUBLE, &f.min_p, 0, 0, 0, "drop tokens below min-p times the best (default 0: off)", 0},
+        {"seed", CLI_OPT_U64, &f.seed, 0, 0, 0, "sampling seed (default: one per request)", 0},
+        {"max-num-batched-tokens", CLI_OPT_INT, &f.max_batched_tokens, 0, 1, 1 << 20,
+         "token budget of one engine step (default 2048)", 0},
+        {"max-num-seqs", CLI_OPT_INT, &f.max_seqs, 0, 1, 1 << 16, "sequences in one engine step (default 64)", 0},
+        {"max-model-len", CLI_OPT_INT, &f.max_context, 0, 0, 1 << 24,
+         "context length of one sequence (default: the model's)", 0},
+        {"disable-prefix-caching", CLI_OPT_FLAG, &f.disable_prefix_caching, 0, 0, 0,
+         "do not reuse the KV blocks of shared prompt prefixes", 0},
     };
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     struct err e = {{0}};
     struct tokenizer *tok = NULL;
     struct backend *be = NULL;
@@ -115,14 +167,19 @@ int cmd_generate(int argc, char **argv)
     int32_t *ids = NULL;
     int n_ids = 0;
     enum backend_kind kind;
-    int rc = cli_parse(argc, argv, "generate", opts, (int)(sizeof opts / sizeof opts[0]), &e);
+    int rc = cli_parse(argc, argv, "generate", opts, n_opts, &e);
     if (rc)
         goto done;
     rc = -1;
-    if (!prompt == !prompt_ids) {
-        err_set(&e, "infer generate: give the prompt with exactly one of --prompt and --prompt-ids");
+    if (!!prompt + !!prompt_ids + !!input != 1) {
+        err_set(&e, "infer generate: give exactly one of --prompt, --prompt-ids and --input");
         goto done;
     }
+    int sampling_flags = 0; /* temperature .. seed: the single form then runs through the engine */
+    for (int i = 0; i < n_opts; i++)
+        sampling_flags |= opts[i].seen && (opts[i].dst == &f.temperature || opts[i].dst == &f.top_p ||
+                                           opts[i].dst == &f.top_k || opts[i].dst == &f.min_p ||
+                                           opts[i].dst == &f.seed);
     if (chat && !prompt) {
         err_set(&e, "--chat needs --prompt (the text of the user message)");
         goto done;
@@ -134,6 +191,22 @@ int cmd_generate(int argc, char **argv)
         backend_kind_parse(device, &kind, &e) ||
         !(be = backend_create(kind, threads, &e)) || !(m = model_load(model_dir, be, &e)))
         goto done;
+    if (input || sampling_flags) {
+        for (int i = 0; i < n_ids && !input; i++)
+            if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size) {
+                err_set(&e, "--prompt-ids: token %d is outside the vocabulary (0..%d)", ids[i], m->cfg.vocab_size - 1);
+                goto done;
+            }
+        const struct cli_opt *seed_opt = NULL;
+        for (int i = 0; i < n_opts; i++)
+            if (opts[i].dst == &f.seed)
+                seed_opt = &opts[i];
+        if (run_engine(m, tok, model_dir, input, ids, n_ids, &f, seed_opt, max_tokens, ignore_eos, mem_util, as_json,
+                       &e))
+            goto done;
+        rc = 0;
+        goto done;
+    }
     int context = n_ids + max_tokens;
     if (context > m->cfg.max_positions) {
         err_set(&e, "prompt (%d) + --max-tokens (%d) exceeds the model's %d positions", n_ids,

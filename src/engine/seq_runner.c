@@ -4,32 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* KV blocks: on a device backend, gpu_memory_utilization of the memory left
- * once the weights, workspace and metadata are placed (the memory plan);
- * on the CPU, what the context needs. Returns -1 when that is too little. */
-static int kv_blocks(const struct model *m, int needed, int block_size, double util, int *n_blocks,
-                     size_t *free_before, struct err *e)
-{
-    struct backend *be = m->be;
-    size_t free_bytes = 0, total = 0;
-    be->ops->mem_info(be, &free_bytes, &total);
-    *free_before = free_bytes;
-    *n_blocks = needed;
-    if (total == 0) /* host memory: size by the context */
-        return 0;
-    size_t per_block = kv_store_block_bytes(&m->cfg, be->kv_dtype, block_size);
-    double budget = util * (double)free_bytes;
-    long fit = (long)(budget / (double)per_block);
-    if (fit > (1L << 30))
-        fit = 1L << 30;
-    if (fit < needed)
-        return err_set(e, "the KV cache needs %d blocks of %d tokens (%.1f MiB) but --gpu-memory-utilization "
-                          "%g leaves room for %ld (%.1f MiB free); raise it or shorten the context",
-                       needed, block_size, (double)needed * per_block / (1 << 20), util, fit,
-                       (double)free_bytes / (1 << 20));
-    *n_blocks = (int)fit;
-    return 0;
-}
+#include "engine/kv_plan.h"
 
 int seq_runner_init_opts(struct seq_runner *r, const struct model *m, const struct seq_runner_opts *o,
                          struct err *e)
@@ -47,7 +22,8 @@ int seq_runner_init_opts(struct seq_runner *r, const struct model *m, const stru
     int n_blocks;
     size_t free_before;
     if (m->be->ops->meta_init(m->be, &caps, e) ||
-        kv_blocks(m, per_seq + 1, o->block_size, o->gpu_memory_utilization, &n_blocks, &free_before, e) ||
+        kv_plan_blocks(m, per_seq + 1, per_seq + 1, o->block_size, o->gpu_memory_utilization, &n_blocks,
+                       &free_before, e) ||
         kv_store_init(&r->kv, &m->cfg, m->be, n_blocks, o->block_size, e)) {
         forward_ws_free(&r->ws, m);
         return -1;

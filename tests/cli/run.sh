@@ -157,12 +157,112 @@ assert o["text"] == text, (o["text"], text)
     else
         bad "generate --chat: '$out', rendered '$rendered', want $n_want tokens"
     fi
+    # --input with text: stop strings cut the text; messages go through the chat template
+    full=$("$INFER" generate --model "$TMP/qtok" --prompt-ids 100,200,300 --max-tokens 24 --ignore-eos --json 2>/dev/null)
+    stop=$(echo "$full" | python3 -c '
+import json, sys
+t = json.load(sys.stdin)["text"]
+# a stop string at its first occurrence, past the first few characters
+for i in range(4, len(t) - 3):
+    s = t[i:i + 3]
+    if t.find(s) == i and s.strip():
+        print(json.dumps(s)); break
+')
+    printf '{"prompt_ids": [100, 200, 300], "max_tokens": 24, "ignore_eos": true, "stop": ["zzzz", %s]}\n{"messages": [{"role": "user", "content": "What is the capital of France?"}], "max_tokens": 3}\n' "${stop:-null}" >"$TMP/text.jsonl"
+    if [ -n "$stop" ] && "$INFER" generate --model "$TMP/qtok" --input "$TMP/text.jsonl" --json >"$TMP/t1" 2>/dev/null &&
+        python3 - "$TMP/t1" "$full" "$stop" "$n_want" <<'PY'
+import json, sys
+res = {o["request"]: o for o in map(json.loads, open(sys.argv[1]))}
+full, stop, n_want = json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
+cut = full["text"][:full["text"].find(stop)]
+assert res[0]["finish_reason"] == "stop" and res[0]["text"] == cut, (res[0], cut)
+assert res[0]["ids"] == full["ids"][:len(res[0]["ids"])] and len(res[0]["ids"]) < len(full["ids"])
+assert res[1]["prompt_tokens"] == n_want, res[1]
+PY
+    then
+        ok "generate --input: a stop string cuts the text; messages use the chat template"
+    else
+        bad "generate --input with text: $(cat "$TMP/t1") / $full / $stop"
+    fi
     expect_fail "--chat without --prompt" "--chat" "$INFER" generate --model "$TMP/qtok" --prompt-ids 1 --chat
     expect_fail "--prompt without a tokenizer" "tokenizer.json" "$INFER" generate --model "$FIX/tiny-llama" --prompt "hi"
     expect_fail "--prompt and --prompt-ids together" "exactly one" "$INFER" generate --model "$TMP/qtok" --prompt "hi" --prompt-ids 1
 else
     echo "[SKIP] generate --prompt: $TOK/tokenizer.json not found (set INFER_SHARED)"
 fi
+
+# generate --input: a JSONL file of requests through the engine
+cat >"$TMP/batch.jsonl" <<'EOF'
+{"prompt_ids": [3, 1, 4, 1, 5, 9, 2, 6], "max_tokens": 12}
+{"prompt_ids": [2, 7, 1, 8, 2, 8], "max_tokens": 7, "temperature": 0.8, "seed": 11, "n": 2}
+
+{"prompt_ids": [1, 2, 3], "max_tokens": 3, "logprobs": true, "top_logprobs": 2}
+EOF
+single=$("$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 3,1,4,1,5,9,2,6 --max-tokens 12 --json 2>/dev/null)
+single3=$("$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2,3 --max-tokens 3 --json 2>/dev/null)
+if "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/batch.jsonl" --json >"$TMP/b1" 2>"$TMP/b1.err" &&
+    "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/batch.jsonl" --json --max-num-seqs 1 \
+        --max-num-batched-tokens 4 --disable-prefix-caching >"$TMP/b2" 2>/dev/null &&
+    python3 - "$TMP/b1" "$TMP/b2" "$single" "$single3" "$TMP/b1.err" <<'PY'
+import json, sys
+def load(p):
+    return {(o["request"], o["index"]): o for o in map(json.loads, open(p))}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+single, single3 = json.loads(sys.argv[3]), json.loads(sys.argv[4])
+assert sorted(a) == [(0, 0), (1, 0), (1, 1), (2, 0)], sorted(a)
+assert a[(0, 0)]["ids"] == single["ids"] and a[(2, 0)]["ids"] == single3["ids"], "batch differs from alone"
+assert a == b, "outputs depend on the batch mix or the prefix cache"
+assert a[(1, 0)]["ids"] != a[(1, 1)]["ids"], "the two choices drew the same tokens"
+assert all(o["completion_tokens"] == len(o["ids"]) for o in a.values())
+lp = a[(2, 0)]["logprobs"]["content"]
+assert len(lp) == 3 and all(len(t["top_logprobs"]) == 2 and t["logprob"] <= 0 for t in lp), lp
+assert "logprobs" not in a[(0, 0)]
+err = open(sys.argv[5]).read()
+assert "3 requests (4 choices), 17 prompt + 29 output tokens" in err, err
+PY
+then
+    ok "generate --input runs every request through the engine (alone outputs, n choices, logprobs, summary)"
+else
+    bad "generate --input: $(head -c 600 "$TMP/b1") $(cat "$TMP/b1.err")"
+fi
+# requests sharing a long prefix hit the prefix cache; the outputs do not change
+python3 -c '
+import json
+sys_prompt = [(j * 37 + 5) % 1000 for j in range(80)]
+for i in range(6):
+    print(json.dumps({"prompt_ids": sys_prompt + [i + 1, 2 * i + 3], "max_tokens": 6}))
+' >"$TMP/shared.jsonl"
+"$INFER" generate --model "$FIX/tiny-qwen3" --input "$TMP/shared.jsonl" --json --max-num-seqs 1 >"$TMP/s1" 2>"$TMP/s1.err"
+"$INFER" generate --model "$FIX/tiny-qwen3" --input "$TMP/shared.jsonl" --json --max-num-seqs 1 --disable-prefix-caching >"$TMP/s2" 2>"$TMP/s2.err"
+if [ "$(sort "$TMP/s1")" = "$(sort "$TMP/s2")" ] && [ "$(wc -l <"$TMP/s1")" = 6 ] &&
+    grep -q "prefix cache: 400 of 492 prompt tokens hit" "$TMP/s1.err" && grep -q "prefix cache: 0 of 0 prompt" "$TMP/s2.err"; then
+    ok "shared prompt prefixes hit the prefix cache (5 x 80 tokens), outputs as with --disable-prefix-caching"
+else
+    bad "prefix cache: $(cat "$TMP/s1.err" "$TMP/s2.err")"
+fi
+# a bad line is named by line number and field, and nothing runs
+printf '{"prompt_ids": [1, 2]}\n\n{"prompt_ids": [1], "temperature": "hot"}\n' >"$TMP/bad1.jsonl"
+expect_fail "--input: wrong type names line and field" "bad1.jsonl line 3: \"temperature\" must be a number" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad1.jsonl"
+if [ -s "$TMP/out" ]; then bad "--input: output written before the bad line was refused"; fi
+printf '{"prompt_ids": [1], "max_token": 5}\n' >"$TMP/bad2.jsonl"
+expect_fail "--input: unknown field" "line 1: unknown field \"max_token\"" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad2.jsonl"
+printf '{"prompt_ids": [1]}\n{"prompt_ids": [1]\n' >"$TMP/bad3.jsonl"
+expect_fail "--input: broken JSON" "line 2: not valid JSON" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad3.jsonl"
+printf '{"prompt": "hi"}\n' >"$TMP/bad4.jsonl"
+expect_fail "--input: text prompt without a tokenizer" "tokenizer.json" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad4.jsonl"
+printf '{"prompt_ids": [1, 5000]}\n' >"$TMP/bad5.jsonl"
+expect_fail "--input: id outside the vocabulary" "\"prompt_ids\"[1]" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad5.jsonl"
+printf '{"prompt_ids": [1], "n": 0}\n' >"$TMP/bad6.jsonl"
+expect_fail "--input: n out of range" "\"n\" must be" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad6.jsonl"
+printf '{"prompt_ids": [1], "top_p": 0}\n' >"$TMP/bad7.jsonl"
+expect_fail "--input: top_p out of range" "line 1: top_p" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad7.jsonl"
+expect_fail "--input: missing file" "/nonexistent.jsonl" "$INFER" generate --model "$FIX/tiny-llama" --input /nonexistent.jsonl
+expect_fail "--input with --prompt-ids" "exactly one" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/batch.jsonl" --prompt-ids 1
+# the single form with a seed goes through the engine and repeats
+a=$("$INFER" generate --model "$FIX/tiny-gemma3" --prompt-ids 5,6,7 --max-tokens 8 --temperature 1 --seed 3 --json 2>/dev/null)
+b=$("$INFER" generate --model "$FIX/tiny-gemma3" --prompt-ids 5,6,7 --max-tokens 8 --temperature 1 --seed 3 --json --max-num-batched-tokens 2 2>/dev/null)
+c=$("$INFER" generate --model "$FIX/tiny-gemma3" --prompt-ids 5,6,7 --max-tokens 8 --temperature 1 --seed 4 --json 2>/dev/null)
+if [ -n "$a" ] && [ "$a" = "$b" ] && [ "$a" != "$c" ]; then ok "seeded sampling repeats per seed"; else bad "seeded: '$a' '$b' '$c'"; fi
 
 # malformed checkpoints
 cp -r "$FIX/tiny-llama" "$TMP/trunc"

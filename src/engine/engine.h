@@ -1,0 +1,97 @@
+/* The engine: a thread that owns the model's KV cache and the scheduler and
+ * runs steps while there is work, fed by a thread-safe submission queue.
+ * Callers (the CLI's batch mode, later the HTTP server) submit requests from
+ * any thread and receive each choice's tokens, text deltas and finish
+ * through a callback that runs on the engine thread as tokens are produced
+ * (llama.cpp's server_queue / server_response split): the callback must be
+ * quick and must not call back into the engine except engine_abort. */
+#ifndef INFER_ENGINE_ENGINE_H
+#define INFER_ENGINE_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/greedy.h"
+#include "engine/sampling.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+
+struct engine;
+
+struct engine_opts {
+    int max_batched_tokens; /* token budget of one step */
+    int max_seqs;           /* sequences in one step */
+    int block_size;         /* tokens per KV block */
+    int max_context;        /* tokens one sequence may reach; 0: the model's positions (at most 4096 on the host) */
+    int host_kv_blocks;     /* KV blocks on a host backend; 0: four full contexts */
+    double gpu_memory_utilization;
+    int prefix_caching;
+    int check_integrity; /* run the cache's integrity check after every step; a violation aborts */
+};
+
+/* Defaults: 2048 tokens, 64 sequences, blocks of 16, prefix caching on. */
+struct engine_opts engine_opts_default(void);
+
+struct engine_request {
+    const int32_t *prompt; /* copied */
+    int n_prompt;
+    int max_tokens;                  /* cut to what the context leaves */
+    int n;                           /* choices, 1..128 */
+    struct sampling_params sampling; /* the logit bias is copied; choice i draws from stream (seed, i) */
+    char *const *stop;               /* copied; matched on the text (needs the tokenizer) */
+    int n_stop;
+    int ignore_eos;
+    void *user; /* handed back in every event */
+};
+
+/* One choice's progress: a token (with its text, possibly empty while a
+ * character or a possible stop string is incomplete), and on the last
+ * event of the choice, finished and the finish reason. An aborted choice
+ * gets a last event without a token. */
+struct engine_event {
+    long request_id;
+    void *user;
+    int choice;
+    int has_token;
+    const struct sample_result *sample; /* the token and its log-probs, when has_token */
+    const char *text;                   /* new text, not NUL-terminated; NULL without a tokenizer */
+    size_t text_len;
+    int finished;
+    enum finish_reason finish;
+    const char *full_text; /* when finished: the choice's whole text, cut at a stop string */
+    size_t full_text_len;
+    const int32_t *ids; /* when finished: every output token (an eos that stopped it included) */
+    int prompt_tokens, completion_tokens;
+};
+
+typedef void (*engine_event_fn)(void *ctx, const struct engine_event *ev);
+
+struct engine_stats {
+    long requests, steps, prompt_tokens, completion_tokens;
+    long prefix_hit_tokens, prefix_lookup_tokens, prefix_hit_blocks, prefix_lookup_blocks;
+    long computed_tokens, preemptions, evicted_blocks, forked_blocks;
+    int kv_blocks;
+};
+
+/* Sizes the KV cache and workspace and starts the thread. model and tok
+ * (NULL: no text, no stop strings) are borrowed and must outlive the
+ * engine. Free with engine_destroy. */
+struct engine *engine_create(struct model *m, const struct tokenizer *tok, const struct engine_opts *o,
+                             engine_event_fn on_event, void *ctx, struct err *e);
+
+/* Validates and queues a request (any thread). Returns its id (> 0), or -1
+ * with e naming the bad field. */
+long engine_submit(struct engine *eng, const struct engine_request *rq, struct err *e);
+
+/* Cancels a request (any thread): its choices end with FINISH_REASON_ABORT
+ * and their blocks are freed. Unknown or finished ids are ignored. */
+void engine_abort(struct engine *eng, long request_id);
+
+/* A snapshot of the counters (any thread). */
+void engine_get_stats(struct engine *eng, struct engine_stats *out);
+
+/* Stops the thread (requests still running end aborted, with their events)
+ * and frees everything. */
+void engine_destroy(struct engine *eng);
+
+#endif
