@@ -189,6 +189,11 @@ struct backend {
     enum dtype act_dtype;
     enum dtype kv_dtype;
     int fuse_weights; /* load q|k|v and gate|up as single weights (weight_upload_concat) */
+    /* Every row's result is independent of the rest of the step and of
+     * whether it is computed in a prefill chunk or a decode step (set by
+     * --batch-invariant; the CPU backend always is; CUDA pays with slower
+     * prefill and long-context decode). */
+    int batch_invariant;
     void (*destroy)(struct backend *be); /* called by backend_free */
 };
 

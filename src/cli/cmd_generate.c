@@ -127,7 +127,7 @@ static int run_engine(struct model *m, const struct tokenizer *tok, const char *
 int cmd_generate(int argc, char **argv)
 {
     const char *model_dir = NULL, *device = "cpu", *prompt_ids = NULL, *prompt = NULL, *input = NULL;
-    int max_tokens = 16, as_json = 0, threads = 0, ignore_eos = 0, chat = 0;
+    int max_tokens = 16, as_json = 0, threads = 0, ignore_eos = 0, chat = 0, batch_invariant = 0;
     double mem_util = 0.90;
     char *chat_text = NULL;
     struct engine_flags f = {2048, 64, 0, 0, 0.0, 1.0, 0.0, 0, 0};
@@ -140,6 +140,8 @@ int cmd_generate(int argc, char **argv)
         {"max-tokens", CLI_OPT_INT, &max_tokens, 0, 1, 1 << 20, "tokens to generate (default 16)", 0},
         {"ignore-eos", CLI_OPT_FLAG, &ignore_eos, 0, 0, 0, "keep going past end-of-sequence tokens", 0},
         {"json", CLI_OPT_FLAG, &as_json, 0, 0, 0, "print the result as one JSON object", 0},
+        {"batch-invariant", CLI_OPT_FLAG, &batch_invariant, 0, 0, 0,
+         "results independent of the batch (CUDA: slower prefill)", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},
         {"gpu-memory-utilization", CLI_OPT_DOUBLE, &mem_util, 0, 0, 0,
          "share of the GPU memory left after weights for the KV cache (default 0.90)", 0},
@@ -191,6 +193,7 @@ int cmd_generate(int argc, char **argv)
         backend_kind_parse(device, &kind, &e) ||
         !(be = backend_create(kind, threads, &e)) || !(m = model_load(model_dir, be, &e)))
         goto done;
+    be->batch_invariant = batch_invariant;
     if (input || sampling_flags) {
         for (int i = 0; i < n_ids && !input; i++)
             if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size) {

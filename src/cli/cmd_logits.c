@@ -70,7 +70,7 @@ fail:
 int cmd_logits(int argc, char **argv)
 {
     const char *model_dir = NULL, *device = "cpu", *ids_arg = NULL, *ids_file = NULL, *out = NULL;
-    int prefill = -1, chunk = 512, threads = 0;
+    int prefill = -1, chunk = 512, threads = 0, batch_invariant = 0;
     double mem_util = 0.90;
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
@@ -83,6 +83,8 @@ int cmd_logits(int argc, char **argv)
         {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},
         {"gpu-memory-utilization", CLI_OPT_DOUBLE, &mem_util, 0, 0, 0,
          "share of the GPU memory left after weights for the KV cache (default 0.90)", 0},
+        {"batch-invariant", CLI_OPT_FLAG, &batch_invariant, 0, 0, 0,
+         "results independent of the batch (CUDA: slower prefill)", 0},
     };
     struct err e = {{0}};
     struct backend *be = NULL;
@@ -103,6 +105,7 @@ int cmd_logits(int argc, char **argv)
         backend_kind_parse(device, &kind, &e) || !(be = backend_create(kind, threads, &e)) ||
         !(m = model_load(model_dir, be, &e)))
         goto done;
+    be->batch_invariant = batch_invariant;
     if (prefill < 0 || prefill > n)
         prefill = n;
     for (int i = 0; i < n; i++)

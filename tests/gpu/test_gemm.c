@@ -837,3 +837,59 @@ GPU_TEST(bench_gemm_gated)
     }
     return 0;
 }
+
+/* Batch-invariant mode: a row's output is bit-identical whether it is
+ * computed alone or among 40 rows (GEMV tiles past 16 rows), for matmul,
+ * logits and gated_matmul. */
+static int invariant_rows(struct gpu_ctx *ctx, int N, int K, int gated, int *checked)
+{
+    const int M = 40, wrows = gated ? 2 * N : N;
+    float *wf = gpu_rand_f32(ctx, (size_t)wrows * K, 1.0f / sqrtf((float)K));
+    uint16_t *wb = gpu_to_bf16(wf, (size_t)wrows * K);
+    struct weight wg = gpu_weight_cuda(ctx, wb, wrows, K);
+    float *x = gpu_rand_f32(ctx, (size_t)M * K, 1.0f);
+    void *xg = gpu_upload_bf16(ctx, x, (size_t)M * K);
+    void *all = gpu_poisoned_bf16(ctx, (size_t)M * N * 2), *one = gpu_poisoned_bf16(ctx, (size_t)N * 2);
+    void *scratch = gpu_poisoned_bf16(ctx, (size_t)M * wrows);
+    const size_t es = gated ? 2 : 4; /* gated: bf16 out; else logits: f32 out */
+    if (gated)
+        ctx->cuda->ops->gated_matmul(ctx->cuda, all, scratch, xg, &wg, M, ACT_FN_SILU);
+    else
+        ctx->cuda->ops->logits(ctx->cuda, all, xg, &wg, M, 0.f);
+    unsigned char *ha = xmalloc((size_t)M * N * es), *h1 = xmalloc((size_t)N * es);
+    gpu_download(ctx, ha, all, (size_t)M * N * es);
+    int bad = -1;
+    for (int r = 0; r < M && bad < 0; r++) {
+        const void *xr = (const char *)xg + (size_t)r * K * 2;
+        if (gated)
+            ctx->cuda->ops->gated_matmul(ctx->cuda, one, scratch, xr, &wg, 1, ACT_FN_SILU);
+        else
+            ctx->cuda->ops->logits(ctx->cuda, one, xr, &wg, 1, 0.f);
+        gpu_download(ctx, h1, one, (size_t)N * es);
+        if (memcmp(h1, ha + (size_t)r * N * es, (size_t)N * es))
+            bad = r;
+        (*checked)++;
+    }
+    void *dev[] = {(void *)wg.data, xg, all, one, scratch};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        ctx->cuda->ops->free(ctx->cuda, dev[i]);
+    free(wf), free(wb), free(x), free(ha), free(h1);
+    if (bad >= 0)
+        GPU_FAIL("%s N %d K %d: row %d differs alone and among %d rows", gated ? "gated_matmul" : "logits", N, K,
+                 bad, M);
+    return 0;
+}
+
+GPU_TEST(gemm_batch_invariant_rows)
+{
+    static const int shapes[][2] = {{5120, 3072}, {3072, 8192}, {1000, 1152}, {24, 64}};
+    int checked = 0, rc = 0;
+    ctx->cuda->batch_invariant = 1;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0] && !rc; s++)
+        rc = invariant_rows(ctx, shapes[s][0], shapes[s][1], 0, &checked) ||
+             invariant_rows(ctx, shapes[s][0], shapes[s][1], 1, &checked);
+    ctx->cuda->batch_invariant = 0;
+    if (!rc)
+        snprintf(ctx->msg, sizeof ctx->msg, "%d rows bit-identical alone and in a batch of 40", checked);
+    return rc;
+}

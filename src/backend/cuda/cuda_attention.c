@@ -57,8 +57,13 @@ void cuda_op_attention(struct backend *be, void *out, const void *q, const struc
         .sm_count = cuda_impl(be)->prop.multiProcessorCount,
     };
     /* The decode kernel is right for any batch (each row finds its own
-     * sequence); it is the fast one when every sequence has one row. */
-    if (m->n_tokens == m->n_seqs) {
+     * sequence); it is the fast one when every sequence has one row. In
+     * batch-invariant mode it takes every row, unsplit (no scratch: one CTA
+     * per row and head group sums the keys in one fixed order). */
+    if (be->batch_invariant) {
+        CHECK(m->n_tokens <= 65535); /* grid.z */
+        CUDA_CHECK(launch_attention_decode(&a, 1, NULL, 0, NULL, cuda_stream(be)));
+    } else if (m->n_tokens == m->n_seqs) {
         CHECK(m->n_tokens <= 65535); /* grid.z */
         long max_range = (long)m->max_blocks_per_seq * s->block_size;
         if (window > 0 && window < max_range)

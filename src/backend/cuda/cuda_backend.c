@@ -331,7 +331,8 @@ struct backend *cuda_backend_create(struct err *e)
     }
     struct cuda_backend *cb = xcalloc(1, sizeof *cb);
     struct backend *be = xcalloc(1, sizeof *be);
-    *be = (struct backend){&cuda_ops, cb, DTYPE_BF16, DTYPE_BF16, 1, cuda_backend_destroy};
+    *be = (struct backend){.ops = &cuda_ops, .impl = cb, .act_dtype = DTYPE_BF16, .kv_dtype = DTYPE_BF16,
+                           .fuse_weights = 1, .destroy = cuda_backend_destroy};
     cb->lt_workspace_bytes = 32u << 20;
     if (cudaSetDevice(0) != cudaSuccess || cudaGetDeviceProperties(&cb->prop, 0) != cudaSuccess ||
         cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking) != cudaSuccess ||

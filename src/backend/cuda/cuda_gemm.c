@@ -235,6 +235,53 @@ static int gemv_choice(const struct gemm_cache *gc, const void *x, const struct 
     return cfg;
 }
 
+/* gemv.cu: config 0's choice at m rows as an explicit config. */
+int gemv_auto_config(int m, int n, int k, int n_sms);
+int gemv_gated_auto_config(int m, int f, int k, int n_sms);
+
+/* Batch-invariant mode (be->batch_invariant): every M goes through the GEMV
+ * in 16-row tiles with one variant per (N, K) — the table's M <= 8 entry,
+ * else the launcher's choice at M = 1 — so the order of a row's sums never
+ * depends on the other rows of the step (cuBLASLt picks its algorithm by
+ * M). Prefill pays for it: the weights are read once per 16 rows. */
+static int invariant_config(struct backend *be, const struct weight *w, int gated)
+{
+    if (!gemv_fits(w->data, w, 1)) {
+        fprintf(stderr, "infer: fatal: batch-invariant mode needs the GEMV, which cannot take a [%lld, %lld] weight\n",
+                (long long)w->rows, (long long)w->cols);
+        abort();
+    }
+    for (size_t i = 0; i < sizeof gemv_table / sizeof gemv_table[0]; i++)
+        if (gemv_table[i].n == w->rows && gemv_table[i].k == w->cols && gemv_table[i].small > 0)
+            return gemv_table[i].small;
+    const int sms = cuda_impl(be)->prop.multiProcessorCount;
+    return gated ? gemv_gated_auto_config(1, (int)(w->rows / 2), (int)w->cols, sms)
+                 : gemv_auto_config(1, (int)w->rows, (int)w->cols, sms);
+}
+
+static void invariant_run(struct backend *be, void *out, int out_f32, const void *x, const struct weight *w, int m,
+                          float softcap, int gated, int act01)
+{
+    struct cuda_backend *cb = cuda_impl(be);
+    const int cfg = invariant_config(be, w, gated);
+    const int64_t n_out = gated ? w->rows / 2 : w->rows, K = w->cols;
+    const size_t out_row = (size_t)n_out * (out_f32 ? 4 : 2), x_row = (size_t)K * 2;
+    /* one launch takes 16-row tiles of all M as far as grid y allows */
+    const long tiles_per_launch = 65535 / ((n_out + 7) / 8);
+    const int step = (int)(tiles_per_launch < 1 ? 1 : tiles_per_launch > 4096 ? 4096 : tiles_per_launch) * 16;
+    for (int r0 = 0; r0 < m; r0 += step) {
+        const int rows = m - r0 < step ? m - r0 : step;
+        char *o = (char *)out + (size_t)r0 * out_row;
+        const char *xi = (const char *)x + (size_t)r0 * x_row;
+        if (gated)
+            CUDA_CHECK(launch_gemv_gated(o, xi, w->data, rows, (int)n_out, (int)K, act01, cfg,
+                                         cb->prop.multiProcessorCount, cb->stream));
+        else
+            CUDA_CHECK(launch_gemv(o, out_f32, xi, w->data, rows, (int)n_out, (int)K, softcap, cfg,
+                                   cb->prop.multiProcessorCount, cb->stream));
+    }
+}
+
 /* out = x . W^T; then tanh soft-cap when softcap > 0 (f32 output only). */
 static void gemm_run(struct backend *be, void *out, int out_f32, const void *x, const struct weight *w, int m,
                      float softcap)
@@ -245,6 +292,10 @@ static void gemm_run(struct backend *be, void *out, int out_f32, const void *x, 
         fprintf(stderr, "infer: fatal: cuda matmul wants bf16 weights, got %s at %s:%d\n",
                 dtype_name(w->dtype), __FILE__, __LINE__);
         abort();
+    }
+    if (be->batch_invariant) {
+        invariant_run(be, out, out_f32, x, w, m, softcap, 0, 0);
+        return;
     }
     struct gemm_cache *gc = gemm_cache(be);
     const int cfg = gc->last_choice = gemv_choice(gc, x, w, m);
@@ -315,10 +366,14 @@ void cuda_op_gated_matmul(struct backend *be, void *out, void *scratch, const vo
                 dtype_name(w->dtype), (long long)w->rows, (long long)w->cols, __FILE__, __LINE__);
         abort();
     }
+    const int act01 = act == ACT_FN_SILU ? 0 : 1;
+    if (be->batch_invariant) {
+        invariant_run(be, out, 0, x, w, n_rows, 0.f, 1, act01);
+        return;
+    }
     struct cuda_backend *cb = cuda_impl(be);
     struct gemm_cache *gc = gemm_cache(be);
     const int64_t F = w->rows / 2, K = w->cols;
-    const int act01 = act == ACT_FN_SILU ? 0 : 1;
     const int cfg = gc->last_choice = gated_choice(gc, x, w, n_rows);
     if (cfg != GEMV_USE_LT && cfg != GATED_UNFUSED) {
         CUDA_CHECK(launch_gemv_gated(out, x, w->data, n_rows, (int)F, (int)K, act01, cfg,

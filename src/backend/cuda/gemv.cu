@@ -122,7 +122,7 @@ __device__ __forceinline__ void load_chunk(uint4 (&wv)[U][NT], const bf16 *const
 template <int NT, int U, bool HINT, bool M16, typename OutT, bool GATED>
 __global__ void __launch_bounds__(GEMV_THREADS, 4)
     gemv_kernel(OutT *__restrict__ out, const bf16 *__restrict__ x, const bf16 *__restrict__ w, int m_rows,
-                int n, int k, int split, float softcap, int act)
+                int n, int k, int split, float softcap, int act, int m_tiles)
 {
     static_assert(!GATED || NT % 2 == 0, "a gated tile pairs gate and up rows");
     constexpr int ROWS = 8 * NT, MR = M16 ? 16 : 8;
@@ -130,7 +130,12 @@ __global__ void __launch_bounds__(GEMV_THREADS, 4)
     constexpr int OUTS = 8 * HALF;            // output columns per block
     __shared__ float red[GEMV_WARPS][MR][ROWS]; // per-warp partials, [m][row]
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
-    const int n0 = blockIdx.y * OUTS;
+    // m_tiles > 1 (batch-invariant mode): 16-row tiles of x, neighbours in
+    // grid y, so the tiles of one weight tile run together and share it in L2.
+    const int mt = blockIdx.y % m_tiles, n0 = (blockIdx.y / m_tiles) * OUTS;
+    x += (int64_t)mt * 16 * k;
+    out += (int64_t)mt * 16 * n;
+    m_rows = min(16, m_rows - 16 * mt);
 
     const bf16 *wp[NT];
 #pragma unroll
@@ -247,8 +252,9 @@ static cudaError_t launch_one(void *out, const void *x, const void *w, int m, in
                               int split, int pdl, cudaStream_t stream, int act = 0)
 {
     constexpr int OUTS = 8 * (GATED ? NT / 2 : NT);
+    const int m_tiles = (m + 15) / 16;
     cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)split, (unsigned)((n + OUTS - 1) / OUTS), 1);
+    cfg.gridDim = dim3((unsigned)split, (unsigned)((n + OUTS - 1) / OUTS * m_tiles), 1);
     cfg.blockDim = dim3(GEMV_THREADS, 1, 1);
     cfg.dynamicSmemBytes = 0;
     cfg.stream = stream;
@@ -269,7 +275,7 @@ static cudaError_t launch_one(void *out, const void *x, const void *w, int m, in
     cfg.attrs = attr;
     cfg.numAttrs = na;
     cudaError_t rc = cudaLaunchKernelEx(&cfg, gemv_kernel<NT, U, HINT, M16, OutT, GATED>, (OutT *)out,
-                                        (const bf16 *)x, (const bf16 *)w, m, n, k, split, softcap, act);
+                                        (const bf16 *)x, (const bf16 *)w, m, n, k, split, softcap, act, m_tiles);
     return rc != cudaSuccess ? rc : cudaGetLastError();
 }
 
@@ -361,30 +367,52 @@ static double busy_share(int tiles, int chunks, int split, int per_sm, int n_sms
 // (busy_share): on H100 a grid that spills a little past one wave of resident
 // blocks, or splits K unevenly, costs more than any other difference seen
 // (docs/kernels/gemm.md).
+// The launcher's own choice of NT and U (busy_share); the occupancy asked
+// is that of the M class of m.
+static cudaError_t auto_choice(int m, int n, int k, int n_sms, int *nt, int *u)
+{
+    static const int cand[3][2] = {{1, 2}, {2, 2}, {1, 4}};
+    double best = -1;
+    for (int i = 0; i < 3; i++) {
+        const int cnt = cand[i][0], cu = cand[i][1];
+        const int tiles = (n + 8 * cnt - 1) / (8 * cnt), chunks = (k + 32 * cu - 1) / (32 * cu);
+        int per_sm = 0;
+        cudaError_t rc = dispatch(cnt, cu, 1, &per_sm, NULL, 0, NULL, NULL, m, n, k, 0.f, 1, 1, 0);
+        if (rc != cudaSuccess)
+            return rc;
+        const double b = busy_share(tiles, chunks, split_for(tiles, chunks, n_sms), per_sm, n_sms);
+        if (b > best)
+            best = b, *nt = cnt, *u = cu;
+    }
+    return cudaSuccess;
+}
+
+// The explicit config (1..8: with PDL and the prefetch hint) that config 0
+// gives at m rows, so a caller can pin one variant for every M (batch
+// invariance: the variant and split decide the order of a row's sums).
+extern "C" int gemv_auto_config(int m, int n, int k, int n_sms)
+{
+    int nt = 1, u = 2;
+    if (auto_choice(m, n, k, n_sms, &nt, &u) != cudaSuccess)
+        return 1;
+    return 1 + ((nt - 1) | (u == 4 ? 2 : 0) | 4);
+}
+
 extern "C" cudaError_t launch_gemv(void *out, int out_f32, const void *x, const void *w, int m, int n, int k,
                                    float softcap, int config, int n_sms, cudaStream_t stream)
 {
-    if (m < 1 || m > 16 || k < 8 || k % 8 || n < 1 || n > 65535 * 8 || config < 0 || config > 17)
+    // m > 16: 16-row tiles (an explicit config only: batch-invariant mode)
+    if (m < 1 || (m > 16 && (config < 1 || config > 16)) || k < 8 || k % 8 || n < 1 || config < 0 ||
+        config > 17 || (long)(n + 7) / 8 * ((m + 15) / 16) > 65535)
         return cudaErrorInvalidValue;
     int nt = 1, u = 2, hint = 1, pdl = config != 17;
     if (config >= 1 && config <= 16) {
         const int bits = config - 1;
         nt = (bits & 1) ? 2 : 1, u = (bits & 2) ? 4 : 2, hint = (bits >> 2) & 1, pdl = !(bits & 8);
     } else {
-        static const int cand[3][2] = {{1, 2}, {2, 2}, {1, 4}};
-        double best = -1;
-        for (int i = 0; i < 3; i++) {
-            const int cnt = cand[i][0], cu = cand[i][1];
-            const int tiles = (n + 8 * cnt - 1) / (8 * cnt), chunks = (k + 32 * cu - 1) / (32 * cu);
-            int per_sm = 0;
-            cudaError_t rc =
-                dispatch(cnt, cu, 1, &per_sm, out, out_f32, x, w, m, n, k, softcap, 1, pdl, stream);
-            if (rc != cudaSuccess)
-                return rc;
-            const double b = busy_share(tiles, chunks, split_for(tiles, chunks, n_sms), per_sm, n_sms);
-            if (b > best)
-                best = b, nt = cnt, u = cu;
-        }
+        cudaError_t rc = auto_choice(m, n, k, n_sms, &nt, &u);
+        if (rc != cudaSuccess)
+            return rc;
     }
     const int tiles = (n + 8 * nt - 1) / (8 * nt), chunks = (k + 32 * u - 1) / (32 * u);
     return dispatch(nt, u, hint, NULL, out, out_f32, x, w, m, n, k, softcap, split_for(tiles, chunks, n_sms),
@@ -415,6 +443,33 @@ static cudaError_t gated_dispatch(int u, int hint, int *blocks, void *out, const
                 : gated_variant<2, false>(blocks, out, x, w, m, f, k, act, split, pdl, s);
 }
 
+// The gated launcher's own choice of U (busy_share), at the M class of m.
+static cudaError_t gated_auto_u(int m, int f, int k, int n_sms, int *u)
+{
+    const int tiles = (f + 7) / 8;
+    double best = -1;
+    for (int cu = 2; cu <= 4; cu += 2) {
+        const int chunks = (k + 32 * cu - 1) / (32 * cu);
+        int per_sm = 0;
+        cudaError_t rc = gated_dispatch(cu, 1, &per_sm, NULL, NULL, NULL, m, f, k, 0, 1, 1, 0);
+        if (rc != cudaSuccess)
+            return rc;
+        const double b = busy_share(tiles, chunks, split_for(tiles, chunks, n_sms), per_sm, n_sms);
+        if (b > best)
+            best = b, *u = cu;
+    }
+    return cudaSuccess;
+}
+
+// launch_gemv_gated's config 0 at m rows as an explicit config (see gemv_auto_config).
+extern "C" int gemv_gated_auto_config(int m, int f, int k, int n_sms)
+{
+    int u = 2;
+    if (gated_auto_u(m, f, k, n_sms, &u) != cudaSuccess)
+        return 1;
+    return 1 + ((u == 4 ? 2 : 0) | 4);
+}
+
 // out[m, F] (bf16) = act(x . Wg^T) * (x . Wu^T), w = gate|up [2F, K]; act 0 =
 // SiLU, 1 = GELU-tanh. config as launch_gemv's (0 = chosen here, 1..16 =
 // variant bits, of which NT is ignored: a gated block always pairs one gate
@@ -423,8 +478,8 @@ static cudaError_t gated_dispatch(int u, int hint, int *blocks, void *out, const
 extern "C" cudaError_t launch_gemv_gated(void *out, const void *x, const void *w, int m, int f, int k, int act,
                                          int config, int n_sms, cudaStream_t stream)
 {
-    if (m < 1 || m > 16 || k < 8 || k % 8 || f < 1 || f > 65535 * 8 || config < 0 || config > 17 || act < 0 ||
-        act > 1)
+    if (m < 1 || (m > 16 && (config < 1 || config > 16)) || k < 8 || k % 8 || f < 1 || config < 0 ||
+        config > 17 || act < 0 || act > 1 || (long)(f + 7) / 8 * ((m + 15) / 16) > 65535)
         return cudaErrorInvalidValue;
     int u = 2, hint = 1, pdl = config != 17;
     const int tiles = (f + 7) / 8;
@@ -432,17 +487,9 @@ extern "C" cudaError_t launch_gemv_gated(void *out, const void *x, const void *w
         const int bits = config - 1;
         u = (bits & 2) ? 4 : 2, hint = (bits >> 2) & 1, pdl = !(bits & 8);
     } else {
-        double best = -1;
-        for (int cu = 2; cu <= 4; cu += 2) {
-            const int chunks = (k + 32 * cu - 1) / (32 * cu);
-            int per_sm = 0;
-            cudaError_t rc = gated_dispatch(cu, 1, &per_sm, out, x, w, m, f, k, act, 1, pdl, stream);
-            if (rc != cudaSuccess)
-                return rc;
-            const double b = busy_share(tiles, chunks, split_for(tiles, chunks, n_sms), per_sm, n_sms);
-            if (b > best)
-                best = b, u = cu;
-        }
+        cudaError_t rc = gated_auto_u(m, f, k, n_sms, &u);
+        if (rc != cudaSuccess)
+            return rc;
     }
     const int chunks = (k + 32 * u - 1) / (32 * u);
     return gated_dispatch(u, hint, NULL, out, x, w, m, f, k, act, split_for(tiles, chunks, n_sms), pdl, stream);
