@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "backend/sample_seen.h"
+#include "backend/sampling.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -87,6 +89,14 @@ struct meta_caps {
     int max_seqs;
     int max_blocks_per_seq;
     int max_logits;
+};
+
+/* One logits row's sampling inputs for the sample op (host memory). */
+struct sample_row {
+    const struct sampling_params *params; /* its logit_bias list included */
+    uint64_t step;                        /* the RNG counter, as sample_token's step */
+    const struct sample_seen *seen;       /* [n_seen] the sequence's history (sample_seen_build) */
+    int n_seen;
 };
 
 struct backend;
@@ -181,6 +191,19 @@ struct backend_ops {
                    float softcap);
     /* out[r] = argmax over logits[r] (lowest index wins ties) */
     void (*argmax)(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols);
+
+    /* Sampling on the backend (NULL where it has none: the caller downloads
+     * the logits and runs sample_token). sample_init sizes the fixed buffers
+     * once, at start-up (max_rows rows of vocab logits; before the KV cache
+     * takes the rest of the memory). sample draws one token per row of
+     * logits[n_rows, vocab] (f32, backend memory, left unchanged) with
+     * sample_token's semantics and writes out[n_rows] (host memory); it
+     * returns when out is written. -1 with e set when the call exceeds what
+     * sample_init sized, or a row has more than SAMPLE_MAX_SEEN seen tokens
+     * or SAMPLE_MAX_BIAS biases (the caller then samples on the host). */
+    int (*sample_init)(struct backend *be, int max_rows, int vocab, struct err *e);
+    int (*sample)(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
+                  struct sample_result *out, struct err *e);
 };
 
 struct backend {

@@ -42,9 +42,11 @@ static int engine_alloc(struct engine *eng, struct err *e)
     if (forward_ws_init(&eng->ws, m, o->max_batched_tokens, o->max_seqs, e))
         return -1;
     if (m->be->ops->meta_init(m->be, &caps, e) ||
+        step_sampler_init(&eng->sampler, m->be, o->max_seqs, m->cfg.vocab_size, e) ||
         kv_plan_blocks(m, per_seq + 1, host, o->block_size, o->gpu_memory_utilization, &n_blocks, &free_before,
                        e) ||
         kv_store_init(&eng->kv, &m->cfg, m->be, n_blocks, o->block_size, e)) {
+        step_sampler_free(&eng->sampler);
         forward_ws_free(&eng->ws, m);
         return -1;
     }
@@ -58,8 +60,7 @@ static int engine_alloc(struct engine *eng, struct err *e)
     eng->s.on_token_ctx = eng;
     eng->q = xcalloc((size_t)o->max_seqs, sizeof *eng->q);
     eng->rq = xcalloc((size_t)o->max_seqs, sizeof *eng->rq);
-    eng->logits = xmalloc((size_t)o->max_seqs * m->cfg.vocab_size * sizeof(float));
-    eng->scratch = xmalloc(2 * (size_t)m->cfg.vocab_size * sizeof(float));
+    eng->drawn = xcalloc((size_t)o->max_seqs, sizeof *eng->drawn);
     eng->stats.kv_blocks = n_blocks;
     return 0;
 }
@@ -68,8 +69,8 @@ static void engine_release(struct engine *eng)
 {
     free(eng->q);
     free(eng->rq);
-    free(eng->logits);
-    free(eng->scratch);
+    free(eng->drawn);
+    step_sampler_free(&eng->sampler);
     scheduler_free(&eng->s);
     step_builder_free(&eng->sb);
     block_pool_free(&eng->pool);
@@ -83,12 +84,11 @@ static int engine_step(struct engine *eng, struct err *e)
     int n = scheduler_plan(&eng->s, eng->q, eng->rq);
     if (n == 0)
         return 0;
-    const int vocab = eng->m->cfg.vocab_size;
     struct backend *be = eng->m->be;
     struct fwd_batch b;
+    /* only the draws come back from the device, not the logits */
     if (step_build(&eng->sb, eng->q, n, &b, e) || model_forward(eng->m, &eng->ws, &eng->kv, &b, e) ||
-        (b.n_logits &&
-         be->ops->copy_to_host(be, eng->logits, eng->ws.logits, (size_t)b.n_logits * vocab * sizeof(float), e)) ||
+        step_sample(&eng->sampler, be, eng->ws.logits, eng->rq, eng->q, n, eng->drawn, e) < 0 ||
         be->ops->synchronize(be, e))
         return -1;
     /* the counters first: the events that commit emits must find them current */
@@ -106,7 +106,7 @@ static int engine_step(struct engine *eng, struct err *e)
     st->preemptions = eng->s.n_preemptions;
     st->completion_tokens += b.n_logits; /* each row with logits draws one token */
     pthread_mutex_unlock(&eng->mu);
-    scheduler_commit(&eng->s, eng->q, eng->rq, n, eng->logits, vocab, eng->scratch);
+    scheduler_commit(&eng->s, eng->q, eng->rq, n, eng->drawn);
     if (eng->o.check_integrity) {
         struct err ie;
         if (scheduler_check(&eng->s, &ie)) {

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "engine/greedy.h"
-#include "engine/sampling.h"
+#include "backend/sampling.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 

@@ -8,6 +8,7 @@
 #include "engine/engine.h"
 #include "engine/scheduler.h"
 #include "engine/step_builder.h"
+#include "engine/step_sample.h"
 #include "engine/stop_text.h"
 #include "model/forward.h"
 
@@ -41,8 +42,8 @@ struct engine {
     struct scheduler s;
     struct step_seq *q;     /* [max_seqs] */
     struct request **rq;    /* [max_seqs] */
-    float *logits;          /* [max_seqs, vocab] host copy of a step's logits */
-    float *scratch;         /* [2 * vocab] */
+    struct step_sampler sampler;
+    struct sample_result *drawn; /* [max_seqs] a step's draws */
     struct engine_group *live;
     /* shared, under mu */
     pthread_mutex_t mu;

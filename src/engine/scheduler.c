@@ -139,8 +139,8 @@ int scheduler_plan(struct scheduler *s, struct step_seq *q, struct request **req
     return n;
 }
 
-void scheduler_commit(struct scheduler *s, struct step_seq *q, struct request **req, int n, const float *logits,
-                      int vocab, float *scratch)
+void scheduler_commit(struct scheduler *s, struct step_seq *q, struct request **req, int n,
+                      const struct sample_result *drawn)
 {
     int row = 0;
     for (int i = 0; i < n; i++) {
@@ -150,19 +150,15 @@ void scheduler_commit(struct scheduler *s, struct step_seq *q, struct request **
         sched_offer_blocks(s, r);
         if (!q[i].want_logits)
             continue;
-        struct sample_result res;
-        /* the choice index picks the RNG stream: the counter's high word */
-        uint64_t counter = (uint64_t)(uint32_t)r->choice << 32 | (uint32_t)r->n_out;
-        sample_token(logits + (size_t)row++ * vocab, vocab, &r->sampling, r->tokens, r->n_prompt, r->out, r->n_out,
-                     counter, scratch, &res);
-        r->out[r->n_out++] = res.token;
+        const struct sample_result *res = &drawn[row++];
+        r->out[r->n_out++] = res->token;
         int finish = -1;
-        if (!r->ignore_eos && token_is_eos(s->eos_ids, s->n_eos, res.token))
+        if (!r->ignore_eos && token_is_eos(s->eos_ids, s->n_eos, res->token))
             finish = FINISH_REASON_STOP;
         else if (r->n_out == r->max_tokens || known(r) >= s->max_context)
             finish = FINISH_REASON_LENGTH;
         if (s->on_token)
-            finish = s->on_token(s->on_token_ctx, r, &res, finish);
+            finish = s->on_token(s->on_token_ctx, r, res, finish);
         if (finish < 0)
             continue;
         r->finish = (enum finish_reason)finish;

@@ -24,7 +24,7 @@
 #define INFER_ENGINE_SCHEDULER_H
 
 #include "engine/greedy.h"
-#include "engine/sampling.h"
+#include "backend/sampling.h"
 #include "engine/step_builder.h"
 #include "kvcache/block_pool.h"
 #include "kvcache/radix.h"
@@ -103,11 +103,10 @@ int scheduler_idle(const struct scheduler *s);
 int scheduler_plan(struct scheduler *s, struct step_seq *q, struct request **req);
 
 /* After the forward pass: the step's tokens are cached; each request whose
- * row had logits (in order, logits[i] of vocab floats) draws its next token
- * and may finish (eos, max_tokens, context, on_token), releasing its blocks.
- * scratch: 2 * vocab floats. */
-void scheduler_commit(struct scheduler *s, struct step_seq *q, struct request **req, int n, const float *logits,
-                      int vocab, float *scratch);
+ * row had logits takes its drawn token (in order, drawn[i]: step_sample)
+ * and may finish (eos, max_tokens, context, on_token), releasing its blocks. */
+void scheduler_commit(struct scheduler *s, struct step_seq *q, struct request **req, int n,
+                      const struct sample_result *drawn);
 
 /* Takes a waiting or running request out (finish = ABORT) and frees its
  * blocks; a finished one is left as it is. */

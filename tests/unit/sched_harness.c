@@ -22,7 +22,8 @@ void harness_init(struct harness *h, struct model *m, int n_blocks, int budget, 
         scheduler_enable_prefix_cache(&h->s);
     h->q = calloc((size_t)max_seqs, sizeof *h->q);
     h->rq = calloc((size_t)max_seqs, sizeof *h->rq);
-    h->scratch = malloc(2 * (size_t)m->cfg.vocab_size * sizeof(float));
+    cr_assert_eq(step_sampler_init(&h->sampler, m->be, max_seqs, m->cfg.vocab_size, &e), 0, "%s", e.msg);
+    h->drawn = calloc((size_t)max_seqs, sizeof *h->drawn);
 }
 
 int harness_step(struct harness *h)
@@ -34,7 +35,8 @@ int harness_step(struct harness *h)
     struct fwd_batch b;
     cr_assert_eq(step_build(&h->sb, h->q, n, &b, &e), 0, "%s", e.msg);
     cr_assert_eq(model_forward(h->m, &h->ws, &h->kv, &b, &e), 0, "%s", e.msg);
-    scheduler_commit(&h->s, h->q, h->rq, n, h->ws.logits, h->m->cfg.vocab_size, h->scratch);
+    cr_assert(step_sample(&h->sampler, h->m->be, h->ws.logits, h->rq, h->q, n, h->drawn, &e) >= 0, "%s", e.msg);
+    scheduler_commit(&h->s, h->q, h->rq, n, h->drawn);
     cr_assert_eq(scheduler_check(&h->s, &e), 0, "step %ld: %s", h->steps, e.msg);
     h->steps++;
     return 1;
@@ -55,7 +57,8 @@ void harness_free(struct harness *h)
     int cached = h->s.prefix_caching ? h->s.radix.n_nodes : 0;
     cr_assert_eq(block_pool_n_free(&h->pool) + cached, h->n_blocks - 1, "blocks leaked: %d free, %d cached of %d",
                  block_pool_n_free(&h->pool), cached, h->n_blocks - 1);
-    free(h->q), free(h->rq), free(h->scratch);
+    free(h->q), free(h->rq), free(h->drawn);
+    step_sampler_free(&h->sampler);
     scheduler_free(&h->s);
     cr_assert_eq(block_pool_n_free(&h->pool), h->n_blocks - 1, "the cache's blocks come back when it is freed");
     step_builder_free(&h->sb);

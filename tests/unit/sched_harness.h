@@ -5,6 +5,7 @@
 
 #include "engine/scheduler.h"
 #include "engine/step_builder.h"
+#include "engine/step_sample.h"
 #include "model/forward.h"
 
 enum { HARNESS_BS = 16 };
@@ -18,7 +19,8 @@ struct harness {
     struct scheduler s;
     struct step_seq *q;
     struct request **rq;
-    float *scratch;
+    struct step_sampler sampler;
+    struct sample_result *drawn; /* [max_seqs] */
     int n_blocks;
     long steps;
 };

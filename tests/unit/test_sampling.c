@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "engine/sampling.h"
+#include "backend/sampling.h"
 
 #define V 8
 

@@ -162,6 +162,8 @@ static const struct backend_ops cpu_ops = {
     .gather_rows = cpu_gather_rows,
     .logits = cpu_logits,
     .argmax = cpu_argmax,
+    .sample_init = cpu_sample_init,
+    .sample = cpu_sample,
 };
 
 static void cpu_backend_free(struct backend *be)

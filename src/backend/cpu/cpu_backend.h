@@ -48,5 +48,8 @@ void cpu_gated_act(struct backend *be, void *out, const void *gate, const void *
 void cpu_gather_rows(struct backend *be, void *out, const void *x, const struct fwd_meta *m,
                      int n_cols);
 void cpu_argmax(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols);
+int cpu_sample_init(struct backend *be, int max_rows, int vocab, struct err *e);
+int cpu_sample(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
+               struct sample_result *out, struct err *e);
 
 #endif

@@ -287,6 +287,8 @@ static const struct backend_ops cuda_ops = {
     .gather_rows = cuda_op_gather_rows,
     .logits = cuda_op_logits,
     .argmax = cuda_op_argmax,
+    .sample_init = cuda_op_sample_init,
+    .sample = cuda_op_sample,
 };
 
 static void cuda_backend_destroy(struct backend *be)
@@ -295,6 +297,7 @@ static void cuda_backend_destroy(struct backend *be)
     if (cb->stream)
         cudaStreamSynchronize(cb->stream);
     cuda_gemm_release(be);
+    cuda_sample_release(be);
     for (int r = 0; r < MEM_REGION_COUNT; r++) {
         struct cuda_slab *s = cb->slabs[r].older;
         if (cb->slabs[r].base)

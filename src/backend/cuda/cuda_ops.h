@@ -40,4 +40,11 @@ void cuda_op_attention(struct backend *be, void *out, const void *q, const struc
                        const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
                        float softcap);
 
+/* cuda_sampling.c: the sample op (kernels in sampling.cu) */
+int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err *e);
+int cuda_op_sample(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
+                   struct sample_result *out, struct err *e);
+/* Frees the sampler's buffers (at backend destruction). */
+void cuda_sample_release(struct backend *be);
+
 #endif

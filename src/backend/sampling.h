@@ -1,12 +1,13 @@
-/* Token sampling, the CPU reference (the CUDA sampler will follow it):
+/* Token sampling, the CPU reference of the backends' `sample` op (the CUDA
+ * sampler, src/backend/cuda/sampling.cu, follows it exactly):
  * logit bias, repetition / presence / frequency penalties, temperature,
  * top-k, top-p, min-p, then a draw that depends only on (seed, step): the
  * Gumbel-max trick with counter-based Philox noise per token id, so the same
  * seed gives the same tokens whatever else shares the batch. Temperature 0
  * is greedy (lowest id wins ties). Log-probabilities are of the model's
  * distribution (log-softmax of the raw logits), as OpenAI-style APIs report. */
-#ifndef INFER_ENGINE_SAMPLING_H
-#define INFER_ENGINE_SAMPLING_H
+#ifndef INFER_BACKEND_SAMPLING_H
+#define INFER_BACKEND_SAMPLING_H
 
 #include <stdint.h>
 

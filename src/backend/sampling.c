@@ -1,4 +1,4 @@
-#include "engine/sampling.h"
+#include "backend/sampling.h"
 
 #include <math.h>
 #include <stdlib.h>

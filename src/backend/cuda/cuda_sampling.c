@@ -1,0 +1,148 @@
+/* The CUDA sample op's host side: buffers sized once by sample_init, the
+ * per-call packing of rows into pinned staging, and the launch.
+ *
+ * Layout, the same in pinned host memory and on the device:
+ *   rows  [max_rows] struct sample_row_dev
+ *   seen  [max_rows * SAMPLE_MAX_SEEN] struct sample_seen (rows' lists, packed)
+ *   bias  [max_rows * SAMPLE_MAX_BIAS] struct logit_bias (packed, each row's
+ *         sorted by token, stable: the kernel applies a token's biases in order)
+ *   out   [max_rows] struct sample_result
+ * and on the device only z, [max_rows, vocab] floats of scratch.
+ * A call copies the used part of rows, seen and bias up (three copies at
+ * fixed device addresses, so a captured graph can replay them), launches one
+ * kernel, and copies the results down: the only synchronisation is that. */
+#include <math.h>
+#include <string.h>
+
+#include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/sampling.h"
+#include "core/log.h"
+
+struct cuda_sampler {
+    int max_rows, vocab;
+    size_t at_seen, at_bias, at_out, staged; /* byte offsets; staged: bytes of the staged part */
+    char *host;                              /* pinned, staged bytes */
+    char *dev;                               /* staged bytes, then z */
+    float *z;
+};
+
+static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
+
+int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err *e)
+{
+    struct cuda_backend *cb = cuda_impl(be);
+    if (cb->sampler)
+        return err_set(e, "cuda backend: the sampler is already sized");
+    if (max_rows < 1 || vocab < 1)
+        return err_set(e, "cuda backend: sample_init needs rows and a vocabulary, got %d and %d", max_rows, vocab);
+    struct cuda_sampler *s = xcalloc(1, sizeof *s);
+    const size_t R = (size_t)max_rows;
+    s->max_rows = max_rows;
+    s->vocab = vocab;
+    s->at_seen = align256(R * sizeof(struct sample_row_dev));
+    s->at_bias = s->at_seen + align256(R * SAMPLE_MAX_SEEN * sizeof(struct sample_seen));
+    s->at_out = s->at_bias + align256(R * SAMPLE_MAX_BIAS * sizeof(struct logit_bias));
+    s->staged = s->at_out + align256(R * sizeof(struct sample_result));
+    size_t bytes = s->staged + R * (size_t)vocab * sizeof(float);
+    cudaError_t rc = cudaMalloc((void **)&s->dev, bytes);
+    if (rc != cudaSuccess) {
+        free(s);
+        return err_set(e, "cudaMalloc of %zu bytes for the sampler failed: %s", bytes, cudaGetErrorString(rc));
+    }
+    cb->n_device_allocs++;
+    s->z = (float *)(s->dev + s->staged);
+    rc = cudaHostAlloc((void **)&s->host, s->staged, cudaHostAllocDefault);
+    if (rc != cudaSuccess) {
+        size_t staged = s->staged;
+        cudaFree(s->dev);
+        free(s);
+        return err_set(e, "cudaHostAlloc of %zu bytes for the sampler failed: %s", staged, cudaGetErrorString(rc));
+    }
+    cb->sampler = s;
+    log_info("cuda: sampler %.1f MiB (%d rows of %d logits)", (double)bytes / (1 << 20), max_rows, vocab);
+    return 0;
+}
+
+void cuda_sample_release(struct backend *be)
+{
+    struct cuda_sampler *s = cuda_impl(be)->sampler;
+    if (!s)
+        return;
+    cudaFree(s->dev);
+    cudaFreeHost(s->host);
+    free(s);
+    cuda_impl(be)->sampler = NULL;
+}
+
+/* Copies n biases sorted by token, stable (insertion sort: lists are short). */
+static void put_bias_sorted(struct logit_bias *dst, const struct logit_bias *src, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int j = i;
+        while (j > 0 && dst[j - 1].token > src[i].token) {
+            dst[j] = dst[j - 1];
+            j--;
+        }
+        dst[j] = src[i];
+    }
+}
+
+static int check_call(const struct cuda_sampler *s, int n_rows, int vocab, const struct sample_row *rows,
+                      struct err *e)
+{
+    if (!s)
+        return err_set(e, "cuda backend: sample before sample_init");
+    if (n_rows > s->max_rows || vocab > s->vocab || (size_t)n_rows * vocab > (size_t)s->max_rows * s->vocab)
+        return err_set(e, "sample: %d rows of %d logits exceed the sampler's %d of %d", n_rows, vocab, s->max_rows,
+                       s->vocab);
+    for (int r = 0; r < n_rows; r++)
+        if (rows[r].n_seen > SAMPLE_MAX_SEEN || rows[r].params->n_bias > SAMPLE_MAX_BIAS)
+            return err_set(e, "sample: row %d has %d seen tokens and %d biases (at most %d and %d)", r,
+                           rows[r].n_seen, rows[r].params->n_bias, SAMPLE_MAX_SEEN, SAMPLE_MAX_BIAS);
+    return 0;
+}
+
+int cuda_op_sample(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
+                   struct sample_result *out, struct err *e)
+{
+    struct cuda_sampler *s = cuda_impl(be)->sampler;
+    if (check_call(s, n_rows, vocab, rows, e))
+        return -1;
+    if (n_rows == 0)
+        return 0;
+    struct sample_row_dev *hr = (struct sample_row_dev *)s->host;
+    struct sample_seen *hs = (struct sample_seen *)(s->host + s->at_seen);
+    struct logit_bias *hb = (struct logit_bias *)(s->host + s->at_bias);
+    int n_seen = 0, n_bias = 0;
+    for (int r = 0; r < n_rows; r++) {
+        const struct sampling_params *p = rows[r].params;
+        hr[r] = (struct sample_row_dev){
+            .temperature = p->temperature, .top_p = p->top_p, .min_p = p->min_p,
+            .log_min_p = p->min_p > 0.f ? logf(p->min_p) : 0.f, .repetition = p->repetition_penalty,
+            .presence = p->presence_penalty, .frequency = p->frequency_penalty, .top_k = p->top_k,
+            .top_logprobs = p->top_logprobs, .seen_at = n_seen, .n_seen = rows[r].n_seen, .bias_at = n_bias,
+            .n_bias = p->n_bias, .seed = p->seed, .step = rows[r].step};
+        if (rows[r].n_seen)
+            memcpy(hs + n_seen, rows[r].seen, (size_t)rows[r].n_seen * sizeof *hs);
+        put_bias_sorted(hb + n_bias, p->bias, p->n_bias);
+        n_seen += rows[r].n_seen;
+        n_bias += p->n_bias;
+    }
+    cudaStream_t st = cuda_stream(be);
+    CUDA_TRY(cudaMemcpyAsync(s->dev, s->host, (size_t)n_rows * sizeof *hr, cudaMemcpyHostToDevice, st), e);
+    if (n_seen)
+        CUDA_TRY(cudaMemcpyAsync(s->dev + s->at_seen, hs, (size_t)n_seen * sizeof *hs, cudaMemcpyHostToDevice, st),
+                 e);
+    if (n_bias)
+        CUDA_TRY(cudaMemcpyAsync(s->dev + s->at_bias, hb, (size_t)n_bias * sizeof *hb, cudaMemcpyHostToDevice, st),
+                 e);
+    struct sample_result *dout = (struct sample_result *)(s->dev + s->at_out);
+    CUDA_TRY(launch_sample(logits, s->z, n_rows, vocab, (const struct sample_row_dev *)s->dev,
+                           (const struct sample_seen *)(s->dev + s->at_seen),
+                           (const struct logit_bias *)(s->dev + s->at_bias), dout, st),
+             e);
+    CUDA_TRY(cudaMemcpyAsync(s->host + s->at_out, dout, (size_t)n_rows * sizeof *out, cudaMemcpyDeviceToHost, st), e);
+    CUDA_TRY(cudaStreamSynchronize(st), e);
+    memcpy(out, s->host + s->at_out, (size_t)n_rows * sizeof *out);
+    return 0;
+}

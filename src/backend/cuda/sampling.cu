@@ -1,0 +1,389 @@
+// Sampling on the device: one block of 1024 threads per logits row, with
+// exactly sample_token's semantics (src/backend/sampling.c), so that a seed
+// gives the same tokens on both backends.
+//
+// Pipeline per row (vocab V up to 262144, ~256 elements a thread):
+//   raw logits -> max, log-sum-exp, top_logprobs   (the model's distribution)
+//   z = logits (scratch); bias, penalties on the listed tokens only
+//   greedy: argmax z, lowest id on ties
+//   else: z /= T; min-p mask; top-k and top-p cuts; Gumbel-max draw
+// The cuts are found without sorting: an element's place in sample_token's
+// order (z descending, id ascending) is a monotone function of
+// (ordered bits of z, id), so the k-th element, and the element where the
+// running mass of that order crosses top_p * total, are found by bisection
+// over the 32-bit key (one block reduction a step: counts for top-k, masses
+// for top-p), then over ids among equal values. Every reduction has a fixed
+// order, so the result is deterministic.
+//
+// Bit-exactness with the CPU: every step that decides a token uses the
+// same IEEE operations in the same order (explicit _rn intrinsics, so nvcc
+// cannot contract them into FMAs). What can differ: logf in the Gumbel noise
+// (CUDA's is within 1 ulp, glibc's correctly rounded), and exp in the top-p
+// masses (float here, double there) — both only matter when two candidates
+// are within float rounding of each other.
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+
+#include "backend/cuda/common.cuh"
+#include "backend/cuda/sampling.h"
+
+#define NT 1024
+#define NW (NT / 32)
+
+// The noise -log(-log(u)) lies in [-2.86, 17.33] for the u the CPU draws
+// (u in [2^-25, 1 - 2^-25]); a token whose z + GUMBEL_SPREAD is below the
+// best token's draw cannot win, so its noise is never computed (real logits
+// spread far wider than this, which makes the draw cheap).
+#define GUMBEL_SPREAD 17.5f
+
+// ---- Philox4x32-10, as philox4x32 in sampling.c ----
+
+__device__ static void philox(uint64_t key, uint64_t counter_hi, uint64_t counter_lo, uint32_t out[4])
+{
+    uint32_t c0 = (uint32_t)counter_lo, c1 = (uint32_t)(counter_lo >> 32), c2 = (uint32_t)counter_hi,
+             c3 = (uint32_t)(counter_hi >> 32);
+    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
+    for (int round = 0; round < 10; round++) {
+        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+        c1 = (uint32_t)p1;
+        c3 = (uint32_t)p0;
+        c0 = n0;
+        c2 = n2;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+__device__ static float gumbel(uint64_t seed, uint64_t step, int32_t token)
+{
+    uint32_t r[4];
+    philox(seed, step, (uint64_t)(uint32_t)token, r);
+    float u = __fmul_rn(__fadd_rn((float)(r[0] >> 8), 0.5f), 1.0f / 16777216.0f);
+    return -logf(-logf(u));
+}
+
+// ---- ordering ----
+
+// Monotone map of a float to uint32 (a < b  <=>  key(a) < key(b)); -0 and +0
+// share a key since the CPU compares them equal.
+__device__ __forceinline__ uint32_t okey(float f)
+{
+    uint32_t u = __float_as_uint(f == 0.f ? 0.f : f);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// A prefix of sample_token's order: elements with key > k, and those with
+// key == k and id <= id.
+struct cut {
+    uint32_t k;
+    int id;
+};
+
+__device__ __forceinline__ bool in_cut(uint32_t key, int t, cut c) { return key > c.k || (key == c.k && t <= c.id); }
+
+// (v, i) is ahead of (bv, bi) in the order value descending, id ascending
+// (bi < 0: nothing yet).
+__device__ __forceinline__ bool ahead(float v, int i, float bv, int bi)
+{
+    return i >= 0 && (bi < 0 || v > bv || (v == bv && i < bi));
+}
+
+// ---- deterministic block reductions (every thread gets the result) ----
+
+__device__ static void block_best(float &v, int &i)
+{
+    __shared__ float sv[NW];
+    __shared__ int si[NW];
+    for (int o = 16; o > 0; o >>= 1) {
+        float ov = __shfl_xor_sync(0xffffffffu, v, o);
+        int oi = __shfl_xor_sync(0xffffffffu, i, o);
+        if (ahead(ov, oi, v, i))
+            v = ov, i = oi;
+    }
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads(); // the arrays may still be read by a previous call
+    if (lane == 0)
+        sv[warp] = v, si[warp] = i;
+    __syncthreads();
+    v = sv[0], i = si[0];
+    for (int w = 1; w < NW; w++)
+        if (ahead(sv[w], si[w], v, i))
+            v = sv[w], i = si[w];
+}
+
+__device__ static double block_sum_d(double x)
+{
+    __shared__ double part[NW];
+    for (int o = 16; o > 0; o >>= 1)
+        x += __shfl_down_sync(0xffffffffu, x, o);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0)
+        part[warp] = x;
+    __syncthreads();
+    double s = 0;
+    for (int w = 0; w < NW; w++) // the same order in every thread
+        s += part[w];
+    return s;
+}
+
+__device__ static int block_count(int x)
+{
+    __shared__ int part[NW];
+    for (int o = 16; o > 0; o >>= 1)
+        x += __shfl_down_sync(0xffffffffu, x, o);
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads();
+    if (lane == 0)
+        part[warp] = x;
+    __syncthreads();
+    int s = 0;
+    for (int w = 0; w < NW; w++)
+        s += part[w];
+    return s;
+}
+
+// ---- the row's state and the passes over it ----
+
+struct row_state {
+    const float *z; // [vocab] penalised, tempered logits (scratch)
+    int vocab;
+    float mz;       // max of z
+    float thr;      // min-p threshold (-inf: off)
+};
+
+__device__ __forceinline__ bool alive(float zt, const row_state &s) { return zt > -INFINITY && !(zt < s.thr); }
+
+// sample_token's top-p weight of an element: exp(z - max)
+__device__ __forceinline__ float weight(float zt, const row_state &s) { return expf(__fsub_rn(zt, s.mz)); }
+
+// Elements alive, inside c and of key >= k (mode 0), > k (1) or == k with id
+// <= id_max (2): their count, or their mass when mass is set.
+__device__ static double tally(const row_state &s, cut c, uint32_t k, int mode, int id_max, bool mass)
+{
+    double acc = 0;
+    int n = 0;
+    for (int t = threadIdx.x; t < s.vocab; t += NT) {
+        float zt = s.z[t];
+        if (!alive(zt, s))
+            continue;
+        uint32_t key = okey(zt);
+        if (!in_cut(key, t, c))
+            continue;
+        bool hit = mode == 0 ? key >= k : mode == 1 ? key > k : (key == k && t <= id_max);
+        if (hit) {
+            if (mass)
+                acc += (double)weight(zt, s);
+            else
+                n++;
+        }
+    }
+    return mass ? block_sum_d(acc) : (double)block_count(n);
+}
+
+// Smallest id such that at least need elements of key k inside c have ids <= it.
+__device__ static int id_cutoff(const row_state &s, cut c, uint32_t k, int need)
+{
+    int lo = 0, hi = s.vocab - 1;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (tally(s, c, k, 2, mid, false) >= need)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+// The first top_k elements of the order among those alive.
+__device__ static cut top_k_cut(const row_state &s, int top_k)
+{
+    const cut all = {0u, INT_MAX};
+    uint64_t lo = 0, hi = 0xFFFFFFFFull; // largest k with count(key >= k) >= top_k
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo + 1) / 2;
+        if (tally(s, all, (uint32_t)mid, 0, 0, false) >= top_k)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    uint32_t k = (uint32_t)lo;
+    int need = top_k - (int)tally(s, all, k, 1, 0, false);
+    int ties = (int)tally(s, all, k, 2, INT_MAX, false);
+    return cut{k, need >= ties ? INT_MAX : id_cutoff(s, all, k, need)};
+}
+
+// sample_token's top-p inside c: keep elements, in order, while the mass
+// before them is below top_p times the mass of c.
+__device__ static cut top_p_cut(const row_state &s, cut c, float top_p)
+{
+    double total = tally(s, c, 0u, 0, 0, true);
+    double want = top_p * total;
+    uint64_t lo = 0, hi = 0xFFFFFFFFull; // smallest k with mass(key > k) < want
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (tally(s, c, (uint32_t)mid, 1, 0, true) < want)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    uint32_t k = (uint32_t)lo;
+    double cum = tally(s, c, k, 1, 0, true);
+    int ties = (int)tally(s, c, k, 2, INT_MAX, false);
+    // the tied elements share one weight; add them one at a time as the CPU does
+    uint32_t u = k & 0x80000000u ? k & 0x7FFFFFFFu : ~k;
+    float w = weight(__uint_as_float(u), s);
+    int keep = 0;
+    while (keep < ties) {
+        cum += (double)w;
+        keep++;
+        if (cum >= want)
+            break;
+    }
+    return cut{k, keep >= ties ? INT_MAX : id_cutoff(s, c, k, keep)};
+}
+
+// ---- the kernel ----
+
+__global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *scratch, int vocab,
+                                                    const sample_row_dev *rows, const sample_seen *seen,
+                                                    const logit_bias *bias, sample_result *out)
+{
+    const sample_row_dev p = rows[blockIdx.x];
+    const float *l = logits + (size_t)blockIdx.x * vocab;
+    float *z = scratch + (size_t)blockIdx.x * vocab;
+
+    // the model's distribution: max, log-sum-exp
+    float mv = -INFINITY;
+    int mi = -1;
+    for (int t = threadIdx.x; t < vocab; t += NT)
+        if (ahead(l[t], t, mv, mi))
+            mv = l[t], mi = t;
+    block_best(mv, mi);
+    const int raw_best = mi;
+    const float mx = mv;
+    double acc = 0;
+    for (int t = threadIdx.x; t < vocab; t += NT) {
+        z[t] = l[t];
+        acc += (double)expf(__fsub_rn(l[t], mx));
+    }
+    const float lse = __fadd_rn(mx, (float)log(block_sum_d(acc))); // block_sum_d synchronises: z is written
+
+    // logit bias (a token's entries in list order), then the penalties
+    for (int i = threadIdx.x; i < p.n_bias; i += NT) {
+        const logit_bias *b = bias + p.bias_at;
+        if (i > 0 && b[i - 1].token == b[i].token)
+            continue; // the first entry of the run applies it
+        float v = z[b[i].token];
+        for (int j = i; j < p.n_bias && b[j].token == b[i].token; j++)
+            v = __fadd_rn(v, b[j].bias);
+        z[b[i].token] = v;
+    }
+    __syncthreads();
+    const bool freq = p.presence != 0.f || p.frequency != 0.f;
+    for (int i = threadIdx.x; i < p.n_seen; i += NT) {
+        const sample_seen e = seen[p.seen_at + i];
+        float v = z[e.token];
+        uint32_t n_out = e.count >> 1;
+        if (p.repetition != 1.f) // every listed token is seen then (sample_seen_build)
+            v = v > 0.f ? __fdiv_rn(v, p.repetition) : __fmul_rn(v, p.repetition);
+        if (freq && n_out > 0)
+            v = __fsub_rn(v, __fadd_rn(p.presence, __fmul_rn(p.frequency, (float)n_out)));
+        z[e.token] = v;
+    }
+    __syncthreads();
+
+    int token;
+    if (p.temperature == 0.f) {
+        float bv = -INFINITY;
+        int bi = -1;
+        for (int t = threadIdx.x; t < vocab; t += NT)
+            if (ahead(z[t], t, bv, bi))
+                bv = z[t], bi = t;
+        block_best(bv, bi);
+        token = bi;
+    } else {
+        float bv = -INFINITY;
+        int bi = -1;
+        for (int t = threadIdx.x; t < vocab; t += NT) {
+            float v = __fdiv_rn(z[t], p.temperature);
+            z[t] = v;
+            if (ahead(v, t, bv, bi))
+                bv = v, bi = t;
+        }
+        block_best(bv, bi); // synchronises: z is written
+        row_state s = {z, vocab, bv, p.min_p > 0.f ? __fadd_rn(bv, p.log_min_p) : -INFINITY};
+        cut ck = {0u, INT_MAX}, cp = {0u, INT_MAX};
+        if (p.top_k > 0 || p.top_p < 1.f) {
+            int n_alive = (int)tally(s, ck, 0u, 0, 0, false);
+            if (p.top_k > 0 && p.top_k < n_alive)
+                ck = top_k_cut(s, p.top_k);
+            if (p.top_p < 1.f)
+                cp = top_p_cut(s, ck, p.top_p);
+        }
+        // Gumbel-max; the best token's draw bounds what others can reach
+        const float floor_v = __fadd_rn(bv, gumbel(p.seed, p.step, bi));
+        float gv = -INFINITY;
+        int gi = -1;
+        for (int t = threadIdx.x; t < vocab; t += NT) {
+            float zt = z[t];
+            if (!alive(zt, s) || __fadd_rn(zt, GUMBEL_SPREAD) < floor_v)
+                continue;
+            uint32_t key = okey(zt);
+            if (!in_cut(key, t, ck) || !in_cut(key, t, cp))
+                continue;
+            float v = __fadd_rn(zt, gumbel(p.seed, p.step, t));
+            if (gi < 0 || v > gv || (v == gv && t < gi))
+                gv = v, gi = t;
+        }
+        block_best(gv, gi);
+        token = gi >= 0 ? gi : raw_best;
+    }
+
+    // top_logprobs: the next element of the raw order, k times
+    __shared__ int top_ids[20];
+    __shared__ float top_vals[20];
+    const int k = p.top_logprobs < vocab ? p.top_logprobs : vocab;
+    float pv = INFINITY;
+    int pi = -1;
+    for (int j = 0; j < k; j++) {
+        float bv = -INFINITY;
+        int bi = -1;
+        for (int t = threadIdx.x; t < vocab; t += NT) {
+            float v = l[t];
+            bool after = pi < 0 || v < pv || (v == pv && t > pi);
+            if (after && ahead(v, t, bv, bi))
+                bv = v, bi = t;
+        }
+        block_best(bv, bi);
+        if (threadIdx.x == 0)
+            top_ids[j] = bi, top_vals[j] = bv;
+        pv = bv, pi = bi;
+    }
+    if (threadIdx.x == 0) {
+        sample_result *o = &out[blockIdx.x];
+        o->token = token;
+        o->logprob = __fsub_rn(l[token], lse);
+        for (int j = 0; j < 20; j++) {
+            o->top_ids[j] = j < k ? top_ids[j] : 0;
+            o->top_logprobs[j] = j < k ? __fsub_rn(top_vals[j], lse) : 0.f;
+        }
+    }
+}
+
+extern "C" cudaError_t launch_sample(const float *logits, float *scratch, int n_rows, int vocab,
+                                     const struct sample_row_dev *rows, const struct sample_seen *seen,
+                                     const struct logit_bias *bias, struct sample_result *out, cudaStream_t stream)
+{
+    if (n_rows <= 0)
+        return cudaSuccess;
+    // a plain launch: the kernel follows copies of its rows, not only a kernel (PDL would need care there)
+    sample_kernel<<<n_rows, NT, 0, stream>>>(logits, scratch, vocab, rows, seen, bias, out);
+    return cudaGetLastError();
+}

@@ -1,0 +1,39 @@
+/* The CUDA sampler's launcher and the per-row parameters it reads from
+ * device memory (filled by cuda_sampling.c from pinned staging, so that a
+ * captured graph can replay the launch with new values). */
+#ifndef INFER_BACKEND_CUDA_SAMPLING_H
+#define INFER_BACKEND_CUDA_SAMPLING_H
+
+#include <cuda_runtime_api.h>
+#include <stdint.h>
+
+#include "backend/sample_seen.h"
+#include "backend/sampling.h"
+
+/* One row's parameters, as sample_token reads them from sampling_params. */
+struct sample_row_dev {
+    float temperature, top_p, min_p;
+    float log_min_p; /* logf(min_p) computed on the host, as sample_token does */
+    float repetition, presence, frequency;
+    int32_t top_k, top_logprobs;
+    int32_t seen_at, n_seen; /* the row's entries in the seen array */
+    int32_t bias_at, n_bias; /* ... in the bias array, sorted by token (stable: a token's biases in order) */
+    int32_t pad;
+    uint64_t seed, step;
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One block per row: out[r] = sample_token(logits[r], rows[r], ...) with z
+ * (the penalised, tempered logits) kept in scratch[n_rows, vocab]. */
+cudaError_t launch_sample(const float *logits, float *scratch, int n_rows, int vocab, const struct sample_row_dev *rows,
+                          const struct sample_seen *seen, const struct logit_bias *bias, struct sample_result *out,
+                          cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

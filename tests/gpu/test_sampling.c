@@ -1,0 +1,369 @@
+/* The CUDA sample op against sample_token (the CPU sampler, fed the raw
+ * history rather than the compact seen lists the device gets, so the lists
+ * are checked too). Random logits of several vocabulary sizes, every
+ * parameter alone and combined, greedy rows, planted and bf16-made ties.
+ * Tokens must be equal; where they differ, the CPU's own draw values of the
+ * two tokens must lie within float rounding of each other (counted, and at
+ * most 1% of the rows may be such). Logprobs within 1e-4, top_logprobs ids
+ * equal. Outputs are poisoned first; no device allocation happens in calls. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/sample_seen.h"
+#include "backend/sampling.h"
+#include "core/bf16.h"
+#include "gpu_test.h"
+
+long cuda_backend_device_allocs(const struct backend *be);
+
+#define MAX_ROWS 64
+#define MAX_V 262144
+#define HIST 300
+
+/* The sampler's buffers are sized once per process (as at start-up). */
+static int ensure_init(struct gpu_ctx *ctx)
+{
+    static int done;
+    struct err e = {{0}};
+    if (!done && ctx->cuda->ops->sample_init(ctx->cuda, MAX_ROWS, MAX_V, &e)) {
+        fprintf(stderr, "sample_init: %s\n", e.msg);
+        return -1;
+    }
+    done = 1;
+    return 0;
+}
+
+struct row_case {
+    struct sampling_params p;
+    struct logit_bias bias[8];
+    int32_t prompt[HIST], output[HIST];
+    int n_prompt, n_output;
+    uint64_t step;
+};
+
+/* The CPU's draw value z + noise of one token (sample_token's arithmetic). */
+static float cpu_draw_value(const float *l, const struct row_case *c, int32_t t)
+{
+    const struct sampling_params *p = &c->p;
+    float z = l[t];
+    for (int i = 0; i < p->n_bias; i++)
+        if (p->bias[i].token == t)
+            z += p->bias[i].bias;
+    int seen = 0, n_out = 0;
+    for (int i = 0; i < c->n_prompt; i++)
+        seen |= c->prompt[i] == t;
+    for (int i = 0; i < c->n_output; i++)
+        n_out += c->output[i] == t;
+    if (p->repetition_penalty != 1.f && (seen || n_out))
+        z = z > 0.f ? z / p->repetition_penalty : z * p->repetition_penalty;
+    if ((p->presence_penalty != 0.f || p->frequency_penalty != 0.f) && n_out)
+        z -= p->presence_penalty + p->frequency_penalty * (float)n_out;
+    if (p->temperature == 0.f)
+        return z;
+    z /= p->temperature;
+    uint32_t r[4];
+    philox4x32(p->seed, c->step, (uint64_t)(uint32_t)t, r);
+    float u = ((float)(r[0] >> 8) + 0.5f) * (1.0f / 16777216.0f);
+    return z + -logf(-logf(u));
+}
+
+struct tally {
+    int rows, near_ties;
+};
+
+/* Samples rows on both backends and compares; 0, or 1 with ctx->msg set. */
+static int compare(struct gpu_ctx *ctx, const float *logits, int V, struct row_case *cases, int n, struct tally *tl,
+                   const char *what)
+{
+    struct err e = {{0}};
+    struct sample_row rows[MAX_ROWS];
+    static struct sample_seen seen[MAX_ROWS][2 * HIST];
+    static int32_t slot[MAX_V];
+    static int slot_ready;
+    if (!slot_ready)
+        memset(slot, 0xff, sizeof slot), slot_ready = 1;
+    for (int r = 0; r < n; r++) {
+        struct row_case *c = &cases[r];
+        int ns = sample_seen_build(&c->p, c->prompt, c->n_prompt, c->output, c->n_output, slot, seen[r], 2 * HIST);
+        if (ns < 0)
+            GPU_FAIL("%s: seen list overflow", what);
+        rows[r] = (struct sample_row){&c->p, c->step, seen[r], ns};
+    }
+    struct sample_result want[MAX_ROWS], got[MAX_ROWS];
+    float *scratch = malloc(2 * (size_t)V * sizeof(float));
+    for (int r = 0; r < n; r++)
+        sample_token(logits + (size_t)r * V, V, &cases[r].p, cases[r].prompt, cases[r].n_prompt, cases[r].output,
+                     cases[r].n_output, cases[r].step, scratch, &want[r]);
+    free(scratch);
+    memset(got, 0xa5, sizeof got); /* poison: NaN logprobs, odd ids */
+    float *dl = gpu_upload(ctx, logits, (size_t)n * V * sizeof(float));
+    long allocs = cuda_backend_device_allocs(ctx->cuda);
+    if (ctx->cuda->ops->sample(ctx->cuda, dl, n, V, rows, got, &e))
+        GPU_FAIL("%s: sample failed: %.400s", what, e.msg);
+    if (cuda_backend_device_allocs(ctx->cuda) != allocs)
+        GPU_FAIL("%s: sample allocated device memory", what);
+    for (int r = 0; r < n; r++) {
+        const float *l = logits + (size_t)r * V;
+        const struct sample_result *w = &want[r], *g = &got[r];
+        tl->rows++;
+        if (g->token < 0 || g->token >= V)
+            GPU_FAIL("%s row %d: token %d outside the vocabulary (CPU %d)", what, r, g->token, w->token);
+        if (g->token != w->token) {
+            float a = cpu_draw_value(l, &cases[r], w->token), b = cpu_draw_value(l, &cases[r], g->token);
+            if (cases[r].p.temperature == 0.f || !(fabsf(a - b) <= 4e-6f * fmaxf(1.f, fabsf(a))))
+                GPU_FAIL("%s row %d (T %g k %d p %g min_p %g): token %d, CPU %d (CPU draw values %.9g vs %.9g)",
+                         what, r, cases[r].p.temperature, cases[r].p.top_k, cases[r].p.top_p, cases[r].p.min_p,
+                         g->token, w->token, b, a);
+            tl->near_ties++;
+        }
+        float lse = l[w->token] - w->logprob; /* the CPU's log-sum-exp */
+        if (!(fabsf(g->logprob - (l[g->token] - lse)) <= 1e-4f))
+            GPU_FAIL("%s row %d: logprob %.7g, CPU %.7g", what, r, g->logprob, l[g->token] - lse);
+        for (int j = 0; j < 20; j++) {
+            if (j >= cases[r].p.top_logprobs) {
+                if (g->top_ids[j] != 0 || g->top_logprobs[j] != 0.f)
+                    GPU_FAIL("%s row %d: top_logprobs[%d] beyond the %d asked is not zero", what, r, j,
+                             cases[r].p.top_logprobs);
+                continue;
+            }
+            if (g->top_ids[j] != w->top_ids[j] && l[g->top_ids[j]] != l[w->top_ids[j]])
+                GPU_FAIL("%s row %d: top id %d is %d, CPU %d", what, r, j, g->top_ids[j], w->top_ids[j]);
+            if (!(fabsf(g->top_logprobs[j] - w->top_logprobs[j]) <= 1e-4f))
+                GPU_FAIL("%s row %d: top logprob %d is %.7g, CPU %.7g", what, r, j, g->top_logprobs[j],
+                         w->top_logprobs[j]);
+        }
+    }
+    return 0;
+}
+
+static int near_ties_ok(struct gpu_ctx *ctx, const struct tally *tl)
+{
+    if (tl->near_ties * 100 > tl->rows)
+        GPU_FAIL("%d of %d rows differ within rounding (more than 1%%)", tl->near_ties, tl->rows);
+    if (tl->near_ties)
+        snprintf(ctx->msg, sizeof ctx->msg, "%d of %d rows took the other of two near-tied tokens", tl->near_ties,
+                 tl->rows);
+    return 0;
+}
+
+/* Row r of a batch: configuration r % 16, random seed, step and history. */
+static void make_case(struct gpu_ctx *ctx, struct row_case *c, int r, int V)
+{
+    memset(c, 0, sizeof *c);
+    struct sampling_params *p = &c->p;
+    *p = sampling_params_default();
+    p->seed = rng_next(&ctx->rng);
+    c->step = rng_next(&ctx->rng) % 5 == 0 ? rng_next(&ctx->rng) : rng_next(&ctx->rng) % 1000;
+    p->top_logprobs = (int)(rng_next(&ctx->rng) % 21);
+    c->n_prompt = 1 + (int)(rng_next(&ctx->rng) % HIST);
+    c->n_output = (int)(rng_next(&ctx->rng) % HIST);
+    int span = V < 400 ? V : 400; /* repeats, so counts exceed 1 */
+    for (int i = 0; i < c->n_prompt; i++)
+        c->prompt[i] = (int32_t)(rng_next(&ctx->rng) % (uint64_t)span) * (V / span);
+    for (int i = 0; i < c->n_output; i++)
+        c->output[i] = (int32_t)(rng_next(&ctx->rng) % (uint64_t)span) * (V / span);
+    switch (r % 16) {
+    case 0: break; /* greedy */
+    case 1: p->temperature = 1.f; break;
+    case 2: p->temperature = 0.7f, p->top_k = 50; break;
+    case 3: p->temperature = 1.f, p->top_p = 0.9f; break;
+    case 4: p->temperature = 1.3f, p->min_p = 0.05f; break;
+    case 5: p->temperature = 1.f, p->top_k = 1; break;
+    case 6: p->temperature = 0.8f, p->top_k = V + 5; break;
+    case 7: p->temperature = 1.f, p->top_p = 0.5f, p->top_k = 100; break;
+    case 8: p->repetition_penalty = 1.3f; break; /* greedy with a penalty */
+    case 9: p->presence_penalty = 1.5f, p->frequency_penalty = 0.7f; break;
+    case 10: p->temperature = 0.9f, p->repetition_penalty = 0.8f, p->presence_penalty = -0.5f,
+             p->frequency_penalty = 0.3f, p->top_k = 200, p->top_p = 0.95f, p->min_p = 0.01f;
+        break;
+    case 11: p->temperature = 0.05f, p->top_p = 0.99f; break;
+    case 12: p->temperature = 1.f, p->top_p = 0.2f; break;
+    case 13: p->temperature = 2.f, p->min_p = 0.3f, p->top_k = 7; break;
+    case 14: p->temperature = 1.f, p->top_p = 0.999f, p->repetition_penalty = 1.1f; break;
+    case 15: p->temperature = 0.6f, p->top_k = 40, p->top_p = 0.8f, p->frequency_penalty = 2.f; break;
+    }
+    if (r % 3 == 0) { /* logit bias, with a token listed twice */
+        int nb = 1 + (int)(rng_next(&ctx->rng) % 6);
+        for (int i = 0; i < nb; i++)
+            c->bias[i] = (struct logit_bias){(int32_t)(rng_next(&ctx->rng) % (uint64_t)V),
+                                             (float)(rng_uniform(&ctx->rng) * 20 - 10)};
+        c->bias[nb] = (struct logit_bias){c->bias[0].token, 3.5f};
+        p->bias = c->bias;
+        p->n_bias = nb + 1;
+    }
+}
+
+/* Logits of n rows: N(0, std) in full float, or rounded to bf16 (many exact
+ * ties) on odd rows, with a planted tie at the maximum on every fourth. */
+static float *make_logits(struct gpu_ctx *ctx, int n, int V)
+{
+    float *l = malloc((size_t)n * V * sizeof(float));
+    for (int r = 0; r < n; r++) {
+        float *x = l + (size_t)r * V;
+        float std = r % 5 == 0 ? 6.f : 2.f;
+        for (int t = 0; t < V; t++) {
+            x[t] = (float)(std * rng_normal(&ctx->rng));
+            if (r % 2)
+                x[t] = bf16_to_f32(f32_to_bf16(x[t]));
+        }
+        if (r % 4 == 0) {
+            int a = (int)(rng_next(&ctx->rng) % (uint64_t)V), b = (int)(rng_next(&ctx->rng) % (uint64_t)V);
+            x[a] = x[b] = 40.f;
+        }
+    }
+    return l;
+}
+
+static int check_vocab(struct gpu_ctx *ctx, int V, int batches)
+{
+    if (ensure_init(ctx))
+        GPU_FAIL("sample_init failed");
+    struct tally tl = {0};
+    static struct row_case cases[MAX_ROWS];
+    for (int b = 0; b < batches; b++) {
+        int n = b == 0 ? 1 : (b % 2 ? MAX_ROWS : 37);
+        float *l = make_logits(ctx, n, V);
+        for (int r = 0; r < n; r++)
+            make_case(ctx, &cases[r], r + b, V);
+        char what[64];
+        snprintf(what, sizeof what, "V %d batch %d", V, b);
+        int rc = compare(ctx, l, V, cases, n, &tl, what);
+        free(l);
+        if (rc)
+            return rc;
+    }
+    return near_ties_ok(ctx, &tl);
+}
+
+GPU_TEST(sampling_vocab_1000) { return check_vocab(ctx, 1000, 12); }
+GPU_TEST(sampling_vocab_odd_1001) { return check_vocab(ctx, 1001, 6); }
+GPU_TEST(sampling_vocab_odd_50257) { return check_vocab(ctx, 50257, 4); }
+GPU_TEST(sampling_vocab_128256) { return check_vocab(ctx, 128256, 3); }
+GPU_TEST(sampling_vocab_151936) { return check_vocab(ctx, 151936, 2); }
+GPU_TEST(sampling_vocab_262144) { return check_vocab(ctx, 262144, 3); }
+GPU_TEST(sampling_vocab_tiny_7) { return check_vocab(ctx, 7, 8); }
+
+/* Integer logits: whole plateaus of equal values, so the top-k and top-p
+ * cuts and the greedy choice fall inside ties. */
+GPU_TEST(sampling_ties_at_the_cuts)
+{
+    if (ensure_init(ctx))
+        GPU_FAIL("sample_init failed");
+    const int V = 5000, n = MAX_ROWS;
+    float *l = malloc((size_t)n * V * sizeof(float));
+    static struct row_case cases[MAX_ROWS];
+    for (int r = 0; r < n; r++) {
+        for (int t = 0; t < V; t++)
+            l[(size_t)r * V + t] = (float)(int)(rng_next(&ctx->rng) % 6) - (r % 3 == 0 ? 0.f : 3.f);
+        make_case(ctx, &cases[r], r, V);
+        cases[r].p.n_bias = 0;
+        cases[r].n_output = 0;
+        cases[r].p.repetition_penalty = 1.f, cases[r].p.presence_penalty = cases[r].p.frequency_penalty = 0;
+        if (r % 2)
+            cases[r].p.top_k = 1 + (int)(rng_next(&ctx->rng) % 3000);
+        if (r % 4 == 1)
+            cases[r].p.top_p = 0.01f + 0.98f * (float)rng_uniform(&ctx->rng);
+    }
+    struct tally tl = {0};
+    int rc = compare(ctx, l, V, cases, n, &tl, "ties");
+    free(l);
+    return rc ? rc : near_ties_ok(ctx, &tl);
+}
+
+/* One configuration, many steps of one seed: the device's noise is the CPU's. */
+GPU_TEST(sampling_many_steps_one_seed)
+{
+    if (ensure_init(ctx))
+        GPU_FAIL("sample_init failed");
+    const int V = 32000;
+    static struct row_case cases[MAX_ROWS];
+    struct tally tl = {0};
+    for (int b = 0; b < 4; b++) {
+        float *l = make_logits(ctx, MAX_ROWS, V);
+        for (int r = 0; r < MAX_ROWS; r++) {
+            make_case(ctx, &cases[r], 1, V);
+            cases[r].p.seed = 42;
+            cases[r].step = (uint64_t)(b * MAX_ROWS + r);
+        }
+        int rc = compare(ctx, l, V, cases, MAX_ROWS, &tl, "steps");
+        free(l);
+        if (rc)
+            return rc;
+    }
+    return near_ties_ok(ctx, &tl);
+}
+
+GPU_TEST(sampling_refuses_what_it_cannot_hold)
+{
+    if (ensure_init(ctx))
+        GPU_FAIL("sample_init failed");
+    struct err e = {{0}};
+    struct sampling_params p = sampling_params_default();
+    p.repetition_penalty = 1.2f;
+    static struct sample_seen seen[SAMPLE_MAX_SEEN + 1];
+    for (int i = 0; i <= SAMPLE_MAX_SEEN; i++)
+        seen[i] = (struct sample_seen){i, 1};
+    struct sample_row row = {&p, 0, seen, SAMPLE_MAX_SEEN + 1};
+    struct sample_result out;
+    float *zeros = calloc(10000, sizeof(float));
+    float *dl = gpu_upload(ctx, zeros, 10000 * sizeof(float));
+    free(zeros);
+    if (ctx->cuda->ops->sample(ctx->cuda, dl, 1, 10000, &row, &out, &e) == 0)
+        GPU_FAIL("a row over SAMPLE_MAX_SEEN was accepted");
+    struct sample_row rows[MAX_ROWS + 1];
+    for (int i = 0; i <= MAX_ROWS; i++)
+        rows[i] = (struct sample_row){&p, 0, seen, 0};
+    struct sample_result outs[MAX_ROWS + 1];
+    if (ctx->cuda->ops->sample(ctx->cuda, dl, MAX_ROWS + 1, 10, rows, outs, &e) == 0)
+        GPU_FAIL("more rows than sample_init sized were accepted");
+    return 0;
+}
+
+struct bench_arg {
+    struct gpu_ctx *ctx;
+    const float *dl;
+    struct sample_row *rows;
+    struct sample_result *out;
+    int n, V;
+};
+
+static void bench_call(void *a)
+{
+    struct bench_arg *b = a;
+    struct err e;
+    CHECK(b->ctx->cuda->ops->sample(b->ctx->cuda, b->dl, b->n, b->V, b->rows, b->out, &e) == 0);
+}
+
+/* Milliseconds per call (upload, kernel, download) for greedy, plain
+ * temperature, and top-k + top-p rows of Llama-3's vocabulary. */
+GPU_TEST(bench_sampling_128256)
+{
+    if (ensure_init(ctx))
+        GPU_FAIL("sample_init failed");
+    const int V = 128256;
+    float *l = make_logits(ctx, MAX_ROWS, V);
+    float *dl = gpu_upload(ctx, l, (size_t)MAX_ROWS * V * sizeof(float));
+    free(l);
+    static struct sampling_params ps[3];
+    for (int i = 0; i < 3; i++) {
+        ps[i] = sampling_params_default();
+        ps[i].temperature = i ? 0.8f : 0.f;
+        if (i == 2)
+            ps[i].top_k = 50, ps[i].top_p = 0.9f;
+    }
+    static struct sample_row rows[MAX_ROWS];
+    static struct sample_result out[MAX_ROWS];
+    char *m = ctx->msg;
+    for (int i = 0; i < 3; i++) {
+        for (int r = 0; r < MAX_ROWS; r++)
+            rows[r] = (struct sample_row){&ps[i], (uint64_t)r, NULL, 0};
+        for (int n = 1; n <= MAX_ROWS; n *= 8) {
+            struct bench_arg a = {ctx, dl, rows, out, n, V};
+            double ms = gpu_time_ms(ctx, bench_call, &a, 20);
+            m += snprintf(m, sizeof ctx->msg - (size_t)(m - ctx->msg), "%s%s %d rows %.3f ms",
+                          m == ctx->msg ? "" : "; ", i == 0 ? "greedy" : i == 1 ? "T" : "k+p", n, ms);
+        }
+    }
+    return 0;
+}
