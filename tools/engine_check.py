@@ -43,6 +43,8 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--util", default="0.004", help="--gpu-memory-utilization of the batched run")
     ap.add_argument("--requests", type=int, default=64)
+    ap.add_argument("--sampled", action="store_true",
+                    help="seeded sampling (temperature 0.8, top_p 0.9, top_k 50, penalties) instead of greedy")
     a = ap.parse_args()
     vocab = json.load(open(os.path.join(a.model, "config.json")))["vocab_size"]
     rng = random.Random(5)
@@ -51,8 +53,12 @@ def main():
         with open(path, "w") as f:
             for _ in range(a.requests):
                 n = rng.randint(1, 300)
-                f.write(json.dumps({"prompt_ids": [rng.randrange(vocab) for _ in range(n)],
-                                    "max_tokens": rng.randint(1, 48), "ignore_eos": True}) + "\n")
+                r = {"prompt_ids": [rng.randrange(vocab) for _ in range(n)], "max_tokens": rng.randint(1, 48),
+                     "ignore_eos": True}
+                if a.sampled:
+                    r.update(temperature=0.8, top_p=0.9, top_k=50, presence_penalty=0.5,
+                             repetition_penalty=1.1, seed=rng.randrange(1 << 32))
+                f.write(json.dumps(r) + "\n")
         batched, s1, t1 = run(a.infer, a.model, a.device, path,
                               ["--max-num-batched-tokens", "256", "--max-num-seqs", "64", "--max-model-len", "512",
                                "--gpu-memory-utilization", a.util])
@@ -62,7 +68,8 @@ def main():
     bad = [i for i in range(a.requests) if batched.get(i) != alone.get(i)]
     m = re.search(r"(\d+) preemptions?", s1)
     preempted = int(m.group(1)) if m else -1
-    print(f"{os.path.basename(a.model.rstrip('/'))}: {a.requests - len(bad)}/{a.requests} requests equal alone, "
+    kind = "seeded sampled" if a.sampled else "greedy"
+    print(f"{os.path.basename(a.model.rstrip('/'))}: {a.requests - len(bad)}/{a.requests} {kind} requests equal alone, "
           f"preemptions {preempted} -> {'OK' if not bad and preempted > 0 else 'FAIL'}")
     if bad:
         i = bad[0]
