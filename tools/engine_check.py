@@ -7,7 +7,11 @@ with --max-num-seqs 1). Both runs use --batch-invariant: without it a row's
 GEMM sums depend on the step's size (cuBLASLt's algorithm, the GEMV's
 variant), and on random-weight models any rounding difference flips tokens.
 
-Usage: python3 tools/engine_check.py INFER MODEL_DIR [--device cuda] [--util 0.004]
+The batched run replays decode steps as CUDA graphs (--graph decode), the
+alone run is eager (--alone-graph none), so the test also holds graphs to
+eager exactly (issue 6).
+
+Usage: python3 tools/engine_check.py INFER MODEL_DIR [--device cuda] [--util 0.004] [--sampled]
 Prints one line per run and the verdict; exits non-zero on any mismatch or
 when no preemption happened."""
 import argparse
@@ -43,6 +47,8 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--util", default="0.004", help="--gpu-memory-utilization of the batched run")
     ap.add_argument("--requests", type=int, default=64)
+    ap.add_argument("--graph", default="decode", help="--cuda-graph-mode of the batched run (cuda only)")
+    ap.add_argument("--alone-graph", default="none", help="--cuda-graph-mode of the alone run (cuda only)")
     ap.add_argument("--sampled", action="store_true",
                     help="seeded sampling (temperature 0.8, top_p 0.9, top_k 50, penalties) instead of greedy")
     a = ap.parse_args()
@@ -59,10 +65,13 @@ def main():
                     r.update(temperature=0.8, top_p=0.9, top_k=50, presence_penalty=0.5,
                              repetition_penalty=1.1, seed=rng.randrange(1 << 32))
                 f.write(json.dumps(r) + "\n")
+        g1 = ["--cuda-graph-mode", a.graph] if a.device == "cuda" else []
+        g2 = ["--cuda-graph-mode", a.alone_graph] if a.device == "cuda" else []
         batched, s1, t1 = run(a.infer, a.model, a.device, path,
                               ["--max-num-batched-tokens", "256", "--max-num-seqs", "64", "--max-model-len", "512",
-                               "--gpu-memory-utilization", a.util])
-        alone, s2, t2 = run(a.infer, a.model, a.device, path, ["--max-num-seqs", "1", "--max-model-len", "512"])
+                               "--gpu-memory-utilization", a.util] + g1)
+        alone, s2, t2 = run(a.infer, a.model, a.device, path,
+                            ["--max-num-seqs", "1", "--max-model-len", "512"] + g2)
     print(f"batched ({t1:.1f} s): {s1}")
     print(f"alone   ({t2:.1f} s): {s2}")
     bad = [i for i in range(a.requests) if batched.get(i) != alone.get(i)]

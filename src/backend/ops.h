@@ -133,6 +133,10 @@ struct backend_ops {
     /* Copies a step's metadata into the backend's fixed buffers (one
      * host-to-device copy on CUDA); fails when it exceeds the capacities. */
     int (*batch_upload)(struct backend *be, const struct fwd_batch *b, struct fwd_meta *m, struct err *e);
+    /* Only the host half of batch_upload: the step's metadata into the
+     * staging its copy reads, so a replayed graph (which holds that copy)
+     * runs on this step (NULL where there are no graphs). */
+    int (*batch_stage)(struct backend *be, const struct fwd_batch *b, struct err *e);
     int (*synchronize)(struct backend *be, struct err *e);
 
     /* CUDA graphs (NULL where unsupported): the ops queued between

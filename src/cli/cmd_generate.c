@@ -97,7 +97,30 @@ struct engine_flags {
     double temperature, top_p, min_p;
     int top_k;
     uint64_t seed;
+    const char *graph_mode; /* NULL: decode where the backend has graphs, else none */
+    const char *graph_bs;   /* explicit bucket list */
+    int graph_max_bs, no_graph_padding;
 };
+
+/* --cuda-graph-mode, --cuda-graph-bs, --cuda-graph-max-bs, --disable-cuda-graph-padding */
+static int graph_flags(const struct engine_flags *f, const struct model *m, struct graph_opts *g, int **list,
+                       struct err *e)
+{
+    g->mode = m->be->ops->graph_begin ? GRAPH_MODE_DECODE : GRAPH_MODE_NONE;
+    if (f->graph_mode && graph_mode_parse(f->graph_mode, &g->mode, e))
+        return -1;
+    g->max_bs = f->graph_max_bs;
+    g->padding = !f->no_graph_padding;
+    if (f->graph_bs) {
+        if (cli_parse_int_list(f->graph_bs, "cuda-graph-bs", list, &g->n_buckets, e))
+            return -1;
+        g->buckets = *list;
+    }
+    if (g->mode == GRAPH_MODE_NONE && (f->graph_bs || f->no_graph_padding))
+        return err_set(e, "--cuda-graph-bs and --disable-cuda-graph-padding need a --cuda-graph-mode other than "
+                          "none");
+    return 0;
+}
 
 static int run_engine(struct model *m, const struct tokenizer *tok, const char *model_dir, const char *input,
                       int32_t *ids, int n_ids, const struct engine_flags *f, const struct cli_opt *seed_opt,
@@ -109,19 +132,27 @@ static int run_engine(struct model *m, const struct tokenizer *tok, const char *
     o.max_context = f->max_context;
     o.prefix_caching = !f->disable_prefix_caching;
     o.gpu_memory_utilization = mem_util;
+    int *bucket_list = NULL;
+    if (graph_flags(f, m, &o.graph, &bucket_list, e))
+        return -1;
     struct gen_defaults d = {max_tokens, sampling_params_default(), seed_opt->seen, ignore_eos};
     d.sampling.temperature = (float)f->temperature;
     d.sampling.top_p = (float)f->top_p;
     d.sampling.min_p = (float)f->min_p;
     d.sampling.top_k = f->top_k;
     d.sampling.seed = f->seed;
-    if (input)
-        return gen_batch_run(m, tok, model_dir, input, &d, &o, as_json, e);
-    struct gen_request r = {.rq = {.prompt = ids, .n_prompt = n_ids, .max_tokens = max_tokens, .n = 1,
-                                   .sampling = d.sampling, .ignore_eos = ignore_eos}};
-    if (sampling_params_check(&r.rq.sampling, m->cfg.vocab_size, e))
-        return err_prefix(e, "infer generate");
-    return gen_batch_run_requests(m, tok, &r, 1, &o, as_json, e);
+    int rc;
+    if (input) {
+        rc = gen_batch_run(m, tok, model_dir, input, &d, &o, as_json, e);
+    } else {
+        struct gen_request r = {.rq = {.prompt = ids, .n_prompt = n_ids, .max_tokens = max_tokens, .n = 1,
+                                       .sampling = d.sampling, .ignore_eos = ignore_eos}};
+        rc = sampling_params_check(&r.rq.sampling, m->cfg.vocab_size, e)
+                 ? err_prefix(e, "infer generate")
+                 : gen_batch_run_requests(m, tok, &r, 1, &o, as_json, e);
+    }
+    free(bucket_list);
+    return rc;
 }
 
 int cmd_generate(int argc, char **argv)
@@ -130,7 +161,7 @@ int cmd_generate(int argc, char **argv)
     int max_tokens = 16, as_json = 0, threads = 0, ignore_eos = 0, chat = 0, batch_invariant = 0;
     double mem_util = 0.90;
     char *chat_text = NULL;
-    struct engine_flags f = {2048, 64, 0, 0, 0.0, 1.0, 0.0, 0, 0};
+    struct engine_flags f = {2048, 64, 0, 0, 0.0, 1.0, 0.0, 0, 0, NULL, NULL, 256, 0};
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
         {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu or cuda (default cpu)", 0},
@@ -156,6 +187,13 @@ int cmd_generate(int argc, char **argv)
         {"max-num-seqs", CLI_OPT_INT, &f.max_seqs, 0, 1, 1 << 16, "sequences in one engine step (default 64)", 0},
         {"max-model-len", CLI_OPT_INT, &f.max_context, 0, 0, 1 << 24,
          "context length of one sequence (default: the model's)", 0},
+        {"cuda-graph-mode", CLI_OPT_STRING, &f.graph_mode, 0, 0, 0,
+         "none or decode: replay decode steps as CUDA graphs (default decode on cuda)", 0},
+        {"cuda-graph-max-bs", CLI_OPT_INT, &f.graph_max_bs, 0, 1, 1 << 16,
+         "largest batch of the default graph schedule (default 256)", 0},
+        {"cuda-graph-bs", CLI_OPT_STRING, &f.graph_bs, 0, 0, 0, "graph batch sizes, ascending (comma-separated)", 0},
+        {"disable-cuda-graph-padding", CLI_OPT_FLAG, &f.no_graph_padding, 0, 0, 0,
+         "replay only batches of exactly a captured size", 0},
         {"disable-prefix-caching", CLI_OPT_FLAG, &f.disable_prefix_caching, 0, 0, 0,
          "do not reuse the KV blocks of shared prompt prefixes", 0},
     };

@@ -3,6 +3,7 @@
  * engine at once; each choice is printed as it finishes (one JSON object
  * with --json), and a summary line goes to stderr at the end. */
 #include "cli/gen_batch.h"
+#include "core/log.h"
 
 #include <jansson.h>
 #include <pthread.h>
@@ -207,10 +208,15 @@ int gen_batch_run_requests(struct model *m, const struct tokenizer *tok, struct 
     if (!rc)
         fprintf(stderr,
                 "infer generate: %d requests (%d choices), %ld prompt + %ld output tokens in %.3f s: %.1f output "
-                "tok/s, %.1f tok/s in all; prefix cache: %ld of %ld prompt tokens hit; %ld steps, %ld preemptions\n",
+                "tok/s, %.1f tok/s in all; prefix cache: %ld of %ld prompt tokens hit; %ld steps, %ld preemptions; "
+                "%ld graph replays, %ld eager steps\n",
                 n, n_choices, st.prompt_tokens, st.completion_tokens, secs, st.completion_tokens / secs,
                 (st.prompt_tokens + st.completion_tokens) / secs, st.prefix_hit_tokens, st.prefix_lookup_tokens,
-                st.steps, st.preemptions);
+                st.steps, st.preemptions, st.graph_replays, st.eager_steps);
+    if (!rc && st.steps)
+        log_info("engine step, ms on average: plan+build %.3f, forward launch %.3f, sample+wait %.3f, commit %.3f",
+                 1e3 * st.plan_s / st.steps, 1e3 * st.launch_s / st.steps, 1e3 * st.sample_wait_s / st.steps,
+                 1e3 * st.commit_s / st.steps);
     for (int i = 0; i < n; i++) {
         for (int c = 0; c < reqs[i].rq.n; c++) {
             free(b.by_request[i][c].ids);

@@ -3,14 +3,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "engine/engine_internal.h"
 #include "engine/kv_plan.h"
 
 struct engine_opts engine_opts_default(void)
 {
-    return (struct engine_opts){.max_batched_tokens = 2048, .max_seqs = 64, .block_size = 16,
-                                .gpu_memory_utilization = 0.90, .prefix_caching = 1};
+    return (struct engine_opts){.max_batched_tokens = 2048,
+                                .max_seqs = 64,
+                                .block_size = 16,
+                                .gpu_memory_utilization = 0.90,
+                                .prefix_caching = 1,
+                                .graph = {.mode = GRAPH_MODE_NONE, .max_bs = 256, .padding = 1}};
 }
 
 static int check_opts(const struct engine_opts *o, const struct model *m, struct err *e)
@@ -62,11 +67,24 @@ static int engine_alloc(struct engine *eng, struct err *e)
     eng->rq = xcalloc((size_t)o->max_seqs, sizeof *eng->rq);
     eng->drawn = xcalloc((size_t)o->max_seqs, sizeof *eng->drawn);
     eng->stats.kv_blocks = n_blocks;
+    /* last: the graphs capture the forward over the final buffers */
+    if (graph_runner_init(&eng->graphs, m, &eng->ws, &eng->kv, &o->graph, o->max_seqs, o->max_batched_tokens,
+                          per_seq, e)) {
+        free(eng->q), free(eng->rq), free(eng->drawn);
+        scheduler_free(&eng->s);
+        step_builder_free(&eng->sb);
+        block_pool_free(&eng->pool);
+        step_sampler_free(&eng->sampler);
+        forward_ws_free(&eng->ws, m);
+        kv_store_free(&eng->kv, m->be);
+        return -1;
+    }
     return 0;
 }
 
 static void engine_release(struct engine *eng)
 {
+    graph_runner_free(&eng->graphs);
     free(eng->q);
     free(eng->rq);
     free(eng->drawn);
@@ -81,16 +99,23 @@ static void engine_release(struct engine *eng)
 /* One forward step; -1 with e set when the backend failed. */
 static int engine_step(struct engine *eng, struct err *e)
 {
+    const double t0 = clock_now();
     int n = scheduler_plan(&eng->s, eng->q, eng->rq);
     if (n == 0)
         return 0;
     struct backend *be = eng->m->be;
     struct fwd_batch b;
+    if (step_build(&eng->sb, eng->q, n, &b, e))
+        return -1;
+    const double t1 = clock_now();
+    if (graph_runner_forward(&eng->graphs, &b, e))
+        return -1;
+    const double t2 = clock_now();
     /* only the draws come back from the device, not the logits */
-    if (step_build(&eng->sb, eng->q, n, &b, e) || model_forward(eng->m, &eng->ws, &eng->kv, &b, e) ||
-        step_sample(&eng->sampler, be, eng->ws.logits, eng->rq, eng->q, n, eng->drawn, e) < 0 ||
+    if (step_sample(&eng->sampler, be, eng->ws.logits, eng->rq, eng->q, n, eng->drawn, e) < 0 ||
         be->ops->synchronize(be, e))
         return -1;
+    const double t3 = clock_now();
     /* the counters first: the events that commit emits must find them current */
     pthread_mutex_lock(&eng->mu);
     const struct scheduler_stats *ss = &eng->s.stats;
@@ -104,9 +129,18 @@ static int engine_step(struct engine *eng, struct err *e)
     st->evicted_blocks = ss->evicted_blocks;
     st->forked_blocks = ss->forked_blocks;
     st->preemptions = eng->s.n_preemptions;
+    st->graph_replays = eng->graphs.n_replays;
+    st->eager_steps = eng->graphs.n_eager;
     st->completion_tokens += b.n_logits; /* each row with logits draws one token */
+    st->plan_s += t1 - t0;
+    st->launch_s += t2 - t1;
+    st->sample_wait_s += t3 - t2;
     pthread_mutex_unlock(&eng->mu);
     scheduler_commit(&eng->s, eng->q, eng->rq, n, eng->drawn);
+    const double t4 = clock_now();
+    pthread_mutex_lock(&eng->mu);
+    st->commit_s += t4 - t3;
+    pthread_mutex_unlock(&eng->mu);
     if (eng->o.check_integrity) {
         struct err ie;
         if (scheduler_check(&eng->s, &ie)) {

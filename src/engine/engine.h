@@ -8,6 +8,7 @@
 #ifndef INFER_ENGINE_ENGINE_H
 #define INFER_ENGINE_ENGINE_H
 
+#include "engine/graph_runner.h"
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,6 +28,7 @@ struct engine_opts {
     double gpu_memory_utilization;
     int prefix_caching;
     int check_integrity; /* run the cache's integrity check after every step; a violation aborts */
+    struct graph_opts graph; /* --cuda-graph-mode and its buckets (mode none by default) */
 };
 
 /* Defaults: 2048 tokens, 64 sequences, blocks of 16, prefix caching on. */
@@ -70,6 +72,11 @@ struct engine_stats {
     long requests, steps, prompt_tokens, completion_tokens;
     long prefix_hit_tokens, prefix_lookup_tokens, prefix_hit_blocks, prefix_lookup_blocks;
     long computed_tokens, preemptions, evicted_blocks, forked_blocks;
+    long graph_replays, eager_steps; /* forward steps replayed as a CUDA graph, run eagerly */
+    /* seconds of the engine thread in each part of its steps: planning and
+     * building the batch, launching the forward, sampling and waiting for
+     * the device, committing the draws (events included) */
+    double plan_s, launch_s, sample_wait_s, commit_s;
     int kv_blocks;
 };
 

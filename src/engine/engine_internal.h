@@ -43,6 +43,7 @@ struct engine {
     struct step_seq *q;     /* [max_seqs] */
     struct request **rq;    /* [max_seqs] */
     struct step_sampler sampler;
+    struct graph_runner graphs;
     struct sample_result *drawn; /* [max_seqs] a step's draws */
     struct engine_group *live;
     /* shared, under mu */

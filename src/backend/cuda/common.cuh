@@ -4,6 +4,7 @@
 
 #include <cuda_bf16.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 typedef __nv_bfloat16 bf16;
 
@@ -20,6 +21,17 @@ __device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(_
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;"); }
 
+// INFER_NO_PDL=1 launches everything plainly (A/B measurements of PDL).
+static inline int pdl_enabled()
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *s = getenv("INFER_NO_PDL");
+        on = !(s && s[0] == '1');
+    }
+    return on;
+}
+
 template <typename... Params, typename... Args>
 static cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
                               Args... args)
@@ -33,7 +45,7 @@ static cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, 
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
-    cfg.numAttrs = 1;
+    cfg.numAttrs = pdl_enabled() ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...);
 }
 

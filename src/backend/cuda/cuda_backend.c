@@ -178,7 +178,9 @@ static int cuda_meta_init(struct backend *be, const struct meta_caps *caps, stru
     return 0;
 }
 
-static int cuda_batch_upload(struct backend *be, const struct fwd_batch *b, struct fwd_meta *m, struct err *e)
+/* Writes a step's metadata into the pinned staging buffer (the source of
+ * batch_upload's one copy, which a captured graph replays). */
+static int cuda_batch_stage(struct backend *be, const struct fwd_batch *b, struct err *e)
 {
     struct cuda_meta *mt = &impl(be)->meta;
     const struct meta_caps *c = &mt->caps;
@@ -190,7 +192,7 @@ static int cuda_batch_upload(struct backend *be, const struct fwd_batch *b, stru
                           "buffers (%d, %d, %d, %d)",
                        b->n_tokens, b->n_seqs, b->max_blocks_per_seq, b->n_logits, c->max_tokens, c->max_seqs,
                        c->max_blocks_per_seq, c->max_logits);
-    int32_t *h = mt->host, *d = mt->device;
+    int32_t *h = mt->host;
     const size_t T = (size_t)c->max_tokens, S = (size_t)c->max_seqs, B = (size_t)c->max_blocks_per_seq;
     const size_t n = (size_t)b->n_tokens, ns = (size_t)b->n_seqs;
     memcpy(h, b->token_ids, n * 4);
@@ -206,6 +208,17 @@ static int cuda_batch_upload(struct backend *be, const struct fwd_batch *b, stru
     int32_t *logit_rows = tables + S * B;
     if (b->n_logits)
         memcpy(logit_rows, b->logit_rows, (size_t)b->n_logits * 4);
+    return 0;
+}
+
+static int cuda_batch_upload(struct backend *be, const struct fwd_batch *b, struct fwd_meta *m, struct err *e)
+{
+    struct cuda_meta *mt = &impl(be)->meta;
+    const struct meta_caps *c = &mt->caps;
+    if (cuda_batch_stage(be, b, e))
+        return -1;
+    int32_t *h = mt->host, *d = mt->device;
+    const size_t T = (size_t)c->max_tokens, S = (size_t)c->max_seqs, B = (size_t)c->max_blocks_per_seq;
     CUDA_TRY(cudaMemcpyAsync(d, h, mt->n_ints * 4, cudaMemcpyHostToDevice, impl(be)->stream), e);
     *m = (struct fwd_meta){b->n_tokens, b->n_seqs, b->n_logits, (int)B,
                            d,           d + T,     d + 2 * T,   d + 3 * T,
@@ -271,6 +284,7 @@ static const struct backend_ops cuda_ops = {
     .copy_to_host = cuda_copy_to_host,
     .meta_init = cuda_meta_init,
     .batch_upload = cuda_batch_upload,
+    .batch_stage = cuda_batch_stage,
     .synchronize = cuda_synchronize,
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,

@@ -267,7 +267,7 @@ static cudaError_t launch_one(void *out, const void *x, const void *w, int m, in
         attr[na].val.clusterDim.z = 1;
         na++;
     }
-    if (pdl) {
+    if (pdl && pdl_enabled()) {
         attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attr[na].val.programmaticStreamSerializationAllowed = 1;
         na++;
