@@ -155,3 +155,32 @@ Test(stop, eos_id_mid_batch)
         request_free(&r[i]);
     test_free_model(m, be);
 }
+
+/* The context length ends a request (finish reason length) before its
+ * max_tokens, with the tokens it gives alone up to there. */
+Test(stop, context_length_ends_a_request)
+{
+    struct backend *be;
+    struct model *m = test_load_model("tiny-qwen3", &be);
+    int32_t prompt[20];
+    for (int j = 0; j < 20; j++)
+        prompt[j] = (int32_t)((j * 29 + 5) % m->cfg.vocab_size);
+    struct harness h;
+    harness_init(&h, m, 64, 128, 2, 1);
+    h.s.max_context = 32;
+    struct request r = {.id = 0, .prompt = prompt, .n_prompt = 20, .max_tokens = 100,
+                        .sampling = sampling_params_default(), .ignore_eos = 1};
+    scheduler_add(&h.s, &r);
+    harness_run(&h);
+    cr_assert_eq(r.state, REQUEST_FINISHED);
+    cr_assert_eq(r.finish, FINISH_REASON_LENGTH);
+    cr_assert_eq(r.n_out, 12, "20 prompt + 12 output tokens fill the 32-token context, got %d", r.n_out);
+    int n;
+    int32_t *ids = alone_greedy(m, prompt, 20, 12, &n, NULL); /* may end at an eos: compare what it gave */
+    cr_assert(n >= 1 && n <= 12);
+    cr_assert_eq(memcmp(r.out, ids, (size_t)n * sizeof(int32_t)), 0);
+    free(ids);
+    harness_free(&h);
+    request_free(&r);
+    test_free_model(m, be);
+}
