@@ -47,6 +47,7 @@ struct fwd_batch {
     const int32_t *kv_len;       /* [n_seqs] tokens in the cache after this step's writes */
     const int32_t *block_tables; /* [n_seqs, max_blocks_per_seq] */
     const int32_t *logit_rows;   /* [n_logits] rows whose logits are computed, ascending */
+    int skip_argmax;             /* the caller samples the logits itself: no argmax (~30 us a step) */
 };
 
 /* The same fields, pointing into backend memory (what kernels read). */

@@ -83,8 +83,19 @@ static void padded_batch(struct graph_runner *gr, const struct fwd_batch *src, i
                    (size_t)src->max_blocks_per_seq * sizeof *row);
     }
     gr->query_start[bs] = bs;
-    *b = (struct fwd_batch){bs,         bs,       bs,         B,           gr->tokens, gr->positions, gr->slots,
-                            gr->seq_of, gr->query_start, gr->kv_len, gr->tables, gr->logit_rows};
+    *b = (struct fwd_batch){.n_tokens = bs,
+                            .n_seqs = bs,
+                            .n_logits = bs,
+                            .max_blocks_per_seq = B,
+                            .token_ids = gr->tokens,
+                            .positions = gr->positions,
+                            .slot_mapping = gr->slots,
+                            .seq_of_token = gr->seq_of,
+                            .query_start = gr->query_start,
+                            .kv_len = gr->kv_len,
+                            .block_tables = gr->tables,
+                            .logit_rows = gr->logit_rows,
+                            .skip_argmax = 1}; /* the engine's sampler draws after the graph */
 }
 
 static int capture(struct graph_runner *gr, int i, struct err *e)

@@ -73,7 +73,7 @@ int step_build(struct step_builder *sb, const struct step_seq *seqs, int n_seqs,
         .n_tokens = n_tokens, .n_seqs = n_seqs, .n_logits = n_logits, .max_blocks_per_seq = c->max_blocks_per_seq,
         .token_ids = sb->token_ids, .positions = sb->positions, .slot_mapping = sb->slots,
         .seq_of_token = sb->seq_of, .query_start = sb->query_start, .kv_len = sb->kv_len,
-        .block_tables = sb->block_tables, .logit_rows = sb->logit_rows,
+        .block_tables = sb->block_tables, .logit_rows = sb->logit_rows, .skip_argmax = 1, /* the sampler draws */
     };
     return 0;
 }

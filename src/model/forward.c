@@ -158,7 +158,8 @@ int model_forward(const struct model *m, struct forward_ws *ws, struct kv_store 
     if (b->n_logits > 0) {
         ops->gather_rows(be, ws->sel, ws->h, &meta, c->hidden_size);
         ops->logits(be, ws->logits, ws->sel, &m->w.lm_head, b->n_logits, (float)c->final_softcap);
-        ops->argmax(be, ws->argmax, ws->logits, b->n_logits, c->vocab_size);
+        if (!b->skip_argmax)
+            ops->argmax(be, ws->argmax, ws->logits, b->n_logits, c->vocab_size);
     }
     return 0;
 }

@@ -31,8 +31,9 @@ int forward_ws_init(struct forward_ws *ws, const struct model *m, int max_tokens
 void forward_ws_free(struct forward_ws *ws, const struct model *m);
 
 /* Runs one step: writes the new tokens' k/v into kv and leaves logits of the
- * batch's logit rows in ws->logits (and their argmax in ws->argmax), in
- * backend memory. Returns -1 with e set if the batch does not fit ws. */
+ * batch's logit rows in ws->logits (and their argmax in ws->argmax unless
+ * b->skip_argmax), in backend memory. Returns -1 with e set if the batch
+ * does not fit ws. */
 int model_forward(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
                   const struct fwd_batch *b, struct err *e);
 
