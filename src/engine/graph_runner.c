@@ -62,9 +62,20 @@ int graph_buckets(const struct graph_opts *o, int max_seqs, int max_tokens, int 
     return 0;
 }
 
-/* A padded decode batch of bs rows in gr's arrays: the first n rows from
- * src (NULL: none), the rest padding (slot -1, KV length 0). */
-static void padded_batch(struct graph_runner *gr, const struct fwd_batch *src, int bs, struct fwd_batch *b)
+void graph_runner_init_padding(struct graph_runner *gr, const struct model *m, struct forward_ws *ws,
+                               struct kv_store *kv, int max_bs, int max_blocks_per_seq)
+{
+    gr->m = m, gr->ws = ws, gr->kv = kv;
+    gr->max_blocks_per_seq = max_blocks_per_seq;
+    const size_t rows = (size_t)max_bs + 1;
+    gr->tokens = xmalloc(rows * sizeof(int32_t)), gr->positions = xmalloc(rows * sizeof(int32_t));
+    gr->slots = xmalloc(rows * sizeof(int32_t)), gr->seq_of = xmalloc(rows * sizeof(int32_t));
+    gr->query_start = xmalloc(rows * sizeof(int32_t)), gr->kv_len = xmalloc(rows * sizeof(int32_t));
+    gr->logit_rows = xmalloc(rows * sizeof(int32_t));
+    gr->tables = xcalloc(rows * (size_t)max_blocks_per_seq, sizeof(int32_t));
+}
+
+void graph_runner_pad(struct graph_runner *gr, const struct fwd_batch *src, int bs, struct fwd_batch *b)
 {
     const int n = src ? src->n_tokens : 0, B = gr->max_blocks_per_seq;
     for (int i = 0; i < bs; i++) {
@@ -103,7 +114,7 @@ static int capture(struct graph_runner *gr, int i, struct err *e)
     const struct backend_ops *ops = gr->m->be->ops;
     struct backend *be = gr->m->be;
     struct fwd_batch b;
-    padded_batch(gr, NULL, gr->buckets[i], &b);
+    graph_runner_pad(gr, NULL, gr->buckets[i], &b);
     /* warm-up: plans and lazily loaded kernels outside the capture */
     if (model_forward(gr->m, gr->ws, gr->kv, &b, e) || ops->synchronize(be, e) || ops->graph_begin(be, e))
         return -1;
@@ -131,12 +142,7 @@ int graph_runner_init(struct graph_runner *gr, const struct model *m, struct for
     if (graph_buckets(o, max_seqs, max_tokens, &gr->buckets, &gr->n_buckets, e))
         return -1;
     const int top = gr->buckets[gr->n_buckets - 1];
-    const size_t rows = (size_t)top + 1;
-    gr->tokens = xmalloc(rows * sizeof(int32_t)), gr->positions = xmalloc(rows * sizeof(int32_t));
-    gr->slots = xmalloc(rows * sizeof(int32_t)), gr->seq_of = xmalloc(rows * sizeof(int32_t));
-    gr->query_start = xmalloc(rows * sizeof(int32_t)), gr->kv_len = xmalloc(rows * sizeof(int32_t));
-    gr->logit_rows = xmalloc(rows * sizeof(int32_t));
-    gr->tables = xcalloc(rows * (size_t)max_blocks_per_seq, sizeof(int32_t));
+    graph_runner_init_padding(gr, m, ws, kv, top, max_blocks_per_seq);
     gr->graphs = xcalloc((size_t)gr->n_buckets, sizeof *gr->graphs);
     size_t total = 0;
     ops->mem_info(m->be, &gr->free_before, &total);
@@ -196,7 +202,7 @@ int graph_runner_forward(struct graph_runner *gr, const struct fwd_batch *b, str
         return err_set(e, "graph runner: block tables of %d exceed the captured %d", b->max_blocks_per_seq,
                        gr->max_blocks_per_seq);
     struct fwd_batch p;
-    padded_batch(gr, b, gr->buckets[i], &p);
+    graph_runner_pad(gr, b, gr->buckets[i], &p);
     struct backend *be = gr->m->be;
     if (be->ops->batch_stage(be, &p, e) || be->ops->graph_replay(be, gr->graphs[i], e))
         return -1;

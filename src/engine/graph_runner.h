@@ -65,4 +65,14 @@ int graph_runner_forward(struct graph_runner *gr, const struct fwd_batch *b, str
 
 void graph_runner_free(struct graph_runner *gr);
 
+/* The padding that replays rely on, apart (tests use it on any backend):
+ * init_padding sizes gr's host arrays for batches of up to max_bs rows (gr
+ * zeroed first; free with graph_runner_free); pad writes into them the
+ * decode batch src (NULL: none) followed by padding rows up to bs — slot
+ * -1, KV length 0, their own sequence and logit row — so b's first rows
+ * give exactly src's results. */
+void graph_runner_init_padding(struct graph_runner *gr, const struct model *m, struct forward_ws *ws,
+                               struct kv_store *kv, int max_bs, int max_blocks_per_seq);
+void graph_runner_pad(struct graph_runner *gr, const struct fwd_batch *src, int bs, struct fwd_batch *b);
+
 #endif

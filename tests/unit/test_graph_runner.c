@@ -1,12 +1,15 @@
 /* The graph runner's host side: the bucket schedule and its validation
- * (errors name the flag), --cuda-graph-mode parsing, and that a backend
- * without graphs refuses decode mode and runs every step eagerly in mode
- * none. (Replays against eager are checked on the GPU machine:
- * tools/engine_check.py.) */
+ * (errors name the flag), --cuda-graph-mode parsing, a backend without
+ * graphs refusing decode mode, and the padding contract replays rest on
+ * (on the CPU backend). Replays against eager are checked on the GPU
+ * machine: tools/engine_check.py. */
 #include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/graph_runner.h"
+#include "test_util.h"
 
 static void expect_buckets(const struct graph_opts *o, int max_seqs, int max_tokens, const int *want, int n_want)
 {
@@ -88,4 +91,97 @@ Test(graph_runner, cpu_backend_refuses_graphs)
     cr_assert_eq(gr.n_buckets, 0);
     graph_runner_free(&gr);
     backend_free(be);
+}
+
+/* One step of n sequences: sequence s has its blocks at 1 + 4s.. (block
+ * size 4), new tokens at positions pos[s].. */
+struct steps {
+    int32_t tok[32], pos[32], slot[32], seq[32], qs[9], kvl[8], tables[8 * 4], rows[32];
+};
+
+static struct fwd_batch step_of(struct steps *st, int n, const int *first, const int *count, int with_logits)
+{
+    int t = 0, nl = 0;
+    for (int s = 0; s < n; s++) {
+        st->qs[s] = t;
+        for (int b = 0; b < 4; b++)
+            st->tables[s * 4 + b] = 1 + 4 * s + b;
+        for (int j = 0; j < count[s]; j++, t++) {
+            const int p = first[s] + j;
+            st->tok[t] = (int32_t)((s * 37 + p * 11 + 3) % 200);
+            st->pos[t] = p;
+            st->slot[t] = st->tables[s * 4 + p / 4] * 4 + p % 4;
+            st->seq[t] = s;
+        }
+        st->kvl[s] = first[s] + count[s];
+        if (with_logits)
+            st->rows[nl++] = t - 1;
+    }
+    st->qs[n] = t;
+    return (struct fwd_batch){.n_tokens = t, .n_seqs = n, .n_logits = nl, .max_blocks_per_seq = 4,
+                              .token_ids = st->tok, .positions = st->pos, .slot_mapping = st->slot,
+                              .seq_of_token = st->seq, .query_start = st->qs, .kv_len = st->kvl,
+                              .block_tables = st->tables, .logit_rows = st->rows};
+}
+
+/* The contract replays rest on: a decode batch padded to a bucket with
+ * graph_runner_pad gives its real rows exactly the logits the unpadded
+ * batch gives, and the padding rows write nothing (a second unpadded step
+ * afterwards still matches a run that never saw padding). */
+Test(graph_runner, padding_rows_leave_real_rows_exact)
+{
+    struct backend *be;
+    struct model *m = test_load_model("tiny-qwen3", &be);
+    const int V = m->cfg.vocab_size, n = 3;
+    struct err e = {{0}};
+    struct forward_ws ws;
+    struct kv_store kv;
+    struct meta_caps caps = {32, 8, 4, 8};
+    cr_assert_eq(forward_ws_init(&ws, m, 32, 8, &e), 0, "%s", e.msg);
+    cr_assert_eq(be->ops->meta_init(be, &caps, &e), 0, "%s", e.msg);
+    cr_assert_eq(kv_store_init(&kv, &m->cfg, be, 40, 4, &e), 0, "%s", e.msg);
+    struct steps st;
+    const int zero[3] = {0, 0, 0}, plen[3] = {5, 6, 7}, one[3] = {1, 1, 1};
+    struct fwd_batch b = step_of(&st, n, zero, plen, 0); /* prefill */
+    cr_assert_eq(model_forward(m, &ws, &kv, &b, &e), 0, "%s", e.msg);
+    b = step_of(&st, n, plen, one, 1); /* decode, eager */
+    cr_assert_eq(model_forward(m, &ws, &kv, &b, &e), 0, "%s", e.msg);
+    float *ref = malloc((size_t)n * V * sizeof(float)), *got = malloc((size_t)8 * V * sizeof(float));
+    cr_assert_eq(be->ops->copy_to_host(be, ref, ws.logits, (size_t)n * V * sizeof(float), &e), 0);
+
+    struct graph_runner gr = {0};
+    graph_runner_init_padding(&gr, m, &ws, &kv, 8, 4);
+    struct fwd_batch p;
+    graph_runner_pad(&gr, &b, 8, &p); /* the same decode step again (same KV writes), padded */
+    cr_assert_eq(p.n_tokens, 8);
+    cr_assert_eq(p.slot_mapping[5], -1);
+    cr_assert_eq(p.kv_len[5], 0);
+    cr_assert_eq(model_forward(m, &ws, &kv, &p, &e), 0, "%s", e.msg);
+    cr_assert_eq(be->ops->copy_to_host(be, got, ws.logits, (size_t)8 * V * sizeof(float), &e), 0);
+    cr_assert_eq(memcmp(got, ref, (size_t)n * V * sizeof(float)), 0, "real rows changed by padding");
+    for (long i = (long)n * V; i < 8L * V; i++)
+        cr_assert(isfinite(got[i]), "padding row logit %ld is not finite", i);
+
+    /* the next step, unpadded: padding wrote no KV, so it equals a fresh run's */
+    const int two[3] = {6, 7, 8};
+    struct fwd_batch b2 = step_of(&st, n, two, one, 1);
+    cr_assert_eq(model_forward(m, &ws, &kv, &b2, &e), 0, "%s", e.msg);
+    cr_assert_eq(be->ops->copy_to_host(be, got, ws.logits, (size_t)n * V * sizeof(float), &e), 0);
+    struct kv_store kv2;
+    cr_assert_eq(kv_store_init(&kv2, &m->cfg, be, 40, 4, &e), 0, "%s", e.msg);
+    b = step_of(&st, n, zero, plen, 0);
+    cr_assert_eq(model_forward(m, &ws, &kv2, &b, &e), 0, "%s", e.msg);
+    b = step_of(&st, n, plen, one, 0);
+    cr_assert_eq(model_forward(m, &ws, &kv2, &b, &e), 0, "%s", e.msg);
+    b2 = step_of(&st, n, two, one, 1);
+    cr_assert_eq(model_forward(m, &ws, &kv2, &b2, &e), 0, "%s", e.msg);
+    cr_assert_eq(be->ops->copy_to_host(be, ref, ws.logits, (size_t)n * V * sizeof(float), &e), 0);
+    cr_assert_eq(memcmp(got, ref, (size_t)n * V * sizeof(float)), 0, "padding rows left a trace in the KV cache");
+
+    graph_runner_free(&gr);
+    kv_store_free(&kv, be);
+    kv_store_free(&kv2, be);
+    forward_ws_free(&ws, m);
+    free(ref), free(got);
+    test_free_model(m, be);
 }

@@ -31,6 +31,11 @@ static void attn_chunk(void *arg, long i0, long i1)
         int t = (int)(i / s->n_heads), h = (int)(i % s->n_heads), kvh = h / group;
         int seq = c->m->seq_of_token[t];
         int pos = c->m->positions[t];
+        float *dst = c->out + ((int64_t)t * s->n_heads + h) * hd;
+        if (c->m->kv_len[seq] == 0) { /* a padding row (graph buckets): nothing visible, zeros as on CUDA */
+            memset(dst, 0, (size_t)hd * sizeof(float));
+            continue;
+        }
         CHECK(pos < c->m->kv_len[seq]);
         int lo = c->window > 0 && pos - c->window + 1 > 0 ? pos - c->window + 1 : 0;
         const int32_t *table = c->m->block_tables + (int64_t)seq * c->m->max_blocks_per_seq;
@@ -61,7 +66,7 @@ static void attn_chunk(void *arg, long i0, long i1)
             for (int x = 0; x < hd; x++)
                 acc[x] += p * vj[x];
         }
-        memcpy(c->out + ((int64_t)t * s->n_heads + h) * hd, acc, (size_t)hd * sizeof(float));
+        memcpy(dst, acc, (size_t)hd * sizeof(float));
     }
     free(scores);
     free(acc);
