@@ -26,6 +26,7 @@
 #include <math.h>
 
 #include "backend/cuda/common.cuh"
+#include "backend/philox.h"
 #include "backend/cuda/sampling.h"
 
 #define NT 1024
@@ -37,33 +38,10 @@
 // spread far wider than this, which makes the draw cheap).
 #define GUMBEL_SPREAD 17.5f
 
-// ---- Philox4x32-10, as philox4x32 in sampling.c ----
-
-__device__ static void philox(uint64_t key, uint64_t counter_hi, uint64_t counter_lo, uint32_t out[4])
-{
-    uint32_t c0 = (uint32_t)counter_lo, c1 = (uint32_t)(counter_lo >> 32), c2 = (uint32_t)counter_hi,
-             c3 = (uint32_t)(counter_hi >> 32);
-    uint32_t k0 = (uint32_t)key, k1 = (uint32_t)(key >> 32);
-    for (int round = 0; round < 10; round++) {
-        uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
-        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c1 = (uint32_t)p1;
-        c3 = (uint32_t)p0;
-        c0 = n0;
-        c2 = n2;
-        k0 += 0x9E3779B9u;
-        k1 += 0xBB67AE85u;
-    }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
-}
-
 __device__ static float gumbel(uint64_t seed, uint64_t step, int32_t token)
 {
     uint32_t r[4];
-    philox(seed, step, (uint64_t)(uint32_t)token, r);
+    philox4x32_10(seed, step, (uint64_t)(uint32_t)token, r);
     float u = __fmul_rn(__fadd_rn((float)(r[0] >> 8), 0.5f), 1.0f / 16777216.0f);
     return -logf(-logf(u));
 }
@@ -117,9 +95,11 @@ __device__ static void block_best(float &v, int &i)
             v = sv[w], i = si[w];
 }
 
-__device__ static double block_sum_d(double x)
+// Sum over the block, added in the same order in every thread (so the
+// result is deterministic and every thread agrees).
+template <typename T> __device__ static T block_sum_t(T x)
 {
-    __shared__ double part[NW];
+    __shared__ T part[NW];
     for (int o = 16; o > 0; o >>= 1)
         x += __shfl_down_sync(0xffffffffu, x, o);
     int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -127,27 +107,12 @@ __device__ static double block_sum_d(double x)
     if (lane == 0)
         part[warp] = x;
     __syncthreads();
-    double s = 0;
-    for (int w = 0; w < NW; w++) // the same order in every thread
-        s += part[w];
-    return s;
-}
-
-__device__ static int block_count(int x)
-{
-    __shared__ int part[NW];
-    for (int o = 16; o > 0; o >>= 1)
-        x += __shfl_down_sync(0xffffffffu, x, o);
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    __syncthreads();
-    if (lane == 0)
-        part[warp] = x;
-    __syncthreads();
-    int s = 0;
+    T s = 0;
     for (int w = 0; w < NW; w++)
         s += part[w];
     return s;
 }
+
 
 // ---- the row's state and the passes over it ----
 
@@ -184,7 +149,7 @@ __device__ static double tally(const row_state &s, cut c, uint32_t k, int mode, 
                 n++;
         }
     }
-    return mass ? block_sum_d(acc) : (double)block_count(n);
+    return mass ? block_sum_t<double>(acc) : (double)block_sum_t<int>(n);
 }
 
 // Smallest id such that at least need elements of key k inside c have ids <= it.
@@ -273,7 +238,7 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         z[t] = l[t];
         acc += (double)expf(__fsub_rn(l[t], mx));
     }
-    const float lse = __fadd_rn(mx, (float)log(block_sum_d(acc))); // block_sum_d synchronises: z is written
+    const float lse = __fadd_rn(mx, (float)log(block_sum_t<double>(acc))); // block_sum_t synchronises: z is written
 
     // logit bias (a token's entries in list order), then the penalties
     for (int i = threadIdx.x; i < p.n_bias; i += NT) {
