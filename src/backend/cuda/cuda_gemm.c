@@ -243,12 +243,14 @@ int gemv_gated_auto_config(int m, int f, int k, int n_sms);
  * in 16-row tiles with one variant per (N, K) — the table's M <= 8 entry,
  * else the launcher's choice at M = 1 — so the order of a row's sums never
  * depends on the other rows of the step (cuBLASLt picks its algorithm by
- * M). Prefill pays for it: the weights are read once per 16 rows. */
-static int invariant_config(struct backend *be, const struct weight *w, int gated)
+ * M). Prefill pays for it: every 16-row tile reads the weights (neighbouring
+ * tiles share them through L2). */
+static int invariant_config(struct backend *be, const void *x, const struct weight *w, int gated)
 {
-    if (!gemv_fits(w->data, w, 1)) {
-        fprintf(stderr, "infer: fatal: batch-invariant mode needs the GEMV, which cannot take a [%lld, %lld] weight\n",
-                (long long)w->rows, (long long)w->cols);
+    if (!gemv_fits(x, w, 1)) {
+        fprintf(stderr, "infer: fatal: batch-invariant mode needs the GEMV, which cannot take a [%lld, %lld] weight with "
+                        "input at %p (K %% 8 and 16-byte alignment)\n",
+                (long long)w->rows, (long long)w->cols, x);
         abort();
     }
     for (size_t i = 0; i < sizeof gemv_table / sizeof gemv_table[0]; i++)
@@ -263,7 +265,7 @@ static void invariant_run(struct backend *be, void *out, int out_f32, const void
                           float softcap, int gated, int act01)
 {
     struct cuda_backend *cb = cuda_impl(be);
-    const int cfg = invariant_config(be, w, gated);
+    const int cfg = invariant_config(be, x, w, gated); /* x's rows keep its alignment: K % 8 == 0 */
     const int64_t n_out = gated ? w->rows / 2 : w->rows, K = w->cols;
     const size_t out_row = (size_t)n_out * (out_f32 ? 4 : 2), x_row = (size_t)K * 2;
     /* one launch takes 16-row tiles of all M as far as grid y allows */
