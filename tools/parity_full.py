@@ -46,8 +46,9 @@ def hf_logits(path, prompt):
     return ids, np.concatenate(rows)
 
 
-def hf_logits_fp32(path, ids):
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).cuda().eval()
+def hf_prompt_logits(path, ids, dtype, attn="sdpa"):
+    """transformers' logits of every row of ids, one forward pass, no cache."""
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=attn).cuda().eval()
     with torch.no_grad():
         rows = model(torch.tensor([ids], device="cuda"), use_cache=False).logits[0].float().cpu().numpy()
     del model
@@ -55,19 +56,28 @@ def hf_logits_fp32(path, ids):
     return rows
 
 
-def rel_err(a, b):
-    return np.abs(a - b).max(axis=1) / np.abs(b).max(axis=1)
-
-
-def check(infer, work, config):
+def checkpoint(infer, work, config):
+    """(name, path) of the `infer mkmodel --seed 0` checkpoint of config in work, made once."""
     name = os.path.basename(os.path.dirname(os.path.abspath(config)))
     path = os.path.join(work, name)
     if not os.path.exists(os.path.join(path, "model.safetensors")):
         subprocess.run([infer, "mkmodel", "--config", config, "--out", path, "--seed", "0"], check=True,
                        stdout=subprocess.DEVNULL)
-    vocab = json.load(open(config))["vocab_size"]
+    return name, path
+
+
+def random_prompt(vocab):
     rng = np.random.default_rng(7)
-    prompt = [int(x) for x in rng.integers(0, vocab, PROMPT_LEN)]
+    return [int(x) for x in rng.integers(0, vocab, PROMPT_LEN)]
+
+
+def rel_err(a, b):
+    return np.abs(a - b).max(axis=1) / np.abs(b).max(axis=1)
+
+
+def check(infer, work, config):
+    name, path = checkpoint(infer, work, config)
+    prompt = random_prompt(json.load(open(config))["vocab_size"])
     ids, ref = hf_logits(path, prompt)
     ids_file = os.path.join(work, name + ".ids.json")
     out_file = os.path.join(work, name + ".logits.safetensors")
@@ -79,7 +89,7 @@ def check(infer, work, config):
     # row r of ours is the logits after ids[r]; ref rows: prompt rows, then one per decode step
     # (the decode step fed ids[PROMPT_LEN + i], i.e. ours row PROMPT_LEN + i)
     ref = ref[:n]
-    ref32 = hf_logits_fp32(path, ids)
+    ref32 = hf_prompt_logits(path, ids, torch.float32)
     err = rel_err(ours, ref)
     top1 = (ours.argmax(axis=1) == ref.argmax(axis=1)).mean()
     ok = err.max() <= 2e-2 and top1 >= 0.99

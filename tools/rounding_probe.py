@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Which rounding differences move bf16 logits of a random-weight model?
 
-Runs transformers in bf16 on one PROMPT_LEN-token prompt in several variants
+Runs transformers in bf16 on one 560-token prompt (tools/parity_full.py's) in several variants
 that differ only in where values are rounded, and compares each pair (and
 `infer logits --device cuda` on the same ids) with the per-row metric of
 tools/parity_full.py (max|a-b| / max|b|, top-1 agreement):
@@ -23,9 +23,9 @@ import sys
 import numpy as np
 import torch
 from safetensors.numpy import load_file
-from transformers import AutoModelForCausalLM
 
-PROMPT_LEN = 560
+from parity_full import checkpoint, hf_prompt_logits, random_prompt, rel_err
+
 MODULES = {"llama": "llama", "qwen3": "qwen3", "gemma3_text": "gemma3", "gemma3": "gemma3"}
 
 
@@ -56,17 +56,8 @@ def rope_in_fp32(model_type):
         mod.apply_rotary_pos_emb = orig_apply
 
 
-def run_hf(path, ids, dtype, attn="sdpa"):
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation=attn).cuda().eval()
-    with torch.no_grad():
-        out = model(torch.tensor([ids], device="cuda"), use_cache=False).logits[0].float().cpu().numpy()
-    del model
-    torch.cuda.empty_cache()
-    return out
-
-
 def compare(a, b):
-    err = np.abs(a - b).max(axis=1) / np.abs(b).max(axis=1)
+    err = rel_err(a, b)
     top1 = (a.argmax(axis=1) == b.argmax(axis=1)).mean()
     return f"max {err.max():.2e} median {np.median(err):.2e} top-1 {100 * top1:.1f}%"
 
@@ -89,29 +80,24 @@ def scaled_copy(src, dst, n_layers):
 
 
 def probe(infer, work, config):
-    name = os.path.basename(os.path.dirname(os.path.abspath(config)))
-    path = os.path.join(work, name)
-    if not os.path.exists(os.path.join(path, "model.safetensors")):
-        subprocess.run([infer, "mkmodel", "--config", config, "--out", path, "--seed", "0"], check=True,
-                       stdout=subprocess.DEVNULL)
+    name, path = checkpoint(infer, work, config)
     cfg = json.load(open(config))
     if os.environ.get("PROBE_SCALED"):
         scaled = path + "-scaled"
         if not os.path.exists(os.path.join(scaled, "model.safetensors")):
             scaled_copy(path, scaled, cfg["num_hidden_layers"])
         path, name = scaled, name + "-scaled"
-    rng = np.random.default_rng(7)
-    ids = [int(x) for x in rng.integers(0, cfg["vocab_size"], PROMPT_LEN)]
+    ids = random_prompt(cfg["vocab_size"])
     ids_file, out_file = os.path.join(work, name + ".probe.json"), os.path.join(work, name + ".probe.safetensors")
     json.dump(ids, open(ids_file, "w"))
     subprocess.run([infer, "logits", "--model", path, "--device", "cuda", "--ids-file", ids_file, "--out", out_file],
                    check=True, stderr=subprocess.DEVNULL)
     res = {"infer": load_file(out_file)["logits"]}
-    res["sdpa"] = run_hf(path, ids, torch.bfloat16)
+    res["sdpa"] = hf_prompt_logits(path, ids, torch.bfloat16)
     with rope_in_fp32(cfg["model_type"]):
-        res["rope32"] = run_hf(path, ids, torch.bfloat16)
-    res["eager"] = run_hf(path, ids, torch.bfloat16, "eager")
-    res["fp32"] = run_hf(path, ids, torch.float32)
+        res["rope32"] = hf_prompt_logits(path, ids, torch.bfloat16)
+    res["eager"] = hf_prompt_logits(path, ids, torch.bfloat16, "eager")
+    res["fp32"] = hf_prompt_logits(path, ids, torch.float32)
     for a, b in [("infer", "sdpa"), ("infer", "rope32"), ("infer", "eager"), ("infer", "fp32"), ("rope32", "sdpa"),
                  ("eager", "sdpa"), ("sdpa", "fp32")]:
         print(f"{name}: {a:6} vs {b:6}: {compare(res[a], res[b])}", flush=True)
