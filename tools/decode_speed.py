@@ -3,8 +3,8 @@
 requests of a 32-token random prompt and 256 greedy output tokens (eos
 ignored) submitted at once to `infer generate --input`, under each
 --cuda-graph-mode; prints output tokens per second (engine time, from the
-summary line), graph replays and eager steps, and the graph-over-eager
-speedup.
+summary line), graph replays and eager steps, and each mode's speedup
+over the first (none).
 
 Usage: python3 tools/decode_speed.py INFER MODEL_DIR [--batches 1,8,32,128] [--modes none,decode]"""
 import argparse
@@ -34,7 +34,7 @@ def main():
     ap.add_argument("infer")
     ap.add_argument("model")
     ap.add_argument("--batches", default="1,8,32,128")
-    ap.add_argument("--modes", default="none,decode")
+    ap.add_argument("--modes", default="none,decode,full")
     ap.add_argument("--output", type=int, default=256)
     a = ap.parse_args()
     vocab = json.load(open(os.path.join(a.model, "config.json")))["vocab_size"]
@@ -50,7 +50,7 @@ def main():
                                         "max_tokens": a.output, "ignore_eos": True}) + "\n")
             res = {m: run(a, path, bs, m) for m in modes}
             cells = "  ".join(f"{m}: {t:8.1f} tok/s ({r} replays, {e} eager)" for m, (t, r, e) in res.items())
-            speed = f"  speedup {res[modes[-1]][0] / res[modes[0]][0]:.2f}x" if len(modes) > 1 else ""
+            speed = "".join(f"  {m} {res[m][0] / res[modes[0]][0]:.2f}x" for m in modes[1:])
             print(f"{name} batch {bs:4d}: {cells}{speed}", flush=True)
 
 

@@ -7,13 +7,20 @@ with --max-num-seqs 1). Both runs use --batch-invariant: without it a row's
 GEMM sums depend on the step's size (cuBLASLt's algorithm, the GEMV's
 variant), and on random-weight models any rounding difference flips tokens.
 
-The batched run replays decode steps as CUDA graphs (--graph decode), the
-alone run is eager (--alone-graph none), so the test also holds graphs to
-eager exactly (issue 6).
+A third of the requests share one 64-token prefix, so the radix prefix
+cache hits.
+
+The batched runs replay CUDA graphs (--graph: one batched run per mode of
+a comma-separated list, default decode), the alone run is eager
+(--alone-graph none), so the test also holds every graph mode to eager
+exactly (issue 6). --transitions swaps the workload for 8 requests whose
+output lengths leave 8, then 5, then 3 sequences running (batch-size
+buckets crossed on the way down).
 
 Usage: python3 tools/engine_check.py INFER MODEL_DIR [--device cuda] [--util 0.004] [--sampled]
+                                     [--graph decode,piecewise,full] [--transitions]
 Prints one line per run and the verdict; exits non-zero on any mismatch or
-when no preemption happened."""
+when the 64-request workload saw no preemption."""
 import argparse
 import json
 import os
@@ -36,8 +43,8 @@ def run(infer, model, device, reqs_path, extra):
     for line in p.stdout.splitlines():
         o = json.loads(line)
         out[o["request"]] = o["ids"]
-    summary = [l for l in p.stderr.splitlines() if "requests" in l]
-    return out, (summary[-1] if summary else ""), time.time() - t0
+    summary = [l for l in p.stderr.splitlines() if "requests" in l or "cuda graphs:" in l]
+    return out, "\n    ".join(summary), time.time() - t0
 
 
 def main():
@@ -47,43 +54,58 @@ def main():
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--util", default="0.004", help="--gpu-memory-utilization of the batched run")
     ap.add_argument("--requests", type=int, default=64)
-    ap.add_argument("--graph", default="decode", help="--cuda-graph-mode of the batched run (cuda only)")
+    ap.add_argument("--graph", default="decode",
+                    help="--cuda-graph-mode of the batched runs, comma-separated (cuda only)")
+    ap.add_argument("--transitions", action="store_true", help="8 requests finishing to leave 8, 5, 3 running")
     ap.add_argument("--alone-graph", default="none", help="--cuda-graph-mode of the alone run (cuda only)")
     ap.add_argument("--sampled", action="store_true",
                     help="seeded sampling (temperature 0.8, top_p 0.9, top_k 50, penalties) instead of greedy")
     a = ap.parse_args()
     vocab = json.load(open(os.path.join(a.model, "config.json")))["vocab_size"]
     rng = random.Random(5)
+    shared = [rng.randrange(vocab) for _ in range(64)]
+    if a.transitions:
+        a.requests = 8
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "reqs.jsonl")
         with open(path, "w") as f:
-            for _ in range(a.requests):
-                n = rng.randint(1, 300)
-                r = {"prompt_ids": [rng.randrange(vocab) for _ in range(n)], "max_tokens": rng.randint(1, 48),
-                     "ignore_eos": True}
+            for i in range(a.requests):
+                if a.transitions:
+                    prompt = [rng.randrange(vocab) for _ in range(rng.randint(8, 40))]
+                    out = [12, 12, 12, 24, 24, 48, 48, 48][i]
+                else:
+                    prompt = [rng.randrange(vocab) for _ in range(rng.randint(1, 300))]
+                    if i % 3 == 0:
+                        prompt = shared + prompt[:200]
+                    out = rng.randint(1, 48)
+                r = {"prompt_ids": prompt, "max_tokens": out, "ignore_eos": True}
                 if a.sampled:
                     r.update(temperature=0.8, top_p=0.9, top_k=50, presence_penalty=0.5,
                              repetition_penalty=1.1, seed=rng.randrange(1 << 32))
                 f.write(json.dumps(r) + "\n")
-        g1 = ["--cuda-graph-mode", a.graph] if a.device == "cuda" else []
         g2 = ["--cuda-graph-mode", a.alone_graph] if a.device == "cuda" else []
-        batched, s1, t1 = run(a.infer, a.model, a.device, path,
-                              ["--max-num-batched-tokens", "256", "--max-num-seqs", "64", "--max-model-len", "512",
-                               "--gpu-memory-utilization", a.util] + g1)
         alone, s2, t2 = run(a.infer, a.model, a.device, path,
                             ["--max-num-seqs", "1", "--max-model-len", "512"] + g2)
-    print(f"batched ({t1:.1f} s): {s1}")
-    print(f"alone   ({t2:.1f} s): {s2}")
-    bad = [i for i in range(a.requests) if batched.get(i) != alone.get(i)]
-    m = re.search(r"(\d+) preemptions?", s1)
-    preempted = int(m.group(1)) if m else -1
-    kind = "seeded sampled" if a.sampled else "greedy"
-    print(f"{os.path.basename(a.model.rstrip('/'))}: {a.requests - len(bad)}/{a.requests} {kind} requests equal alone, "
-          f"preemptions {preempted} -> {'OK' if not bad and preempted > 0 else 'FAIL'}")
-    if bad:
-        i = bad[0]
-        print(f"first mismatch: request {i}: batched {batched.get(i)[:12]} alone {alone.get(i)[:12]}")
-    sys.exit(0 if not bad and preempted > 0 else 1)
+        print(f"alone   ({t2:.1f} s): {s2}")
+        ok = True
+        for mode in a.graph.split(","):
+            g1 = ["--cuda-graph-mode", mode] if a.device == "cuda" else []
+            batched, s1, t1 = run(a.infer, a.model, a.device, path,
+                                  ["--max-num-batched-tokens", "256", "--max-num-seqs", "64", "--max-model-len",
+                                   "512", "--gpu-memory-utilization", "0.5" if a.transitions else a.util] + g1)
+            print(f"batched {mode} ({t1:.1f} s): {s1}")
+            bad = [i for i in range(a.requests) if batched.get(i) != alone.get(i)]
+            m = re.search(r"(\d+) preemptions?", s1)
+            preempted = int(m.group(1)) if m else -1
+            kind = ("seeded sampled" if a.sampled else "greedy") + (" transition" if a.transitions else "")
+            good = not bad and (preempted > 0 or a.transitions)
+            ok = ok and good
+            print(f"{os.path.basename(a.model.rstrip('/'))} [{mode}]: {a.requests - len(bad)}/{a.requests} {kind} "
+                  f"requests equal alone, preemptions {preempted} -> {'OK' if good else 'FAIL'}")
+            if bad:
+                i = bad[0]
+                print(f"first mismatch: request {i}: batched {batched.get(i)[:12]} alone {alone.get(i)[:12]}")
+    sys.exit(0 if ok else 1)
 
 
 if __name__ == "__main__":

@@ -209,6 +209,16 @@ struct backend_ops {
     int (*sample_init)(struct backend *be, int max_rows, int vocab, struct err *e);
     int (*sample)(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
                   struct sample_result *out, struct err *e);
+    /* sample in three parts, so that a captured graph can hold the draw
+     * (NULL where the backend has no graphs): sample_stage takes the rows
+     * (padded up to pad_rows with greedy rows whose draws are ignored) and
+     * queues whatever varies in size; sample_enqueue queues the draw of
+     * pad_rows rows and the download of their results, touching only fixed
+     * addresses (capturable); sample_finish waits and writes out[n_rows]. */
+    int (*sample_stage)(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
+                        struct err *e);
+    int (*sample_enqueue)(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e);
+    int (*sample_finish)(struct backend *be, int n_rows, struct sample_result *out, struct err *e);
 };
 
 struct backend {

@@ -97,16 +97,19 @@ struct engine_flags {
     double temperature, top_p, min_p;
     int top_k;
     uint64_t seed;
-    const char *graph_mode; /* NULL: decode where the backend has graphs, else none */
+    const char *graph_mode; /* NULL: full where the backend has graphs, else none */
     const char *graph_bs;   /* explicit bucket list */
     int graph_max_bs, no_graph_padding;
+    const char *graph_tokens; /* explicit token-bucket list (piecewise, full) */
+    int graph_max_tokens;
 };
 
-/* --cuda-graph-mode, --cuda-graph-bs, --cuda-graph-max-bs, --disable-cuda-graph-padding */
+/* --cuda-graph-mode, --cuda-graph-bs, --cuda-graph-max-bs, --disable-cuda-graph-padding,
+ * --piecewise-cuda-graph-tokens, --piecewise-cuda-graph-max-tokens */
 static int graph_flags(const struct engine_flags *f, const struct model *m, struct graph_opts *g, int **list,
-                       struct err *e)
+                       int **tok_list, struct err *e)
 {
-    g->mode = m->be->ops->graph_begin ? GRAPH_MODE_DECODE : GRAPH_MODE_NONE;
+    g->mode = m->be->ops->graph_begin ? GRAPH_MODE_FULL : GRAPH_MODE_NONE;
     if (f->graph_mode && graph_mode_parse(f->graph_mode, &g->mode, e))
         return -1;
     g->max_bs = f->graph_max_bs;
@@ -119,6 +122,15 @@ static int graph_flags(const struct engine_flags *f, const struct model *m, stru
     if (g->mode == GRAPH_MODE_NONE && (f->graph_bs || f->no_graph_padding))
         return err_set(e, "--cuda-graph-bs and --disable-cuda-graph-padding need a --cuda-graph-mode other than "
                           "none");
+    g->max_graph_tokens = f->graph_max_tokens;
+    if (f->graph_tokens) {
+        if (cli_parse_int_list(f->graph_tokens, "piecewise-cuda-graph-tokens", tok_list, &g->n_token_buckets, e))
+            return -1;
+        g->token_buckets = *tok_list;
+    }
+    if (g->mode != GRAPH_MODE_PIECEWISE && g->mode != GRAPH_MODE_FULL && (f->graph_tokens || f->graph_max_tokens))
+        return err_set(e, "--piecewise-cuda-graph-tokens and --piecewise-cuda-graph-max-tokens need "
+                          "--cuda-graph-mode piecewise or full");
     return 0;
 }
 
@@ -132,9 +144,11 @@ static int run_engine(struct model *m, const struct tokenizer *tok, const char *
     o.max_context = f->max_context;
     o.prefix_caching = !f->disable_prefix_caching;
     o.gpu_memory_utilization = mem_util;
-    int *bucket_list = NULL;
-    if (graph_flags(f, m, &o.graph, &bucket_list, e))
+    int *bucket_list = NULL, *token_list = NULL;
+    if (graph_flags(f, m, &o.graph, &bucket_list, &token_list, e)) {
+        free(bucket_list), free(token_list);
         return -1;
+    }
     struct gen_defaults d = {max_tokens, sampling_params_default(), seed_opt->seen, ignore_eos};
     d.sampling.temperature = (float)f->temperature;
     d.sampling.top_p = (float)f->top_p;
@@ -151,7 +165,7 @@ static int run_engine(struct model *m, const struct tokenizer *tok, const char *
                  ? err_prefix(e, "infer generate")
                  : gen_batch_run_requests(m, tok, &r, 1, &o, as_json, e);
     }
-    free(bucket_list);
+    free(bucket_list), free(token_list);
     return rc;
 }
 
@@ -161,7 +175,7 @@ int cmd_generate(int argc, char **argv)
     int max_tokens = 16, as_json = 0, threads = 0, ignore_eos = 0, chat = 0, batch_invariant = 0;
     double mem_util = 0.90;
     char *chat_text = NULL;
-    struct engine_flags f = {2048, 64, 0, 0, 0.0, 1.0, 0.0, 0, 0, NULL, NULL, 256, 0};
+    struct engine_flags f = {2048, 64, 0, 0, 0.0, 1.0, 0.0, 0, 0, NULL, NULL, 256, 0, NULL, 0};
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
         {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu or cuda (default cpu)", 0},
@@ -188,12 +202,18 @@ int cmd_generate(int argc, char **argv)
         {"max-model-len", CLI_OPT_INT, &f.max_context, 0, 0, 1 << 24,
          "context length of one sequence (default: the model's)", 0},
         {"cuda-graph-mode", CLI_OPT_STRING, &f.graph_mode, 0, 0, 0,
-         "none or decode: replay decode steps as CUDA graphs (default decode on cuda)", 0},
+         "none, decode (decode steps as CUDA graphs), piecewise (also other steps, attention eager between "
+         "graphs) or full (every step one graph); default full on cuda",
+         0},
         {"cuda-graph-max-bs", CLI_OPT_INT, &f.graph_max_bs, 0, 1, 1 << 16,
          "largest batch of the default graph schedule (default 256)", 0},
         {"cuda-graph-bs", CLI_OPT_STRING, &f.graph_bs, 0, 0, 0, "graph batch sizes, ascending (comma-separated)", 0},
         {"disable-cuda-graph-padding", CLI_OPT_FLAG, &f.no_graph_padding, 0, 0, 0,
          "replay only batches of exactly a captured size", 0},
+        {"piecewise-cuda-graph-tokens", CLI_OPT_STRING, &f.graph_tokens, 0, 0, 0,
+         "token buckets of piecewise and full graphs, ascending (comma-separated)", 0},
+        {"piecewise-cuda-graph-max-tokens", CLI_OPT_INT, &f.graph_max_tokens, 0, 1, 1 << 20,
+         "largest token bucket of the default schedule (default: --max-num-batched-tokens)", 0},
         {"disable-prefix-caching", CLI_OPT_FLAG, &f.disable_prefix_caching, 0, 0, 0,
          "do not reuse the KV blocks of shared prompt prefixes", 0},
     };

@@ -44,9 +44,11 @@ static int engine_alloc(struct engine *eng, struct err *e)
     int n_blocks;
     size_t free_before;
     struct meta_caps caps = {o->max_batched_tokens, o->max_seqs, per_seq, o->max_seqs};
+    /* one sequence more on the backend: a padded graph step may add one */
+    struct meta_caps be_caps = {o->max_batched_tokens, o->max_seqs + 1, per_seq, o->max_seqs};
     if (forward_ws_init(&eng->ws, m, o->max_batched_tokens, o->max_seqs, e))
         return -1;
-    if (m->be->ops->meta_init(m->be, &caps, e) ||
+    if (m->be->ops->meta_init(m->be, &be_caps, e) ||
         step_sampler_init(&eng->sampler, m->be, o->max_seqs, m->cfg.vocab_size, e) ||
         kv_plan_blocks(m, per_seq + 1, host, o->block_size, o->gpu_memory_utilization, &n_blocks, &free_before,
                        e) ||
@@ -68,8 +70,10 @@ static int engine_alloc(struct engine *eng, struct err *e)
     eng->drawn = xcalloc((size_t)o->max_seqs, sizeof *eng->drawn);
     eng->stats.kv_blocks = n_blocks;
     /* last: the graphs capture the forward over the final buffers */
-    if (graph_runner_init(&eng->graphs, m, &eng->ws, &eng->kv, &o->graph, o->max_seqs, o->max_batched_tokens,
-                          per_seq, e)) {
+    struct graph_opts go = o->graph;
+    go.sample_vocab = eng->sampler.on_backend ? m->cfg.vocab_size : 0; /* draws inside the graphs */
+    if (graph_runner_init(&eng->graphs, m, &eng->ws, &eng->kv, &go, o->max_seqs, o->max_batched_tokens, per_seq,
+                          e)) {
         free(eng->q), free(eng->rq), free(eng->drawn);
         scheduler_free(&eng->s);
         step_builder_free(&eng->sb);
@@ -108,11 +112,17 @@ static int engine_step(struct engine *eng, struct err *e)
     if (step_build(&eng->sb, eng->q, n, &b, e))
         return -1;
     const double t1 = clock_now();
-    if (graph_runner_forward(&eng->graphs, &b, e))
+    struct step_sampler *smp = &eng->sampler;
+    if (step_sample_prepare(smp, eng->rq, eng->q, n, e))
+        return -1;
+    const int drew =
+        graph_runner_forward(&eng->graphs, &b, smp->backend_rows ? smp->rows : NULL, smp->backend_rows, e);
+    if (drew < 0)
         return -1;
     const double t2 = clock_now();
     /* only the draws come back from the device, not the logits */
-    if (step_sample(&eng->sampler, be, eng->ws.logits, eng->rq, eng->q, n, eng->drawn, e) < 0 ||
+    if ((drew ? be->ops->sample_finish(be, smp->n_rows, eng->drawn, e)
+              : step_sample_draw(smp, be, eng->ws.logits, eng->rq, eng->q, n, eng->drawn, e) < 0) ||
         be->ops->synchronize(be, e))
         return -1;
     const double t3 = clock_now();

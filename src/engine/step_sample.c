@@ -56,17 +56,28 @@ static int fill_rows(struct step_sampler *ss, struct request *const *req, const 
     return 1;
 }
 
-int step_sample(struct step_sampler *ss, struct backend *be, const float *logits, struct request *const *req,
-                const struct step_seq *q, int n, struct sample_result *out, struct err *e)
+int step_sample_prepare(struct step_sampler *ss, struct request *const *req, const struct step_seq *q, int n,
+                        struct err *e)
 {
     int rows = 0;
     for (int i = 0; i < n; i++)
         rows += q[i].want_logits != 0;
-    if (rows == 0)
-        return 0;
+    ss->n_rows = rows;
+    ss->backend_rows = 0;
     if (rows > ss->max_rows)
         return err_set(e, "step has %d logits rows, the sampler holds %d", rows, ss->max_rows);
-    if (ss->on_backend && fill_rows(ss, req, q, n))
+    if (rows && ss->on_backend && fill_rows(ss, req, q, n))
+        ss->backend_rows = rows;
+    return 0;
+}
+
+int step_sample_draw(struct step_sampler *ss, struct backend *be, const float *logits, struct request *const *req,
+                     const struct step_seq *q, int n, struct sample_result *out, struct err *e)
+{
+    const int rows = ss->n_rows;
+    if (rows == 0)
+        return 0;
+    if (ss->backend_rows)
         return be->ops->sample(be, logits, rows, ss->vocab, ss->rows, out, e) ? -1 : rows;
     if (ss->on_backend)
         ss->host_draws++;
@@ -84,4 +95,12 @@ int step_sample(struct step_sampler *ss, struct backend *be, const float *logits
         row++;
     }
     return rows;
+}
+
+int step_sample(struct step_sampler *ss, struct backend *be, const float *logits, struct request *const *req,
+                const struct step_seq *q, int n, struct sample_result *out, struct err *e)
+{
+    if (step_sample_prepare(ss, req, q, n, e))
+        return -1;
+    return step_sample_draw(ss, be, logits, req, q, n, out, e);
 }

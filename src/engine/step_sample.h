@@ -20,6 +20,8 @@ struct step_sampler {
     float *host_logits;          /* [max_rows, vocab], allocated on the first host draw */
     float *scratch;              /* [2 * vocab] */
     long host_draws;             /* steps drawn on the host although the backend samples */
+    int n_rows;                  /* the prepared step's rows with logits */
+    int backend_rows;            /* n_rows when rows[] holds them for the backend's draw, else 0 */
 };
 
 /* Sizes everything once (calls the backend's sample_init when it has a
@@ -32,5 +34,15 @@ void step_sampler_free(struct step_sampler *ss);
  * into out; returns the number of rows, or -1 with e set. */
 int step_sample(struct step_sampler *ss, struct backend *be, const float *logits, struct request *const *req,
                 const struct step_seq *q, int n, struct sample_result *out, struct err *e);
+
+/* step_sample in two halves, so that a graph can draw in between:
+ * prepare counts the step's rows and, where the backend can draw them all,
+ * fills ss->rows (ss->backend_rows set); draw then samples them after the
+ * forward (on the backend, or on the host). A graph runner that drew them
+ * itself (sample_stage / sample_enqueue / sample_finish) skips draw. */
+int step_sample_prepare(struct step_sampler *ss, struct request *const *req, const struct step_seq *q, int n,
+                        struct err *e);
+int step_sample_draw(struct step_sampler *ss, struct backend *be, const float *logits, struct request *const *req,
+                     const struct step_seq *q, int n, struct sample_result *out, struct err *e);
 
 #endif

@@ -70,15 +70,16 @@ void forward_ws_free(struct forward_ws *ws, const struct model *m)
     memset(ws, 0, sizeof *ws);
 }
 
-static void attention_block(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
-                            const struct fwd_meta *meta, int layer)
+/* Layer `layer`'s attention input: q, k, v projections of ws->h, then RoPE
+ * (and q/k norms) with the new k/v written into the cache. */
+static void attention_in(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
+                         const struct fwd_meta *meta, int layer)
 {
     const struct model_config *c = &m->cfg;
     const struct backend_ops *ops = m->be->ops;
     struct backend *be = m->be;
     const struct layer_weights *l = &m->w.layers[layer];
     const int T = meta->n_tokens;
-    const float eps = (float)c->rms_norm_eps;
     struct attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, kv->block_size};
 
     const int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
@@ -97,14 +98,30 @@ static void attention_block(const struct model *m, struct forward_ws *ws, struct
         ops->matmul(be, ws->v, ws->h, &l->wv, T);
     }
     ops->qk_rope_kv_write(be, ws->q, q_in, k_in, v_in, q_stride, kv_stride, meta, &shape,
-                          c->qk_norm ? &l->q_norm : NULL, c->qk_norm ? &l->k_norm : NULL, eps, c->norm_plus_one,
-                          model_layer_inv_freq(m, layer), &kv->layers[layer]);
+                          c->qk_norm ? &l->q_norm : NULL, c->qk_norm ? &l->k_norm : NULL, (float)c->rms_norm_eps,
+                          c->norm_plus_one, model_layer_inv_freq(m, layer), &kv->layers[layer]);
+}
+
+void forward_attention(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
+                       const struct fwd_meta *meta, int layer)
+{
+    const struct model_config *c = &m->cfg;
+    struct attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, kv->block_size};
     int window = c->layer_sliding[layer] ? c->sliding_window : 0;
-    ops->attention(be, ws->attn, ws->q, meta, &shape, &kv->layers[layer], window, (float)c->attn_scale,
-                   (float)c->attn_softcap);
-    ops->matmul(be, ws->o, ws->attn, &l->wo, T);
+    m->be->ops->attention(m->be, ws->attn, ws->q, meta, &shape, &kv->layers[layer], window, (float)c->attn_scale,
+                          (float)c->attn_softcap);
+}
+
+/* Layer `layer`'s attention output: the o projection (and Gemma's sandwich
+ * norm) into ws->o. */
+static void attention_out(const struct model *m, struct forward_ws *ws, int layer, int T)
+{
+    const struct model_config *c = &m->cfg;
+    const struct backend_ops *ops = m->be->ops;
+    const struct layer_weights *l = &m->w.layers[layer];
+    ops->matmul(m->be, ws->o, ws->attn, &l->wo, T);
     if (c->sandwich_norms)
-        ops->rmsnorm(be, ws->o, ws->o, &l->post_attn_norm, T, eps, c->norm_plus_one);
+        ops->rmsnorm(m->be, ws->o, ws->o, &l->post_attn_norm, T, (float)c->rms_norm_eps, c->norm_plus_one);
 }
 
 static void mlp_block(const struct model *m, struct forward_ws *ws, int layer, int T)
@@ -128,38 +145,57 @@ static void mlp_block(const struct model *m, struct forward_ws *ws, int layer, i
         ops->rmsnorm(be, ws->o, ws->o, &l->post_ffn_norm, T, (float)c->rms_norm_eps, c->norm_plus_one);
 }
 
-int model_forward(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
-                  const struct fwd_batch *b, struct err *e)
+void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta,
+                   int piece)
 {
     const struct model_config *c = &m->cfg;
     const struct backend_ops *ops = m->be->ops;
     struct backend *be = m->be;
+    const int T = meta->n_tokens, L = c->n_layers;
+    const float eps = (float)c->rms_norm_eps;
+    CHECK(piece >= 0 && piece <= L);
+    if (piece == 0) {
+        ops->embed(be, ws->x, meta, &m->w.embed, (float)c->embed_scale);
+        ops->rmsnorm(be, ws->h, ws->x, &m->w.layers[0].attn_norm, T, eps, c->norm_plus_one);
+    } else { /* finish layer piece - 1, then fold its MLP's output into the residual */
+        const int i = piece - 1;
+        attention_out(m, ws, i, T);
+        ops->add_rmsnorm(be, ws->x, ws->o, ws->h, &m->w.layers[i].ffn_norm, T, eps, c->norm_plus_one);
+        mlp_block(m, ws, i, T);
+        const struct weight *next = piece < L ? &m->w.layers[piece].attn_norm : &m->w.final_norm;
+        ops->add_rmsnorm(be, ws->x, ws->o, ws->h, next, T, eps, c->norm_plus_one);
+    }
+    if (piece < L)
+        attention_in(m, ws, kv, meta, piece);
+}
+
+void forward_logits(const struct model *m, struct forward_ws *ws, const struct fwd_meta *meta, int skip_argmax)
+{
+    const struct model_config *c = &m->cfg;
+    const struct backend_ops *ops = m->be->ops;
+    if (meta->n_logits <= 0)
+        return;
+    ops->gather_rows(m->be, ws->sel, ws->h, meta, c->hidden_size);
+    ops->logits(m->be, ws->logits, ws->sel, &m->w.lm_head, meta->n_logits, (float)c->final_softcap);
+    if (!skip_argmax)
+        ops->argmax(m->be, ws->argmax, ws->logits, meta->n_logits, c->vocab_size);
+}
+
+int model_forward(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
+                  const struct fwd_batch *b, struct err *e)
+{
+    const struct backend_ops *ops = m->be->ops;
     if (b->n_tokens < 1 || b->n_tokens > ws->max_tokens || b->n_logits > ws->max_logits)
         return err_set(e, "forward: step of %d tokens / %d logit rows exceeds the workspace (%d / %d)",
                        b->n_tokens, b->n_logits, ws->max_tokens, ws->max_logits);
     struct fwd_meta meta;
-    if (ops->batch_upload(be, b, &meta, e))
+    if (ops->batch_upload(m->be, b, &meta, e))
         return -1;
-    const int T = b->n_tokens;
-    const float eps = (float)c->rms_norm_eps;
-
-    ops->embed(be, ws->x, &meta, &m->w.embed, (float)c->embed_scale);
-    for (int i = 0; i < c->n_layers; i++) {
-        const struct layer_weights *l = &m->w.layers[i];
-        if (i == 0)
-            ops->rmsnorm(be, ws->h, ws->x, &l->attn_norm, T, eps, c->norm_plus_one);
-        else /* fold the previous MLP's output into the residual */
-            ops->add_rmsnorm(be, ws->x, ws->o, ws->h, &l->attn_norm, T, eps, c->norm_plus_one);
-        attention_block(m, ws, kv, &meta, i);
-        ops->add_rmsnorm(be, ws->x, ws->o, ws->h, &l->ffn_norm, T, eps, c->norm_plus_one);
-        mlp_block(m, ws, i, T);
+    for (int i = 0; i <= m->cfg.n_layers; i++) {
+        forward_piece(m, ws, kv, &meta, i);
+        if (i < m->cfg.n_layers)
+            forward_attention(m, ws, kv, &meta, i);
     }
-    ops->add_rmsnorm(be, ws->x, ws->o, ws->h, &m->w.final_norm, T, eps, c->norm_plus_one);
-    if (b->n_logits > 0) {
-        ops->gather_rows(be, ws->sel, ws->h, &meta, c->hidden_size);
-        ops->logits(be, ws->logits, ws->sel, &m->w.lm_head, b->n_logits, (float)c->final_softcap);
-        if (!b->skip_argmax)
-            ops->argmax(be, ws->argmax, ws->logits, b->n_logits, c->vocab_size);
-    }
+    forward_logits(m, ws, &meta, b->skip_argmax);
     return 0;
 }

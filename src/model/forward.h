@@ -37,4 +37,19 @@ void forward_ws_free(struct forward_ws *ws, const struct model *m);
 int model_forward(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
                   const struct fwd_batch *b, struct err *e);
 
+/* The same step in pieces, for graphs captured between attention calls
+ * (`--cuda-graph-mode piecewise`): after the backend's batch_upload gave
+ * meta, model_forward is pieces 0 .. n_layers with forward_attention(i)
+ * after piece i (i < n_layers), then forward_logits. Piece 0 embeds and
+ * makes layer 0's attention input; piece i finishes layer i - 1 (o
+ * projection, MLP) and makes layer i's attention input (the last piece ends
+ * with the final norm). */
+void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta,
+                   int piece);
+void forward_attention(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
+                       const struct fwd_meta *meta, int layer);
+/* The meta's logit rows (gathered from ws->h) to ws->logits, and their argmax
+ * unless skip_argmax. */
+void forward_logits(const struct model *m, struct forward_ws *ws, const struct fwd_meta *meta, int skip_argmax);
+
 #endif

@@ -257,8 +257,12 @@ expect_fail "--input: n out of range" "\"n\" must be" "$INFER" generate --model 
 printf '{"prompt_ids": [1], "top_p": 0}\n' >"$TMP/bad7.jsonl"
 expect_fail "--input: top_p out of range" "line 1: top_p" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad7.jsonl"
 expect_fail "--cuda-graph-mode: unknown mode" "--cuda-graph-mode: unknown mode 'sometimes'" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode sometimes
-expect_fail "--cuda-graph-mode full: not yet" "--cuda-graph-mode full is not available yet" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode full
-expect_fail "--cuda-graph-mode decode needs cuda" "--cuda-graph-mode needs --device cuda" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode decode
+expect_fail "--cuda-graph-mode full needs cuda" "--cuda-graph-mode full needs --device cuda" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode full
+expect_fail "--cuda-graph-mode piecewise needs cuda" "--cuda-graph-mode piecewise needs --device cuda" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode piecewise
+expect_fail "--cuda-graph-mode decode needs cuda" "--cuda-graph-mode decode needs --device cuda" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode decode
+expect_fail "--piecewise-cuda-graph-tokens with decode" "need --cuda-graph-mode piecewise or full" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode decode --piecewise-cuda-graph-tokens 16,32
+expect_fail "--piecewise-cuda-graph-max-tokens without a mode" "need --cuda-graph-mode piecewise or full" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --piecewise-cuda-graph-max-tokens 64
+expect_fail "--piecewise-cuda-graph-tokens not a list" "piecewise-cuda-graph-tokens" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode full --piecewise-cuda-graph-tokens 16,x
 expect_fail "--cuda-graph-bs without a graph mode" "--cuda-graph-bs and --disable-cuda-graph-padding need" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-bs 1,2
 expect_fail "--input: missing file" "/nonexistent.jsonl" "$INFER" generate --model "$FIX/tiny-llama" --input /nonexistent.jsonl
 expect_fail "--input with --prompt-ids" "exactly one" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/batch.jsonl" --prompt-ids 1

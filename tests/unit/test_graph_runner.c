@@ -61,6 +61,54 @@ Test(graph_runner, explicit_list_checked)
     expect_error(&o, 64, 2048, "--cuda-graph-max-bs");
 }
 
+static void expect_tokens(const struct graph_opts *o, int max_tokens, const int *want, int n_want)
+{
+    int *b = NULL, n = 0;
+    struct err e = {{0}};
+    cr_assert_eq(graph_token_buckets(o, max_tokens, &b, &n, &e), 0, "%s", e.msg);
+    cr_assert_eq(n, n_want, "got %d token buckets", n);
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(b[i], want[i], "token bucket %d: %d, want %d", i, b[i], want[i]);
+    free(b);
+}
+
+static void expect_token_error(const struct graph_opts *o, int max_tokens, const char *needle)
+{
+    int *b = NULL, n = 0;
+    struct err e = {{0}};
+    cr_assert_neq(graph_token_buckets(o, max_tokens, &b, &n, &e), 0);
+    cr_assert(strstr(e.msg, needle), "'%s' lacks '%s'", e.msg, needle);
+}
+
+Test(graph_runner, token_schedule)
+{
+    struct graph_opts o = {.mode = GRAPH_MODE_FULL, .max_bs = 256, .padding = 1};
+    const int to2048[] = {16,  32,  48,  64,  128, 192, 256,  320,  384,  448,  512,
+                          640, 768, 896, 1024, 1280, 1536, 1792, 2048};
+    expect_tokens(&o, 2048, to2048, 19);
+    const int to100[] = {16, 32, 48, 64, 100}; /* the budget closes the schedule */
+    expect_tokens(&o, 100, to100, 5);
+    const int to8[] = {8};
+    expect_tokens(&o, 8, to8, 1);
+    o.max_graph_tokens = 300;
+    const int to300[] = {16, 32, 48, 64, 128, 192, 256, 300};
+    expect_tokens(&o, 2048, to300, 8);
+    o.max_graph_tokens = 4096;
+    expect_token_error(&o, 2048, "--piecewise-cuda-graph-max-tokens 4096 exceeds --max-num-batched-tokens 2048");
+    o.max_graph_tokens = 0;
+    const int list[] = {10, 100, 1000}, desc[] = {100, 10}, zero[] = {0, 8};
+    o.token_buckets = list, o.n_token_buckets = 3;
+    expect_tokens(&o, 2048, list, 3);
+    expect_token_error(&o, 512, "--piecewise-cuda-graph-tokens: size 1000 exceeds --max-num-batched-tokens 512");
+    o.max_graph_tokens = 200;
+    expect_token_error(&o, 2048, "size 1000 exceeds --piecewise-cuda-graph-max-tokens 200");
+    o.max_graph_tokens = 0;
+    o.token_buckets = desc, o.n_token_buckets = 2;
+    expect_token_error(&o, 2048, "ascending");
+    o.token_buckets = zero;
+    expect_token_error(&o, 2048, "positive");
+}
+
 Test(graph_runner, modes_parse)
 {
     enum graph_mode m;
@@ -69,10 +117,13 @@ Test(graph_runner, modes_parse)
     cr_assert_eq(m, GRAPH_MODE_NONE);
     cr_assert_eq(graph_mode_parse("decode", &m, &e), 0);
     cr_assert_eq(m, GRAPH_MODE_DECODE);
-    cr_assert_neq(graph_mode_parse("full", &m, &e), 0);
-    cr_assert(strstr(e.msg, "--cuda-graph-mode"));
+    cr_assert_eq(graph_mode_parse("piecewise", &m, &e), 0);
+    cr_assert_eq(m, GRAPH_MODE_PIECEWISE);
+    cr_assert_eq(graph_mode_parse("full", &m, &e), 0);
+    cr_assert_eq(m, GRAPH_MODE_FULL);
+    cr_assert_str_eq(graph_mode_name(GRAPH_MODE_PIECEWISE), "piecewise");
     cr_assert_neq(graph_mode_parse("sometimes", &m, &e), 0);
-    cr_assert(strstr(e.msg, "unknown"));
+    cr_assert(strstr(e.msg, "--cuda-graph-mode") && strstr(e.msg, "unknown"), "%s", e.msg);
 }
 
 Test(graph_runner, cpu_backend_refuses_graphs)
@@ -86,6 +137,9 @@ Test(graph_runner, cpu_backend_refuses_graphs)
     struct graph_opts o = {.mode = GRAPH_MODE_DECODE, .max_bs = 8, .padding = 1};
     cr_assert_neq(graph_runner_init(&gr, &m, NULL, NULL, &o, 8, 64, 4, &e), 0);
     cr_assert(strstr(e.msg, "--device cuda"), "%s", e.msg);
+    o.mode = GRAPH_MODE_FULL;
+    cr_assert_neq(graph_runner_init(&gr, &m, NULL, NULL, &o, 8, 64, 4, &e), 0);
+    cr_assert(strstr(e.msg, "--cuda-graph-mode full needs --device cuda"), "%s", e.msg);
     o.mode = GRAPH_MODE_NONE;
     cr_assert_eq(graph_runner_init(&gr, &m, NULL, NULL, &o, 8, 64, 4, &e), 0);
     cr_assert_eq(gr.n_buckets, 0);
@@ -150,9 +204,9 @@ Test(graph_runner, padding_rows_leave_real_rows_exact)
     cr_assert_eq(be->ops->copy_to_host(be, ref, ws.logits, (size_t)n * V * sizeof(float), &e), 0);
 
     struct graph_runner gr = {0};
-    graph_runner_init_padding(&gr, m, &ws, &kv, 8, 4);
+    graph_runner_init_padding(&gr, m, &ws, &kv, 8, 8, 4);
     struct fwd_batch p;
-    graph_runner_pad(&gr, &b, 8, &p); /* the same decode step again (same KV writes), padded */
+    graph_runner_pad(&gr, &b, 8, 8, 8, &p); /* the same decode step again (same KV writes), padded */
     cr_assert_eq(p.n_tokens, 8);
     cr_assert_eq(p.slot_mapping[5], -1);
     cr_assert_eq(p.kv_len[5], 0);
@@ -177,6 +231,100 @@ Test(graph_runner, padding_rows_leave_real_rows_exact)
     cr_assert_eq(model_forward(m, &ws, &kv2, &b2, &e), 0, "%s", e.msg);
     cr_assert_eq(be->ops->copy_to_host(be, ref, ws.logits, (size_t)n * V * sizeof(float), &e), 0);
     cr_assert_eq(memcmp(got, ref, (size_t)n * V * sizeof(float)), 0, "padding rows left a trace in the KV cache");
+
+    graph_runner_free(&gr);
+    kv_store_free(&kv, be);
+    kv_store_free(&kv2, be);
+    forward_ws_free(&ws, m);
+    free(ref), free(got);
+    test_free_model(m, be);
+}
+
+/* Mixed steps (a prefill chunk beside decode rows) padded the two ways the
+ * runner replays them give their real rows exactly the eager logits:
+ * - full: padded to (12 tokens, 5 sequences, 5 logit rows), the whole
+ *   forward over the padded step;
+ * - piecewise: padded to 12 tokens and one padding sequence, the pieces on
+ *   the padded step with attention and logits on the real counts.
+ * Padding writes no KV: the next step still equals a run that never saw it. */
+static void mixed_prefix(struct model *m, struct forward_ws *ws, struct kv_store *kv, struct steps *st,
+                         struct fwd_batch *mixed)
+{
+    struct err e = {{0}};
+    const int zero[3] = {0, 0, 0}, plen[3] = {5, 6, 7}, cnt[3] = {3, 1, 1};
+    struct fwd_batch b = step_of(st, 3, zero, plen, 0);
+    cr_assert_eq(model_forward(m, ws, kv, &b, &e), 0, "%s", e.msg);
+    *mixed = step_of(st, 3, plen, cnt, 1); /* 5 tokens: 3 of a chunk, 2 decode rows */
+    mixed->skip_argmax = 1;
+    cr_assert_eq(model_forward(m, ws, kv, mixed, &e), 0, "%s", e.msg);
+}
+
+static void expect_rows(struct backend *be, const struct forward_ws *ws, const float *ref, int rows, int V,
+                        const char *what)
+{
+    struct err e = {{0}};
+    float *got = malloc((size_t)rows * V * sizeof(float));
+    cr_assert_eq(be->ops->copy_to_host(be, got, ws->logits, (size_t)rows * V * sizeof(float), &e), 0);
+    cr_assert_eq(memcmp(got, ref, (size_t)rows * V * sizeof(float)), 0, "%s: real rows changed by padding", what);
+    free(got);
+}
+
+Test(graph_runner, mixed_padding_full_and_piecewise_exact)
+{
+    struct backend *be;
+    struct model *m = test_load_model("tiny-gemma3", &be);
+    const int V = m->cfg.vocab_size;
+    struct err e = {{0}};
+    struct forward_ws ws;
+    struct kv_store kv, kv2;
+    struct meta_caps caps = {32, 8, 4, 8};
+    cr_assert_eq(forward_ws_init(&ws, m, 32, 8, &e), 0, "%s", e.msg);
+    cr_assert_eq(be->ops->meta_init(be, &caps, &e), 0, "%s", e.msg);
+    cr_assert_eq(kv_store_init(&kv, &m->cfg, be, 40, 4, &e), 0, "%s", e.msg);
+    cr_assert_eq(kv_store_init(&kv2, &m->cfg, be, 40, 4, &e), 0, "%s", e.msg);
+    struct steps st;
+    struct fwd_batch b;
+    mixed_prefix(m, &ws, &kv, &st, &b);
+    float *ref = malloc((size_t)3 * V * sizeof(float));
+    cr_assert_eq(be->ops->copy_to_host(be, ref, ws.logits, (size_t)3 * V * sizeof(float), &e), 0);
+
+    struct graph_runner gr = {0};
+    graph_runner_init_padding(&gr, m, &ws, &kv, 16, 8, 4);
+    struct fwd_batch p;
+    graph_runner_pad(&gr, &b, 12, 5, 5, &p); /* full: the same step again, padded */
+    cr_assert_eq(p.query_start[3], 5);
+    cr_assert_eq(p.query_start[4], 6); /* padding sequence 3 holds token 5, sequence 4 the rest */
+    cr_assert_eq(p.query_start[5], 12);
+    cr_assert_eq(p.seq_of_token[11], 4);
+    cr_assert_eq(p.slot_mapping[8], -1);
+    cr_assert_eq(p.kv_len[4], 0);
+    cr_assert_eq(p.logit_rows[3], 5);
+    cr_assert_eq(model_forward(m, &ws, &kv, &p, &e), 0, "%s", e.msg);
+    expect_rows(be, &ws, ref, 3, V, "full");
+
+    graph_runner_pad(&gr, &b, 12, 4, 3, &p); /* piecewise */
+    struct fwd_meta meta;
+    cr_assert_eq(be->ops->batch_upload(be, &p, &meta, &e), 0, "%s", e.msg);
+    struct fwd_meta real = meta;
+    real.n_tokens = b.n_tokens, real.n_seqs = b.n_seqs, real.n_logits = b.n_logits;
+    for (int i = 0; i <= m->cfg.n_layers; i++) {
+        forward_piece(m, &ws, &kv, &meta, i);
+        if (i < m->cfg.n_layers)
+            forward_attention(m, &ws, &kv, &real, i);
+    }
+    forward_logits(m, &ws, &real, 1);
+    expect_rows(be, &ws, ref, 3, V, "piecewise");
+
+    /* the next decode step equals the one of a run without padding */
+    const int at[3] = {8, 7, 8}, one[3] = {1, 1, 1};
+    struct fwd_batch nxt = step_of(&st, 3, at, one, 1);
+    cr_assert_eq(model_forward(m, &ws, &kv, &nxt, &e), 0, "%s", e.msg);
+    float *got = malloc((size_t)3 * V * sizeof(float));
+    cr_assert_eq(be->ops->copy_to_host(be, got, ws.logits, (size_t)3 * V * sizeof(float), &e), 0);
+    mixed_prefix(m, &ws, &kv2, &st, &b);
+    nxt = step_of(&st, 3, at, one, 1);
+    cr_assert_eq(model_forward(m, &ws, &kv2, &nxt, &e), 0, "%s", e.msg);
+    expect_rows(be, &ws, got, 3, V, "padding left a trace in the KV cache:");
 
     graph_runner_free(&gr);
     kv_store_free(&kv, be);

@@ -244,6 +244,8 @@ static int cuda_graph_end(struct backend *be, void **out, struct err *e)
     cudaError_t rc = cudaStreamEndCapture(impl(be)->stream, &g->graph);
     if (rc == cudaSuccess)
         rc = cudaGraphInstantiate(&g->exec, g->graph, 0);
+    if (rc == cudaSuccess) /* the first replay then launches work already on the device */
+        rc = cudaGraphUpload(g->exec, impl(be)->stream);
     if (rc != cudaSuccess) {
         if (g->graph)
             cudaGraphDestroy(g->graph);
@@ -303,6 +305,9 @@ static const struct backend_ops cuda_ops = {
     .argmax = cuda_op_argmax,
     .sample_init = cuda_op_sample_init,
     .sample = cuda_op_sample,
+    .sample_stage = cuda_op_sample_stage,
+    .sample_enqueue = cuda_op_sample_enqueue,
+    .sample_finish = cuda_op_sample_finish,
 };
 
 static void cuda_backend_destroy(struct backend *be)

@@ -44,6 +44,10 @@ void cuda_op_attention(struct backend *be, void *out, const void *q, const struc
 int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err *e);
 int cuda_op_sample(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
                    struct sample_result *out, struct err *e);
+int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
+                         struct err *e);
+int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e);
+int cuda_op_sample_finish(struct backend *be, int n_rows, struct sample_result *out, struct err *e);
 /* Frees the sampler's buffers (at backend destruction). */
 void cuda_sample_release(struct backend *be);
 

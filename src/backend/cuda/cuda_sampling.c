@@ -8,9 +8,14 @@
  *         sorted by token, stable: the kernel applies a token's biases in order)
  *   out   [max_rows] struct sample_result
  * and on the device only z, [max_rows, vocab] floats of scratch.
- * A call copies the used part of rows, seen and bias up (three copies at
- * fixed device addresses, so a captured graph can replay them), launches one
- * kernel, and copies the results down: the only synchronisation is that. */
+ * A call is three parts, so that a graph can hold the middle one:
+ * - stage packs the rows into pinned staging (padding rows up to the graph
+ *   bucket's count draw greedily and are ignored) and queues the copies of
+ *   the seen and bias lists, whose lengths vary from step to step;
+ * - enqueue copies the rows up (a fixed size for a given row count),
+ *   launches the kernel and queues the download of the results: all at
+ *   fixed addresses, so a captured graph replays it on the next stage's rows;
+ * - finish waits for the stream and hands the results over. */
 #include <math.h>
 #include <string.h>
 
@@ -87,29 +92,30 @@ static void put_bias_sorted(struct logit_bias *dst, const struct logit_bias *src
     }
 }
 
+/* n_rows: the rows of the call (padding included); rows[n_check]: those to check. */
 static int check_call(const struct cuda_sampler *s, int n_rows, int vocab, const struct sample_row *rows,
-                      struct err *e)
+                      int n_check, struct err *e)
 {
     if (!s)
         return err_set(e, "cuda backend: sample before sample_init");
     if (n_rows > s->max_rows || vocab > s->vocab || (size_t)n_rows * vocab > (size_t)s->max_rows * s->vocab)
         return err_set(e, "sample: %d rows of %d logits exceed the sampler's %d of %d", n_rows, vocab, s->max_rows,
                        s->vocab);
-    for (int r = 0; r < n_rows; r++)
+    for (int r = 0; r < n_check; r++)
         if (rows[r].n_seen > SAMPLE_MAX_SEEN || rows[r].params->n_bias > SAMPLE_MAX_BIAS)
             return err_set(e, "sample: row %d has %d seen tokens and %d biases (at most %d and %d)", r,
                            rows[r].n_seen, rows[r].params->n_bias, SAMPLE_MAX_SEEN, SAMPLE_MAX_BIAS);
     return 0;
 }
 
-int cuda_op_sample(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
-                   struct sample_result *out, struct err *e)
+int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
+                         struct err *e)
 {
     struct cuda_sampler *s = cuda_impl(be)->sampler;
-    if (check_call(s, n_rows, vocab, rows, e))
+    if (check_call(s, pad_rows, vocab, rows, n_rows, e))
         return -1;
-    if (n_rows == 0)
-        return 0;
+    if (n_rows > pad_rows)
+        return err_set(e, "sample: %d rows padded to %d", n_rows, pad_rows);
     struct sample_row_dev *hr = (struct sample_row_dev *)s->host;
     struct sample_seen *hs = (struct sample_seen *)(s->host + s->at_seen);
     struct logit_bias *hb = (struct logit_bias *)(s->host + s->at_bias);
@@ -128,21 +134,59 @@ int cuda_op_sample(struct backend *be, const float *logits, int n_rows, int voca
         n_seen += rows[r].n_seen;
         n_bias += p->n_bias;
     }
+    for (int r = n_rows; r < pad_rows; r++) /* padding rows of a graph's bucket: greedy, nothing else */
+        hr[r] = (struct sample_row_dev){.top_p = 1.f, .repetition = 1.f};
+    /* the lists vary in length: copied here, ahead of the (possibly captured) launch */
     cudaStream_t st = cuda_stream(be);
-    CUDA_TRY(cudaMemcpyAsync(s->dev, s->host, (size_t)n_rows * sizeof *hr, cudaMemcpyHostToDevice, st), e);
     if (n_seen)
         CUDA_TRY(cudaMemcpyAsync(s->dev + s->at_seen, hs, (size_t)n_seen * sizeof *hs, cudaMemcpyHostToDevice, st),
                  e);
     if (n_bias)
         CUDA_TRY(cudaMemcpyAsync(s->dev + s->at_bias, hb, (size_t)n_bias * sizeof *hb, cudaMemcpyHostToDevice, st),
                  e);
+    return 0;
+}
+
+int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e)
+{
+    struct cuda_sampler *s = cuda_impl(be)->sampler;
+    if (check_call(s, pad_rows, vocab, NULL, 0, e))
+        return -1;
+    if (pad_rows == 0)
+        return 0;
+    cudaStream_t st = cuda_stream(be);
     struct sample_result *dout = (struct sample_result *)(s->dev + s->at_out);
-    CUDA_TRY(launch_sample(logits, s->z, n_rows, vocab, (const struct sample_row_dev *)s->dev,
+    CUDA_TRY(cudaMemcpyAsync(s->dev, s->host, (size_t)pad_rows * sizeof(struct sample_row_dev), cudaMemcpyHostToDevice,
+                             st),
+             e);
+    CUDA_TRY(launch_sample(logits, s->z, pad_rows, vocab, (const struct sample_row_dev *)s->dev,
                            (const struct sample_seen *)(s->dev + s->at_seen),
                            (const struct logit_bias *)(s->dev + s->at_bias), dout, st),
              e);
-    CUDA_TRY(cudaMemcpyAsync(s->host + s->at_out, dout, (size_t)n_rows * sizeof *out, cudaMemcpyDeviceToHost, st), e);
-    CUDA_TRY(cudaStreamSynchronize(st), e);
+    CUDA_TRY(cudaMemcpyAsync(s->host + s->at_out, dout, (size_t)pad_rows * sizeof(struct sample_result),
+                             cudaMemcpyDeviceToHost, st),
+             e);
+    return 0;
+}
+
+int cuda_op_sample_finish(struct backend *be, int n_rows, struct sample_result *out, struct err *e)
+{
+    struct cuda_sampler *s = cuda_impl(be)->sampler;
+    if (!s)
+        return err_set(e, "cuda backend: sample before sample_init");
+    CUDA_TRY(cudaStreamSynchronize(cuda_stream(be)), e);
     memcpy(out, s->host + s->at_out, (size_t)n_rows * sizeof *out);
     return 0;
+}
+
+int cuda_op_sample(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
+                   struct sample_result *out, struct err *e)
+{
+    if (n_rows == 0)
+        return check_call(cuda_impl(be)->sampler, 0, vocab, rows, 0, e);
+    return cuda_op_sample_stage(be, n_rows, n_rows, vocab, rows, e) ||
+                   cuda_op_sample_enqueue(be, logits, n_rows, vocab, e) ||
+                   cuda_op_sample_finish(be, n_rows, out, e)
+               ? -1
+               : 0;
 }
