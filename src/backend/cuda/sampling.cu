@@ -227,16 +227,29 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     // the model's distribution: max, log-sum-exp
     float mv = -INFINITY;
     int mi = -1;
-    for (int t = threadIdx.x; t < vocab; t += NT)
-        if (ahead(l[t], t, mv, mi))
-            mv = l[t], mi = t;
+#pragma unroll 8
+    for (int t = threadIdx.x; t < vocab; t += NT) { // unrolled: loads in flight, the same order of compares
+        const float v = l[t];
+        if (ahead(v, t, mv, mi))
+            mv = v, mi = t;
+    }
     block_best(mv, mi);
     const int raw_best = mi;
     const float mx = mv;
+    // A plain greedy row (no bias, no penalties) draws raw_best: z is never needed.
+    const bool plain = p.temperature == 0.f && p.n_bias == 0 && p.n_seen == 0;
     double acc = 0;
-    for (int t = threadIdx.x; t < vocab; t += NT) {
-        z[t] = l[t];
-        acc += (double)expf(__fsub_rn(l[t], mx));
+    if (plain) {
+#pragma unroll 8
+        for (int t = threadIdx.x; t < vocab; t += NT)
+            acc += (double)expf(__fsub_rn(l[t], mx));
+    } else {
+#pragma unroll 8
+        for (int t = threadIdx.x; t < vocab; t += NT) {
+            const float v = l[t];
+            z[t] = v;
+            acc += (double)expf(__fsub_rn(v, mx));
+        }
     }
     const float lse = __fadd_rn(mx, (float)log(block_sum_t<double>(acc))); // block_sum_t synchronises: z is written
 
@@ -265,7 +278,9 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     __syncthreads();
 
     int token;
-    if (p.temperature == 0.f) {
+    if (plain) {
+        token = raw_best;
+    } else if (p.temperature == 0.f) {
         float bv = -INFINITY;
         int bi = -1;
         for (int t = threadIdx.x; t < vocab; t += NT)
