@@ -157,6 +157,12 @@ struct backend_ops {
     /* residual[t] += delta[t]; out[t] = rmsnorm(residual[t]) */
     void (*add_rmsnorm)(struct backend *be, void *residual, const void *delta, void *out,
                         const struct weight *w, int n_rows, float eps, int plus_one);
+    /* Gemma's sandwich norm and the next norm in one: residual[t] +=
+     * rmsnorm(delta[t]; w_delta); out[t] = rmsnorm(residual[t]; w); exactly
+     * rmsnorm into a buffer then add_rmsnorm (delta itself may be left as
+     * it was). NULL: the caller runs those two. */
+    void (*add_normed_rmsnorm)(struct backend *be, void *residual, const void *delta, const struct weight *w_delta,
+                               void *out, const struct weight *w, int n_rows, float eps, int plus_one);
     /* out[n_rows, w.rows] = x[n_rows, w.cols] . w^T */
     void (*matmul)(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows);
     /* Per-head RMSNorm of q and k (when q_norm != NULL), RoPE on both at each

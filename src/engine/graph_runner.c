@@ -73,7 +73,7 @@ void graph_runner_pad(struct graph_runner *gr, const struct fwd_batch *src, int 
                             .kv_len = gr->kv_len,
                             .block_tables = gr->tables,
                             .logit_rows = gr->logit_rows,
-                            .skip_argmax = 1}; /* the engine's sampler draws after the graph */
+                            .skip_argmax = 1}; /* the engine draws: inside the graph or after it */
 }
 
 /* --- capture --- */

@@ -112,16 +112,23 @@ void forward_attention(const struct model *m, struct forward_ws *ws, struct kv_s
                           (float)c->attn_softcap);
 }
 
-/* Layer `layer`'s attention output: the o projection (and Gemma's sandwich
- * norm) into ws->o. */
-static void attention_out(const struct model *m, struct forward_ws *ws, int layer, int T)
+/* Folds a sub-block's output ws->o into the residual stream ws->x and norms
+ * the result into ws->h with w; Gemma's sandwich norm (post, the
+ * sub-block's own) first normalises ws->o, in the same kernel where the
+ * backend has one. */
+static void fold_and_norm(const struct model *m, struct forward_ws *ws, const struct weight *post,
+                          const struct weight *w, int T)
 {
     const struct model_config *c = &m->cfg;
     const struct backend_ops *ops = m->be->ops;
-    const struct layer_weights *l = &m->w.layers[layer];
-    ops->matmul(m->be, ws->o, ws->attn, &l->wo, T);
+    const float eps = (float)c->rms_norm_eps;
+    if (c->sandwich_norms && ops->add_normed_rmsnorm) {
+        ops->add_normed_rmsnorm(m->be, ws->x, ws->o, post, ws->h, w, T, eps, c->norm_plus_one);
+        return;
+    }
     if (c->sandwich_norms)
-        ops->rmsnorm(m->be, ws->o, ws->o, &l->post_attn_norm, T, (float)c->rms_norm_eps, c->norm_plus_one);
+        ops->rmsnorm(m->be, ws->o, ws->o, post, T, eps, c->norm_plus_one);
+    ops->add_rmsnorm(m->be, ws->x, ws->o, ws->h, w, T, eps, c->norm_plus_one);
 }
 
 static void mlp_block(const struct model *m, struct forward_ws *ws, int layer, int T)
@@ -141,8 +148,6 @@ static void mlp_block(const struct model *m, struct forward_ws *ws, int layer, i
         ops->gated_act(be, ws->act, ws->gate, ws->up, T, F, F, act);
     }
     ops->matmul(be, ws->o, ws->act, &l->w_down, T);
-    if (c->sandwich_norms)
-        ops->rmsnorm(be, ws->o, ws->o, &l->post_ffn_norm, T, (float)c->rms_norm_eps, c->norm_plus_one);
 }
 
 void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta,
@@ -157,13 +162,12 @@ void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store
     if (piece == 0) {
         ops->embed(be, ws->x, meta, &m->w.embed, (float)c->embed_scale);
         ops->rmsnorm(be, ws->h, ws->x, &m->w.layers[0].attn_norm, T, eps, c->norm_plus_one);
-    } else { /* finish layer piece - 1, then fold its MLP's output into the residual */
-        const int i = piece - 1;
-        attention_out(m, ws, i, T);
-        ops->add_rmsnorm(be, ws->x, ws->o, ws->h, &m->w.layers[i].ffn_norm, T, eps, c->norm_plus_one);
-        mlp_block(m, ws, i, T);
-        const struct weight *next = piece < L ? &m->w.layers[piece].attn_norm : &m->w.final_norm;
-        ops->add_rmsnorm(be, ws->x, ws->o, ws->h, next, T, eps, c->norm_plus_one);
+    } else { /* finish layer piece - 1: o projection, MLP, each output folded into the residual */
+        const struct layer_weights *l = &m->w.layers[piece - 1];
+        ops->matmul(be, ws->o, ws->attn, &l->wo, T);
+        fold_and_norm(m, ws, &l->post_attn_norm, &l->ffn_norm, T);
+        mlp_block(m, ws, piece - 1, T);
+        fold_and_norm(m, ws, &l->post_ffn_norm, piece < L ? &m->w.layers[piece].attn_norm : &m->w.final_norm, T);
     }
     if (piece < L)
         attention_in(m, ws, kv, meta, piece);

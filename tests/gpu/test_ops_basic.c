@@ -92,6 +92,52 @@ GPU_TEST(rmsnorm_shapes_and_conventions)
     return 0;
 }
 
+/* Gemma's sandwich norm folded into the next add + norm: the fused kernel
+ * against the two kernels it replaces (bit for bit, residual and output),
+ * and against the CPU's two ops. */
+static int check_normed_add(struct gpu_ctx *ctx, int rows, int d, int plus_one)
+{
+    size_t n = (size_t)rows * d;
+    float *x = gpu_rand_f32(ctx, n, 2.0f), *delta = gpu_rand_f32(ctx, n, 3.0f);
+    float *w = gpu_rand_f32(ctx, (size_t)d, 0.3f), *wd = gpu_rand_f32(ctx, (size_t)d, 0.3f);
+    uint16_t *wb = gpu_to_bf16(w, (size_t)d), *wdb = gpu_to_bf16(wd, (size_t)d);
+    struct weight wc = gpu_weight_cpu(wb, 1, d), wg = gpu_weight_cuda(ctx, wb, 1, d);
+    struct weight wdc = gpu_weight_cpu(wdb, 1, d), wdg = gpu_weight_cuda(ctx, wdb, 1, d);
+    void *x1 = gpu_upload_bf16(ctx, x, n), *x2 = gpu_upload_bf16(ctx, x, n);
+    void *d1 = gpu_upload_bf16(ctx, delta, n), *d2 = gpu_upload_bf16(ctx, delta, n);
+    void *o1 = gpu_poisoned_bf16(ctx, n), *o2 = gpu_poisoned_bf16(ctx, n);
+    struct backend *g = ctx->cuda;
+    g->ops->add_normed_rmsnorm(g, x1, d1, &wdg, o1, &wg, rows, 1e-6f, plus_one);
+    g->ops->rmsnorm(g, d2, d2, &wdg, rows, 1e-6f, plus_one);
+    g->ops->add_rmsnorm(g, x2, d2, o2, &wg, rows, 1e-6f, plus_one);
+    float *r1 = gpu_download_bf16(ctx, x1, n), *r2 = gpu_download_bf16(ctx, x2, n);
+    float *g1 = gpu_download_bf16(ctx, o1, n), *g2 = gpu_download_bf16(ctx, o2, n);
+    int same = !memcmp(r1, r2, n * sizeof(float)) && !memcmp(g1, g2, n * sizeof(float));
+    float *res = malloc(n * sizeof(float)), *dc = malloc(n * sizeof(float)), *oc = malloc(n * sizeof(float));
+    memcpy(res, x, n * sizeof(float));
+    ctx->cpu->ops->rmsnorm(ctx->cpu, dc, delta, &wdc, rows, 1e-6f, plus_one);
+    ctx->cpu->ops->add_rmsnorm(ctx->cpu, res, dc, oc, &wc, rows, 1e-6f, plus_one);
+    double err = gpu_rel_err(g1, oc, n), rerr = gpu_rel_err(r1, res, n);
+    free(r1), free(r2), free(g1), free(g2), free(res), free(dc), free(oc);
+    free(x), free(delta), free(w), free(wd), free(wb), free(wdb);
+    if (!same)
+        GPU_FAIL("rows %d d %d plus_one %d: the fused kernel differs from rmsnorm + add_rmsnorm", rows, d, plus_one);
+    if (err > BF16_TOL || rerr > BF16_TOL)
+        GPU_FAIL("rows %d d %d plus_one %d: against the CPU rel err %.3g (residual %.3g)", rows, d, plus_one, err,
+                 rerr);
+    return 0;
+}
+
+GPU_TEST(add_normed_rmsnorm_equals_two_kernels)
+{
+    const int shapes[][2] = {{1, 1152}, {7, 1152}, {3, 2560}, {33, 640}, {2, 1000}};
+    for (int i = 0; i < 5; i++)
+        for (int p = 0; p < 2; p++)
+            if (check_normed_add(ctx, shapes[i][0], shapes[i][1], p))
+                return 1;
+    return 0;
+}
+
 GPU_TEST(gated_act_silu_and_gelu)
 {
     const int rows = 7, cols = 9728;

@@ -295,6 +295,7 @@ static const struct backend_ops cuda_ops = {
     .embed = cuda_op_embed,
     .rmsnorm = cuda_op_rmsnorm,
     .add_rmsnorm = cuda_op_add_rmsnorm,
+    .add_normed_rmsnorm = cuda_op_add_normed_rmsnorm,
     .matmul = cuda_op_matmul,
     .qk_rope_kv_write = cuda_op_qk_rope_kv_write,
     .attention = cuda_op_attention,

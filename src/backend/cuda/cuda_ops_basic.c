@@ -26,6 +26,14 @@ void cuda_op_add_rmsnorm(struct backend *be, void *residual, const void *delta, 
                                   cuda_stream(be)));
 }
 
+void cuda_op_add_normed_rmsnorm(struct backend *be, void *residual, const void *delta, const struct weight *w_delta,
+                                void *out, const struct weight *w, int n_rows, float eps, int plus_one)
+{
+    CHECK(w_delta->cols == w->cols);
+    CUDA_CHECK(launch_add_normed_rmsnorm(residual, delta, w_delta->data, out, w->data, n_rows, (int)w->cols, eps,
+                                         plus_one, cuda_stream(be)));
+}
+
 void cuda_op_qk_rope_kv_write(struct backend *be, void *q_out, const void *q_in, const void *k_in,
                               const void *v_in, int q_stride, int kv_stride, const struct fwd_meta *m,
                               const struct attn_shape *s, const struct weight *q_norm, const struct weight *k_norm,

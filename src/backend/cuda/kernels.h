@@ -21,6 +21,9 @@ cudaError_t launch_rmsnorm(void *out, const void *x, const void *w, int rows, in
 /* residual[r] += delta[r]; out[r] = rmsnorm(residual[r]) */
 cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, const void *w, int rows, int d,
                                float eps, int plus_one, cudaStream_t stream);
+/* residual += rmsnorm(delta; w_delta); out = rmsnorm(residual; w): the two ops in one kernel, bit for bit */
+cudaError_t launch_add_normed_rmsnorm(void *residual, const void *delta, const void *w_delta, void *out,
+                                      const void *w, int rows, int d, float eps, int plus_one, cudaStream_t stream);
 /* Per-head q/k norm (q_norm NULL = none), RoPE at positions; q to q_out
  * (contiguous), k/v into the paged cache at slot_mapping (-1 skips). Input
  * rows have q_stride / kv_stride elements. Caches: [slots, n_kv, head_dim]. */

@@ -5,19 +5,37 @@
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 
-template <bool ADD>
-__global__ void rmsnorm_kernel(bf16 *out, bf16 *residual, const bf16 *x, const bf16 *delta, const bf16 *w, int d,
-                               float eps, int plus_one)
+// MODE 0: out = norm(x); 1: residual += delta, out = norm(residual); 2 (Gemma's
+// sandwich norms): residual += norm_wd(delta), out = norm(residual) — the
+// normed delta rounded to bf16 as rmsnorm's output is, so that 2 gives
+// exactly what mode 0 into a buffer and then mode 1 give, in one kernel.
+template <int MODE>
+__global__ void rmsnorm_kernel(bf16 *out, bf16 *residual, const bf16 *x, const bf16 *delta, const bf16 *w,
+                               const bf16 *wd, int d, float eps, int plus_one)
 {
     extern __shared__ float row[]; // d floats
     pdl_wait();
     pdl_launch_dependents();
     int64_t base = (int64_t)blockIdx.x * d;
+    if (MODE == 2) { // row = bf16(norm_wd(delta)); each thread keeps its own elements
+        float ss = 0.f;
+        for (int i = threadIdx.x; i < d; i += blockDim.x) {
+            float v = to_f32(delta[base + i]);
+            row[i] = v;
+            ss += v * v;
+        }
+        ss = block_sum(ss);
+        float inv = rsqrtf(ss / d + eps);
+        for (int i = threadIdx.x; i < d; i += blockDim.x) {
+            float y = row[i] * inv, wi = to_f32(wd[i]);
+            row[i] = round_bf16(plus_one ? y * (1.f + wi) : wi * round_bf16(y));
+        }
+    }
     float ss = 0.f;
     for (int i = threadIdx.x; i < d; i += blockDim.x) {
         float v;
-        if (ADD) {
-            v = round_bf16(to_f32(residual[base + i]) + to_f32(delta[base + i]));
+        if (MODE >= 1) {
+            v = round_bf16(to_f32(residual[base + i]) + (MODE == 2 ? row[i] : to_f32(delta[base + i])));
             residual[base + i] = to_bf16(v);
         } else {
             v = to_f32(x[base + i]);
@@ -38,14 +56,24 @@ static int threads_for(int d) { return d >= 1024 ? 1024 : ((d + 31) / 32) * 32; 
 extern "C" cudaError_t launch_rmsnorm(void *out, const void *x, const void *w, int rows, int d, float eps,
                                       int plus_one, cudaStream_t stream)
 {
-    return launch_pdl(rmsnorm_kernel<false>, rows, threads_for(d), d * sizeof(float), stream, (bf16 *)out,
-                      (bf16 *)nullptr, (const bf16 *)x, (const bf16 *)nullptr, (const bf16 *)w, d, eps, plus_one);
+    return launch_pdl(rmsnorm_kernel<0>, rows, threads_for(d), d * sizeof(float), stream, (bf16 *)out,
+                      (bf16 *)nullptr, (const bf16 *)x, (const bf16 *)nullptr, (const bf16 *)w,
+                      (const bf16 *)nullptr, d, eps, plus_one);
 }
 
 extern "C" cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, const void *w, int rows,
                                           int d, float eps, int plus_one, cudaStream_t stream)
 {
-    return launch_pdl(rmsnorm_kernel<true>, rows, threads_for(d), d * sizeof(float), stream, (bf16 *)out,
-                      (bf16 *)residual, (const bf16 *)nullptr, (const bf16 *)delta, (const bf16 *)w, d, eps,
-                      plus_one);
+    return launch_pdl(rmsnorm_kernel<1>, rows, threads_for(d), d * sizeof(float), stream, (bf16 *)out,
+                      (bf16 *)residual, (const bf16 *)nullptr, (const bf16 *)delta, (const bf16 *)w,
+                      (const bf16 *)nullptr, d, eps, plus_one);
+}
+
+extern "C" cudaError_t launch_add_normed_rmsnorm(void *residual, const void *delta, const void *w_delta, void *out,
+                                                 const void *w, int rows, int d, float eps, int plus_one,
+                                                 cudaStream_t stream)
+{
+    return launch_pdl(rmsnorm_kernel<2>, rows, threads_for(d), d * sizeof(float), stream, (bf16 *)out,
+                      (bf16 *)residual, (const bf16 *)nullptr, (const bf16 *)delta, (const bf16 *)w,
+                      (const bf16 *)w_delta, d, eps, plus_one);
 }
