@@ -102,15 +102,35 @@ static int forward_and_draw(struct graph_runner *gr, const struct fwd_batch *b, 
     return gr->sample_vocab ? be->ops->sample_enqueue(be, gr->ws->logits, b->n_logits, gr->sample_vocab, e) : 0;
 }
 
-/* Captures forward_and_draw over the padded step b into *out (after a
- * warm-up that makes plans and loads kernels outside the capture; the
- * sampler's rows are greedy padding for it). */
-static int capture_whole(struct graph_runner *gr, const struct fwd_batch *b, void **out, struct err *e)
+/* The warm-up before a capture: the whole step (cuBLASLt plans for its
+ * shapes, lazily loaded kernels), or (logits_only) just its logits and
+ * draw, when a step of the same token count has run: then only the logits'
+ * row count is new. */
+static int warm_up(struct graph_runner *gr, const struct fwd_batch *b, int logits_only, struct err *e)
 {
     const struct backend_ops *ops = gr->m->be->ops;
     struct backend *be = gr->m->be;
-    if ((gr->sample_vocab && ops->sample_stage(be, 0, b->n_logits, gr->sample_vocab, NULL, e)) ||
-        forward_and_draw(gr, b, e) || ops->synchronize(be, e) || ops->graph_begin(be, e))
+    if (gr->sample_vocab && ops->sample_stage(be, 0, b->n_logits, gr->sample_vocab, NULL, e))
+        return -1;
+    if (!logits_only)
+        return forward_and_draw(gr, b, e) || ops->synchronize(be, e) ? -1 : 0;
+    struct fwd_meta meta;
+    if (ops->batch_upload(be, b, &meta, e))
+        return -1;
+    forward_logits(gr->m, gr->ws, &meta, 1);
+    if (gr->sample_vocab && ops->sample_enqueue(be, gr->ws->logits, b->n_logits, gr->sample_vocab, e))
+        return -1;
+    return ops->synchronize(be, e);
+}
+
+/* Captures forward_and_draw over the padded step b into *out, after
+ * warm_up (the sampler's rows are greedy padding for it). */
+static int capture_whole(struct graph_runner *gr, const struct fwd_batch *b, int logits_only, void **out,
+                         struct err *e)
+{
+    const struct backend_ops *ops = gr->m->be->ops;
+    struct backend *be = gr->m->be;
+    if (warm_up(gr, b, logits_only, e) || ops->graph_begin(be, e))
         return -1;
     struct err end_err;
     int rc = forward_and_draw(gr, b, e);
@@ -168,20 +188,24 @@ static int capture_all(struct graph_runner *gr, struct err *e)
     for (int t = NT - 1; gr->mode == GRAPH_MODE_PIECEWISE && t >= 0; t--)
         if (capture_pieces(gr, t, &p, e))
             return err_prefix(e, "capturing the piecewise graphs of %d tokens", gr->tok_buckets[t]);
-    for (int t = NT - 1; gr->mode == GRAPH_MODE_FULL && t >= 0; t--)
+    for (int t = NT - 1; gr->mode == GRAPH_MODE_FULL && t >= 0; t--) {
+        int warmed = 0; /* a step of these tokens ran: only the logits' rows change with s */
         for (int s = NS - 1; s >= 0; s--) {
             if (!full_wanted(gr, t, s))
                 continue;
             progress_tick(&p);
-            const int S = gr->seq_buckets[s];
-            graph_runner_pad(gr, NULL, gr->tok_buckets[t], S, S < gr->max_logits ? S : gr->max_logits, &b);
-            if (capture_whole(gr, &b, &gr->full[(size_t)t * NS + s], e))
-                return err_prefix(e, "capturing the full graph of %d tokens, %d sequences", gr->tok_buckets[t], S);
+            const int S = gr->seq_buckets[s], T = gr->tok_buckets[t];
+            graph_runner_pad(gr, NULL, T, S, S < gr->max_logits ? S : gr->max_logits, &b);
+            /* S == T takes the decode attention kernel: warm that whole too */
+            if (capture_whole(gr, &b, warmed && S != T, &gr->full[(size_t)t * NS + s], e))
+                return err_prefix(e, "capturing the full graph of %d tokens, %d sequences", T, S);
+            warmed = 1;
         }
+    }
     for (int i = gr->n_buckets - 1; i >= 0; i--) {
         progress_tick(&p);
         graph_runner_pad(gr, NULL, gr->buckets[i], gr->buckets[i], gr->buckets[i], &b);
-        if (capture_whole(gr, &b, &gr->graphs[i], e))
+        if (capture_whole(gr, &b, 0, &gr->graphs[i], e))
             return err_prefix(e, "capturing the decode graph of batch size %d", gr->buckets[i]);
     }
     if (p.tty)
