@@ -178,6 +178,17 @@ static struct fwd_batch step_of(struct steps *st, int n, const int *first, const
                               .block_tables = st->tables, .logit_rows = st->rows};
 }
 
+/* Frees what the padding tests set up. */
+static void teardown(struct graph_runner *gr, struct kv_store *kv, struct kv_store *kv2, struct forward_ws *ws,
+                     struct model *m, struct backend *be)
+{
+    graph_runner_free(gr);
+    kv_store_free(kv, be);
+    kv_store_free(kv2, be);
+    forward_ws_free(ws, m);
+    test_free_model(m, be);
+}
+
 /* The contract replays rest on: a decode batch padded to a bucket with
  * graph_runner_pad gives its real rows exactly the logits the unpadded
  * batch gives, and the padding rows write nothing (a second unpadded step
@@ -232,12 +243,8 @@ Test(graph_runner, padding_rows_leave_real_rows_exact)
     cr_assert_eq(be->ops->copy_to_host(be, ref, ws.logits, (size_t)n * V * sizeof(float), &e), 0);
     cr_assert_eq(memcmp(got, ref, (size_t)n * V * sizeof(float)), 0, "padding rows left a trace in the KV cache");
 
-    graph_runner_free(&gr);
-    kv_store_free(&kv, be);
-    kv_store_free(&kv2, be);
-    forward_ws_free(&ws, m);
     free(ref), free(got);
-    test_free_model(m, be);
+    teardown(&gr, &kv, &kv2, &ws, m, be);
 }
 
 /* Mixed steps (a prefill chunk beside decode rows) padded the two ways the
@@ -326,10 +333,6 @@ Test(graph_runner, mixed_padding_full_and_piecewise_exact)
     cr_assert_eq(model_forward(m, &ws, &kv2, &nxt, &e), 0, "%s", e.msg);
     expect_rows(be, &ws, got, 3, V, "padding left a trace in the KV cache:");
 
-    graph_runner_free(&gr);
-    kv_store_free(&kv, be);
-    kv_store_free(&kv2, be);
-    forward_ws_free(&ws, m);
     free(ref), free(got);
-    test_free_model(m, be);
+    teardown(&gr, &kv, &kv2, &ws, m, be);
 }

@@ -5,6 +5,24 @@
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 
+// Normalises the block's row (row[] its f32 values, ss this thread's share
+// of their squares): bf16 of (plus_one ? y * (1 + w) : w * bf16(y)), y = row
+// / rms, written to out, or (out NULL) back into row as bf16-rounded floats.
+__device__ __forceinline__ void norm_row(float *row, float ss, int d, float eps, const bf16 *w, int plus_one,
+                                         bf16 *out)
+{
+    ss = block_sum(ss);
+    float inv = rsqrtf(ss / d + eps);
+    for (int i = threadIdx.x; i < d; i += blockDim.x) {
+        float y = row[i] * inv, wi = to_f32(w[i]);
+        float o = plus_one ? y * (1.f + wi) : wi * round_bf16(y);
+        if (out)
+            out[i] = to_bf16(o);
+        else
+            row[i] = round_bf16(o);
+    }
+}
+
 // MODE 0: out = norm(x); 1: residual += delta, out = norm(residual); 2 (Gemma's
 // sandwich norms): residual += norm_wd(delta), out = norm(residual) — the
 // normed delta rounded to bf16 as rmsnorm's output is, so that 2 gives
@@ -24,12 +42,7 @@ __global__ void rmsnorm_kernel(bf16 *out, bf16 *residual, const bf16 *x, const b
             row[i] = v;
             ss += v * v;
         }
-        ss = block_sum(ss);
-        float inv = rsqrtf(ss / d + eps);
-        for (int i = threadIdx.x; i < d; i += blockDim.x) {
-            float y = row[i] * inv, wi = to_f32(wd[i]);
-            row[i] = round_bf16(plus_one ? y * (1.f + wi) : wi * round_bf16(y));
-        }
+        norm_row(row, ss, d, eps, wd, plus_one, nullptr);
     }
     float ss = 0.f;
     for (int i = threadIdx.x; i < d; i += blockDim.x) {
@@ -43,12 +56,7 @@ __global__ void rmsnorm_kernel(bf16 *out, bf16 *residual, const bf16 *x, const b
         row[i] = v;
         ss += v * v;
     }
-    ss = block_sum(ss);
-    float inv = rsqrtf(ss / d + eps);
-    for (int i = threadIdx.x; i < d; i += blockDim.x) {
-        float y = row[i] * inv, wi = to_f32(w[i]);
-        out[base + i] = to_bf16(plus_one ? y * (1.f + wi) : wi * round_bf16(y));
-    }
+    norm_row(row, ss, d, eps, w, plus_one, out + base);
 }
 
 static int threads_for(int d) { return d >= 1024 ? 1024 : ((d + 31) / 32) * 32; }
