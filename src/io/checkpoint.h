@@ -20,6 +20,11 @@ struct checkpoint {
 struct checkpoint *checkpoint_open(const char *dir, struct err *e);
 void checkpoint_close(struct checkpoint *c);
 
+/* A checkpoint of one file already open (made by another reader, e.g. a
+ * dequantised GGUF); takes f. dir names it in messages. NULL with e set
+ * when two tensors share a name. */
+struct checkpoint *checkpoint_wrap(const char *dir, struct st_file *f, struct err *e);
+
 /* NULL when absent (binary search). */
 const struct st_tensor *checkpoint_find(const struct checkpoint *c, const char *name);
 

@@ -2,7 +2,10 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "io/gguf_checkpoint.h"
+#include "io/gguf_config.h"
 #include "model/rope.h"
 
 static float *upload_inv_freq(struct backend *be, const struct rope_config *r, int head_dim,
@@ -38,15 +41,37 @@ static size_t weights_region_bytes(const struct model_config *cfg, const struct 
     return bytes;
 }
 
+int model_path_is_gguf(const char *path)
+{
+    size_t n = strlen(path);
+    return n > 5 && !strcmp(path + n - 5, ".gguf");
+}
+
+int model_open_checkpoint(const char *path, struct model_config *cfg, struct checkpoint **ck, struct err *e)
+{
+    *ck = NULL;
+    if (model_path_is_gguf(path)) { /* one file: configuration and weights from it */
+        struct gguf_file *g = gguf_open(path, e);
+        if (!g)
+            return -1;
+        if (!model_config_from_gguf(g, cfg, e))
+            *ck = checkpoint_open_gguf(g, cfg, e);
+        gguf_close(g);
+        return *ck ? 0 : -1;
+    }
+    char cfg_path[4096];
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", path);
+    if (model_config_load(cfg_path, cfg, e))
+        return -1;
+    *ck = checkpoint_open(path, e);
+    return *ck ? 0 : -1;
+}
+
 struct model *model_load(const char *dir, struct backend *be, struct err *e)
 {
     struct model *m = xcalloc(1, sizeof *m);
     m->be = be;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    if (model_config_load(path, &m->cfg, e))
-        goto fail;
-    if (!(m->ck = checkpoint_open(dir, e)))
+    if (model_open_checkpoint(dir, &m->cfg, &m->ck, e))
         goto fail;
     if (be->ops->reserve(be, MEM_REGION_WEIGHTS, weights_region_bytes(&m->cfg, be), e))
         goto fail;

@@ -19,7 +19,14 @@ struct model {
 
 /* Loads DIR/config.json and the checkpoint in DIR onto be. Returns NULL with
  * e set (naming the file) on failure. Free with model_free. */
+/* dir: a Hugging Face checkpoint directory (config.json + safetensors), or a
+ * .gguf file (configuration from its metadata, weights dequantised). */
 struct model *model_load(const char *dir, struct backend *be, struct err *e);
+/* The configuration and checkpoint model_load reads from path (either form);
+ * -1 with e set. Close *ck with checkpoint_close. */
+int model_open_checkpoint(const char *path, struct model_config *cfg, struct checkpoint **ck, struct err *e);
+/* 1 when path names a GGUF file (by its .gguf suffix). */
+int model_path_is_gguf(const char *path);
 void model_free(struct model *m);
 
 static inline const float *model_layer_inv_freq(const struct model *m, int layer)

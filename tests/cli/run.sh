@@ -292,6 +292,42 @@ mkdir -p "$TMP/missing" && cp "$FIX/tiny-qwen3/model.safetensors" "$TMP/missing/
 expect_fail "missing tensor" "model.layers.3." "$INFER" info --model "$TMP/missing"
 expect_fail "no checkpoint dir" "/nonexistent" "$INFER" info --model /nonexistent
 
+# gguf-info on a small GGUF written here with struct only (keys of three
+# kinds, alignment 64, a Q8_0 and an F32 tensor), then on broken files
+python3 - "$TMP/tiny.gguf" <<'PY'
+import struct, sys
+def s(x):
+    b = x.encode()
+    return struct.pack("<Q", len(b)) + b
+kv = [s("general.architecture") + struct.pack("<I", 8) + s("llama"),
+      s("llama.block_count") + struct.pack("<II", 4, 2),
+      s("tokenizer.ggml.tokens") + struct.pack("<IIQ", 9, 8, 3) + s("<s>") + s("a") + s("b"),
+      s("general.alignment") + struct.pack("<II", 4, 64)]
+ti = [s("tok.weight") + struct.pack("<IQQIQ", 2, 32, 3, 8, 0),  # Q8_0 [32, 3]: 3 blocks of 34 bytes
+      s("norm.weight") + struct.pack("<IQIQ", 1, 32, 0, 128)]   # F32 [32] at 128
+head = b"GGUF" + struct.pack("<IQQ", 3, len(ti), len(kv)) + b"".join(kv) + b"".join(ti)
+head += b"\0" * (-len(head) % 64)
+open(sys.argv[1], "wb").write(head + bytes(102) + bytes(26) + bytes(128))
+PY
+if "$INFER" gguf-info "$TMP/tiny.gguf" >"$TMP/gi" 2>"$TMP/gi.err" &&
+    grep -qE '^version +3$' "$TMP/gi" && grep -qE '^alignment +64$' "$TMP/gi" &&
+    grep -qE '^  general.architecture +STRING +"llama"$' "$TMP/gi" &&
+    grep -qE '^  llama.block_count +UINT32 +2$' "$TMP/gi" &&
+    grep -qF 'ARRAY    STRING[3] ["<s>", "a", "b"]' "$TMP/gi" &&
+    grep -qE '^  tok.weight +Q8_0 +\[32, 3\] +offset 0 +bytes 102$' "$TMP/gi" &&
+    grep -qE '^  norm.weight +F32 +\[32\] +offset 128 +bytes 128$' "$TMP/gi" &&
+    grep -qxF 'summary: 2 tensors (1 F32, 1 Q8_0), 230 bytes' "$TMP/gi"; then
+    ok "gguf-info lists keys, tensors and the summary"
+else
+    bad "gguf-info: $(cat "$TMP/gi" "$TMP/gi.err")"
+fi
+expect_fail "gguf-info on a non-GGUF file" "config.json: header: not a GGUF file: bad magic" "$INFER" gguf-info "$FIX/tiny-llama/config.json"
+head -c $(($(wc -c <"$TMP/tiny.gguf") - 1)) "$TMP/tiny.gguf" >"$TMP/short.gguf"
+expect_fail "gguf-info on a truncated GGUF" "short.gguf: tensor 'norm.weight': 128 bytes at offset 128 run past the end of the data section" "$INFER" gguf-info "$TMP/short.gguf"
+head -c 100 "$TMP/tiny.gguf" >"$TMP/short.gguf"
+expect_fail "gguf-info on a GGUF cut in its metadata" "metadata key 'llama.block_count': the UINT32 value (4 bytes at offset 98) runs past the end of the file (100 bytes)" "$INFER" gguf-info "$TMP/short.gguf"
+expect_fail "gguf-info without a file" "expected one FILE" "$INFER" gguf-info
+
 # bad flags and inputs
 expect_fail "max-tokens 0" "--max-tokens" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1 --max-tokens 0
 expect_fail "unknown option" "--bogus" "$INFER" generate --model "$FIX/tiny-llama" --bogus 1
