@@ -16,32 +16,11 @@
 #include <unistd.h>
 
 #include "io/gguf.h"
+#include "test_util.h"
 
-static char tmp_dir[64];
 
-static void tmp_setup(void)
-{
-    strcpy(tmp_dir, "/tmp/infer_gguf_test_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp_dir), "mkdtemp: %s", strerror(errno));
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void tmp_teardown(void)
-{
-    if (tmp_dir[0])
-        nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-TestSuite(gguf_read, .init = tmp_setup, .fini = tmp_teardown);
-TestSuite(gguf_bad, .init = tmp_setup, .fini = tmp_teardown);
+TestSuite(gguf_read, .init = test_tmp_setup, .fini = test_tmp_teardown);
+TestSuite(gguf_bad, .init = test_tmp_setup, .fini = test_tmp_teardown);
 TestSuite(gguf_real);
 
 /* ---- a tiny GGUF writer -------------------------------------------------- */
@@ -131,17 +110,6 @@ static void gb_zeros(struct gb *b, size_t n)
 
 static void gb_pad(struct gb *b, size_t align) { gb_zeros(b, (align - b->n % align) % align); }
 
-struct tpath {
-    char s[256];
-};
-
-static struct tpath tp(const char *name)
-{
-    struct tpath p;
-    snprintf(p.s, sizeof p.s, "%s/%s", tmp_dir, name);
-    return p;
-}
-
 static void write_bytes(const char *path, const void *d, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -151,10 +119,10 @@ static void write_bytes(const char *path, const void *d, size_t n)
     cr_assert_eq(fclose(f), 0);
 }
 
-/* Writes b to tmp_dir/name and frees it; returns the path. */
+/* Writes b to test_tmp_dir/name and frees it; returns the path. */
 static struct tpath gb_write(struct gb *b, const char *name)
 {
-    struct tpath p = tp(name);
+    struct tpath p = test_tmp_path(name);
     write_bytes(p.s, b->p, b->n);
     free(b->p);
     *b = (struct gb){0};
@@ -493,14 +461,14 @@ Test(gguf_read, every_known_tensor_type)
 
 Test(gguf_bad, bad_magic)
 {
-    struct tpath p = tp("x.gguf");
+    struct tpath p = test_tmp_path("x.gguf");
     write_bytes(p.s, "{\"not\": \"gguf\", \"at\": \"all\"}", 28);
     expect_fail(p.s, "not a GGUF file: bad magic 7b 22 6e 6f");
 }
 
 Test(gguf_bad, empty_and_tiny_files)
 {
-    struct tpath p = tp("x.gguf");
+    struct tpath p = test_tmp_path("x.gguf");
     write_bytes(p.s, "", 0);
     expect_fail(p.s, "too short for the magic");
     write_bytes(p.s, "GG", 2);
@@ -525,7 +493,7 @@ Test(gguf_bad, versions)
 Test(gguf_bad, missing_path_and_directory)
 {
     expect_fail("/nonexistent/x.gguf", "cannot open");
-    expect_fail(tmp_dir, "not a regular file");
+    expect_fail(test_tmp_dir, "not a regular file");
 }
 
 /* Every prefix of a valid file is refused cleanly: the reader must check
@@ -536,7 +504,7 @@ Test(gguf_bad, every_truncation)
     build_full(&b, 3, 0);
     size_t n = b.n;
     unsigned char *full = b.p;
-    struct tpath p = tp("trunc.gguf");
+    struct tpath p = test_tmp_path("trunc.gguf");
     for (size_t len = 0; len < n; len++) {
         write_bytes(p.s, full, len);
         struct err e = {{0}};
@@ -558,7 +526,7 @@ Test(gguf_bad, random_mutations)
     build_full(&b, 3, 0);
     size_t n = b.n;
     unsigned char *mut = malloc(n);
-    struct tpath p = tp("mut.gguf");
+    struct tpath p = test_tmp_path("mut.gguf");
     srand(12345);
     for (int it = 0; it < 3000; it++) {
         memcpy(mut, b.p, n);

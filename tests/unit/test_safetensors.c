@@ -18,49 +18,15 @@
 #include "core/bf16.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
+#include "test_util.h"
 
-/* The fixture's temp directory: Criterion fixtures take no arguments, so it
- * lives here (each test runs in its own process). */
-static char tmp_dir[64];
 
-static void tmp_setup(void)
-{
-    strcpy(tmp_dir, "/tmp/infer_st_test_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp_dir), "mkdtemp: %s", strerror(errno));
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void tmp_teardown(void)
-{
-    if (tmp_dir[0])
-        nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-TestSuite(st_rw, .init = tmp_setup, .fini = tmp_teardown);
-TestSuite(st_bad, .init = tmp_setup, .fini = tmp_teardown);
-TestSuite(st_writer, .init = tmp_setup, .fini = tmp_teardown);
-TestSuite(st_ckpt, .init = tmp_setup, .fini = tmp_teardown);
+TestSuite(st_rw, .init = test_tmp_setup, .fini = test_tmp_teardown);
+TestSuite(st_bad, .init = test_tmp_setup, .fini = test_tmp_teardown);
+TestSuite(st_writer, .init = test_tmp_setup, .fini = test_tmp_teardown);
+TestSuite(st_ckpt, .init = test_tmp_setup, .fini = test_tmp_teardown);
 
 /* ---- helpers ----------------------------------------------------------- */
-
-struct tpath {
-    char s[256];
-};
-
-static struct tpath tp(const char *name)
-{
-    struct tpath p;
-    snprintf(p.s, sizeof p.s, "%s/%s", tmp_dir, name);
-    return p;
-}
 
 static int file_exists(const char *path)
 {
@@ -116,7 +82,7 @@ static void expect_entry_fail(const char *entry, size_t data_n, const char *want
 {
     char json[512];
     snprintf(json, sizeof json, "{\"t.weight\":%s}", entry);
-    struct tpath p = tp("bad.safetensors");
+    struct tpath p = test_tmp_path("bad.safetensors");
     write_hdr(p.s, json, data_n);
     expect_open_fail(p.s, "t.weight", want);
 }
@@ -161,7 +127,7 @@ static uint64_t header_len(const struct st_file *f)
 
 Test(st_rw, roundtrip_all_dtypes)
 {
-    struct tpath p = tp("model.safetensors");
+    struct tpath p = test_tmp_path("model.safetensors");
     struct err e = {{0}};
 
     uint16_t bf[6];
@@ -210,7 +176,7 @@ Test(st_rw, roundtrip_all_dtypes)
     }
     cr_assert_eq(st_writer_finish(w, &e), 0, "%s", e.msg);
     cr_assert(file_exists(p.s));
-    struct tpath tmp = tp("model.safetensors.tmp");
+    struct tpath tmp = test_tmp_path("model.safetensors.tmp");
     cr_assert(!file_exists(tmp.s), "tmp file left behind");
 
     struct st_file *f = st_open(p.s, &e);
@@ -256,7 +222,7 @@ Test(st_rw, roundtrip_all_dtypes)
 
 Test(st_rw, header_is_python_compatible)
 {
-    struct tpath p = tp("m.safetensors");
+    struct tpath p = test_tmp_path("m.safetensors");
     const char *names[] = {"zeta", "alpha", "mid"};
     write_f32_file(p.s, 3, names, 1.0f);
     struct err e = {{0}};
@@ -286,7 +252,7 @@ Test(st_rw, header_is_python_compatible)
 
 Test(st_rw, metadata_roundtrip)
 {
-    struct tpath p = tp("meta.safetensors");
+    struct tpath p = test_tmp_path("meta.safetensors");
     struct err e = {{0}};
     struct st_writer *w = st_writer_create(p.s, &e);
     cr_assert_not_null(w, "%s", e.msg);
@@ -312,7 +278,7 @@ Test(st_rw, metadata_roundtrip)
 
 Test(st_rw, caller_format_is_kept)
 {
-    struct tpath p = tp("fmt.safetensors");
+    struct tpath p = test_tmp_path("fmt.safetensors");
     struct err e = {{0}};
     struct st_writer *w = st_writer_create(p.s, &e);
     cr_assert_not_null(w, "%s", e.msg);
@@ -327,7 +293,7 @@ Test(st_rw, caller_format_is_kept)
 
 Test(st_rw, zero_tensors_from_writer)
 {
-    struct tpath p = tp("none.safetensors");
+    struct tpath p = test_tmp_path("none.safetensors");
     struct err e = {{0}};
     struct st_writer *w = st_writer_create(p.s, &e);
     cr_assert_not_null(w, "%s", e.msg);
@@ -342,7 +308,7 @@ Test(st_rw, zero_tensors_from_writer)
 
 Test(st_rw, raw_empty_object_is_valid)
 {
-    struct tpath p = tp("empty.safetensors");
+    struct tpath p = test_tmp_path("empty.safetensors");
     write_hdr(p.s, "{}", 0);
     struct err e = {{0}};
     struct st_file *f = st_open(p.s, &e);
@@ -356,7 +322,7 @@ Test(st_rw, raw_unaligned_with_gaps_and_empty_tensors)
 {
     /* Hand-built: no padding, a gap between tensors, two zero-size tensors
      * at the same offset, one at the very end, trailing whitespace. */
-    struct tpath p = tp("raw.safetensors");
+    struct tpath p = test_tmp_path("raw.safetensors");
     const char *json = "{\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
                        "\"e1\":{\"dtype\":\"I64\",\"shape\":[0],\"data_offsets\":[4,4]},"
                        "\"e2\":{\"dtype\":\"F16\",\"shape\":[3,0],\"data_offsets\":[4,4]},"
@@ -382,7 +348,7 @@ Test(st_rw, raw_unaligned_with_gaps_and_empty_tensors)
 
 Test(st_rw, many_tensors_find)
 {
-    struct tpath p = tp("many.safetensors");
+    struct tpath p = test_tmp_path("many.safetensors");
     enum { N = 300 };
     char names[N][32];
     const char *ptrs[N];
@@ -407,45 +373,45 @@ Test(st_rw, many_tensors_find)
 
 Test(st_bad, missing_file)
 {
-    expect_open_fail(tp("nope.safetensors").s, "No such file", NULL);
+    expect_open_fail(test_tmp_path("nope.safetensors").s, "No such file", NULL);
 }
 
 Test(st_bad, directory)
 {
-    expect_open_fail(tmp_dir, "not a regular file", NULL);
+    expect_open_fail(test_tmp_dir, "not a regular file", NULL);
 }
 
 Test(st_bad, empty_file)
 {
-    struct tpath p = tp("empty.safetensors");
+    struct tpath p = test_tmp_path("empty.safetensors");
     write_file(p.s, "", 0);
     expect_open_fail(p.s, "too short", NULL);
 }
 
 Test(st_bad, five_byte_file)
 {
-    struct tpath p = tp("five.safetensors");
+    struct tpath p = test_tmp_path("five.safetensors");
     write_file(p.s, "\x02\0\0\0\0", 5);
     expect_open_fail(p.s, "too short", NULL);
 }
 
 Test(st_bad, header_only_length_zero)
 {
-    struct tpath p = tp("zero.safetensors");
+    struct tpath p = test_tmp_path("zero.safetensors");
     write_raw(p.s, 0, "", 0, 0);
     expect_open_fail(p.s, "JSON", NULL);
 }
 
 Test(st_bad, header_length_beyond_eof)
 {
-    struct tpath p = tp("short.safetensors");
+    struct tpath p = test_tmp_path("short.safetensors");
     write_raw(p.s, 100, "{}", 2, 0);
     expect_open_fail(p.s, "past the end", NULL);
 }
 
 Test(st_bad, huge_header_length)
 {
-    struct tpath p = tp("huge.safetensors");
+    struct tpath p = test_tmp_path("huge.safetensors");
     write_raw(p.s, (uint64_t)1 << 40, "{}", 2, 0);
     expect_open_fail(p.s, "absurdly large", NULL);
     write_raw(p.s, UINT64_MAX, "{}", 2, 0);
@@ -454,56 +420,56 @@ Test(st_bad, huge_header_length)
 
 Test(st_bad, garbage_header)
 {
-    struct tpath p = tp("garbage.safetensors");
+    struct tpath p = test_tmp_path("garbage.safetensors");
     write_hdr(p.s, "this is not json at all", 0);
     expect_open_fail(p.s, "not valid JSON", NULL);
 }
 
 Test(st_bad, truncated_json)
 {
-    struct tpath p = tp("trunc.safetensors");
+    struct tpath p = test_tmp_path("trunc.safetensors");
     write_hdr(p.s, "{\"a\":{\"dtype\":\"F32\",", 0);
     expect_open_fail(p.s, "not valid JSON", NULL);
 }
 
 Test(st_bad, trailing_garbage_after_json)
 {
-    struct tpath p = tp("trail.safetensors");
+    struct tpath p = test_tmp_path("trail.safetensors");
     write_hdr(p.s, "{} x", 0);
     expect_open_fail(p.s, "not valid JSON", NULL);
 }
 
 Test(st_bad, nul_byte_in_header)
 {
-    struct tpath p = tp("nul.safetensors");
+    struct tpath p = test_tmp_path("nul.safetensors");
     write_raw(p.s, 4, "{\"\0\"", 4, 0);
     expect_open_fail(p.s, "not valid JSON", NULL);
 }
 
 Test(st_bad, invalid_utf8)
 {
-    struct tpath p = tp("utf8.safetensors");
+    struct tpath p = test_tmp_path("utf8.safetensors");
     write_hdr(p.s, "{\"a\xff\":{\"dtype\":\"F32\",\"shape\":[],\"data_offsets\":[0,4]}}", 4);
     expect_open_fail(p.s, "not valid JSON", NULL);
 }
 
 Test(st_bad, json_array)
 {
-    struct tpath p = tp("array.safetensors");
+    struct tpath p = test_tmp_path("array.safetensors");
     write_hdr(p.s, "[1, 2, 3]", 0);
     expect_open_fail(p.s, "not a JSON object", NULL);
 }
 
 Test(st_bad, json_scalar)
 {
-    struct tpath p = tp("scalar.safetensors");
+    struct tpath p = test_tmp_path("scalar.safetensors");
     write_hdr(p.s, "42", 0);
     expect_open_fail(p.s, "header", NULL);
 }
 
 Test(st_bad, duplicate_keys)
 {
-    struct tpath p = tp("dup.safetensors");
+    struct tpath p = test_tmp_path("dup.safetensors");
     write_hdr(p.s,
               "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
               "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
@@ -513,7 +479,7 @@ Test(st_bad, duplicate_keys)
 
 Test(st_bad, duplicate_keys_inside_entry)
 {
-    struct tpath p = tp("dup2.safetensors");
+    struct tpath p = test_tmp_path("dup2.safetensors");
     write_hdr(p.s,
               "{\"w\":{\"dtype\":\"F32\",\"dtype\":\"I32\","
               "\"shape\":[1],\"data_offsets\":[0,4]}}",
@@ -617,7 +583,7 @@ Test(st_bad, shape_bytes_overflow)
 
 Test(st_bad, shape_integer_too_big_for_json)
 {
-    struct tpath p = tp("bigint.safetensors");
+    struct tpath p = test_tmp_path("bigint.safetensors");
     write_hdr(p.s, "{\"t\":{\"dtype\":\"F32\",\"shape\":[99999999999999999999999],"
                    "\"data_offsets\":[0,0]}}",
               0);
@@ -626,7 +592,7 @@ Test(st_bad, shape_integer_too_big_for_json)
 
 Test(st_bad, offsets_beyond_data_section)
 {
-    struct tpath p = tp("model.safetensors");
+    struct tpath p = test_tmp_path("model.safetensors");
     write_hdr(p.s,
               "{\"model.norm.weight\":{\"dtype\":\"BF16\",\"shape\":[5],"
               "\"data_offsets\":[10,20]}}",
@@ -680,7 +646,7 @@ Test(st_bad, zero_size_tensor_with_bytes)
 
 Test(st_bad, overlapping_tensors)
 {
-    struct tpath p = tp("overlap.safetensors");
+    struct tpath p = test_tmp_path("overlap.safetensors");
     write_hdr(p.s,
               "{\"first\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
               "\"second\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
@@ -691,7 +657,7 @@ Test(st_bad, overlapping_tensors)
 
 Test(st_bad, identical_ranges_overlap)
 {
-    struct tpath p = tp("same.safetensors");
+    struct tpath p = test_tmp_path("same.safetensors");
     write_hdr(p.s,
               "{\"b\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,8]},"
               "\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
@@ -702,7 +668,7 @@ Test(st_bad, identical_ranges_overlap)
 Test(st_bad, nested_overlap)
 {
     /* c lies inside a, after b: only a running max of ends catches it */
-    struct tpath p = tp("nested.safetensors");
+    struct tpath p = test_tmp_path("nested.safetensors");
     write_hdr(p.s,
               "{\"a\":{\"dtype\":\"F32\",\"shape\":[8],\"data_offsets\":[0,32]},"
               "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
@@ -713,7 +679,7 @@ Test(st_bad, nested_overlap)
 
 Test(st_bad, truncated_data_section)
 {
-    struct tpath p = tp("cut.safetensors");
+    struct tpath p = test_tmp_path("cut.safetensors");
     const char *names[] = {"w1", "w2"};
     write_f32_file(p.s, 2, names, 1.0f);
     struct stat sb;
@@ -724,14 +690,14 @@ Test(st_bad, truncated_data_section)
 
 Test(st_bad, metadata_non_string_value)
 {
-    struct tpath p = tp("meta.safetensors");
+    struct tpath p = test_tmp_path("meta.safetensors");
     write_hdr(p.s, "{\"__metadata__\":{\"format\":\"pt\",\"n\":1}}", 0);
     expect_open_fail(p.s, "__metadata__", "'n'");
 }
 
 Test(st_bad, metadata_not_object)
 {
-    struct tpath p = tp("meta2.safetensors");
+    struct tpath p = test_tmp_path("meta2.safetensors");
     write_hdr(p.s, "{\"__metadata__\":[\"format\",\"pt\"]}", 0);
     expect_open_fail(p.s, "__metadata__", NULL);
 }
@@ -758,7 +724,7 @@ static struct st_writer *writer_with_f32(const char *path, int64_t n)
 
 Test(st_writer, more_bytes_than_declared)
 {
-    struct tpath p = tp("over.safetensors");
+    struct tpath p = test_tmp_path("over.safetensors");
     struct st_writer *w = writer_with_f32(p.s, 2);
     struct err e = {{0}};
     float v[3] = {1, 2, 3};
@@ -773,7 +739,7 @@ Test(st_writer, more_bytes_than_declared)
 
 Test(st_writer, fewer_bytes_than_declared)
 {
-    struct tpath p = tp("under.safetensors");
+    struct tpath p = test_tmp_path("under.safetensors");
     struct st_writer *w = writer_with_f32(p.s, 2);
     struct err e = {{0}};
     float v = 1;
@@ -786,7 +752,7 @@ Test(st_writer, fewer_bytes_than_declared)
 
 Test(st_writer, nothing_written_at_all)
 {
-    struct tpath p = tp("none.safetensors");
+    struct tpath p = test_tmp_path("none.safetensors");
     struct st_writer *w = writer_with_f32(p.s, 2);
     struct err e = {{0}};
     cr_assert_eq(st_writer_finish(w, &e), -1);
@@ -796,7 +762,7 @@ Test(st_writer, nothing_written_at_all)
 
 Test(st_writer, failed_finish_keeps_old_file)
 {
-    struct tpath p = tp("keep.safetensors");
+    struct tpath p = test_tmp_path("keep.safetensors");
     write_file(p.s, "old", 3);
     struct st_writer *w = writer_with_f32(p.s, 2);
     struct err e = {{0}};
@@ -807,13 +773,13 @@ Test(st_writer, failed_finish_keeps_old_file)
     cr_assert_eq(fread(buf, 1, sizeof buf, f), 3);
     fclose(f);
     cr_assert_str_eq(buf, "old");
-    struct tpath tmp = tp("keep.safetensors.tmp");
+    struct tpath tmp = test_tmp_path("keep.safetensors.tmp");
     cr_assert(!file_exists(tmp.s));
 }
 
 Test(st_writer, declare_after_write)
 {
-    struct tpath p = tp("late.safetensors");
+    struct tpath p = test_tmp_path("late.safetensors");
     struct st_writer *w = writer_with_f32(p.s, 1);
     struct err e = {{0}};
     float v = 1;
@@ -829,7 +795,7 @@ Test(st_writer, declare_after_write)
 
 Test(st_writer, bad_declarations)
 {
-    struct tpath p = tp("decl.safetensors");
+    struct tpath p = test_tmp_path("decl.safetensors");
     struct st_writer *w = writer_with_f32(p.s, 1);
     struct err e = {{0}};
     int64_t s[ST_MAX_DIMS + 1] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
@@ -865,12 +831,12 @@ Test(st_writer, bad_declarations)
 
 Test(st_writer, abort_removes_tmp)
 {
-    struct tpath p = tp("abort.safetensors");
+    struct tpath p = test_tmp_path("abort.safetensors");
     struct st_writer *w = writer_with_f32(p.s, 4);
     struct err e = {{0}};
     float v[2] = {1, 2};
     cr_assert_eq(st_writer_write(w, v, sizeof v, &e), 0, "%s", e.msg);
-    struct tpath tmp = tp("abort.safetensors.tmp");
+    struct tpath tmp = test_tmp_path("abort.safetensors.tmp");
     cr_assert(file_exists(tmp.s), "data goes to the tmp file");
     cr_assert(!file_exists(p.s));
     st_writer_abort(w);
@@ -880,7 +846,7 @@ Test(st_writer, abort_removes_tmp)
 
 Test(st_writer, create_in_missing_directory)
 {
-    struct tpath p = tp("no/such/dir/x.safetensors");
+    struct tpath p = test_tmp_path("no/such/dir/x.safetensors");
     struct err e = {{0}};
     cr_assert_null(st_writer_create(p.s, &e));
     cr_assert(strstr(e.msg, p.s), "%s", e.msg);
@@ -889,7 +855,7 @@ Test(st_writer, create_in_missing_directory)
 Test(st_writer, disk_full)
 {
     /* A file size limit makes write() fail with EFBIG, like a full disk. */
-    struct tpath p = tp("full.safetensors");
+    struct tpath p = test_tmp_path("full.safetensors");
     struct st_writer *w = writer_with_f32(p.s, 1 << 16);
     signal(SIGXFSZ, SIG_IGN);
     struct rlimit rl = {4096, 4096};
@@ -920,9 +886,9 @@ static void make_sharded(void)
 {
     const char *a[] = {"model.layers.0.w", "model.embed"};
     const char *b[] = {"lm_head.weight"};
-    write_f32_file(tp("model-00001-of-00002.safetensors").s, 2, a, 10.0f);
-    write_f32_file(tp("model-00002-of-00002.safetensors").s, 1, b, 20.0f);
-    write_text(tp("model.safetensors.index.json").s,
+    write_f32_file(test_tmp_path("model-00001-of-00002.safetensors").s, 2, a, 10.0f);
+    write_f32_file(test_tmp_path("model-00002-of-00002.safetensors").s, 1, b, 20.0f);
+    write_text(test_tmp_path("model.safetensors.index.json").s,
                "{\"metadata\":{\"total_size\":24},\"weight_map\":{"
                "\"model.layers.0.w\":\"model-00001-of-00002.safetensors\","
                "\"lm_head.weight\":\"model-00002-of-00002.safetensors\","
@@ -945,9 +911,9 @@ static void expect_ckpt_fail(const char *dir, const char *want1, const char *wan
 Test(st_ckpt, single_file)
 {
     const char *names[] = {"b", "c", "a"};
-    write_f32_file(tp("model.safetensors").s, 3, names, 1.0f);
+    write_f32_file(test_tmp_path("model.safetensors").s, 3, names, 1.0f);
     struct err e = {{0}};
-    struct checkpoint *c = checkpoint_open(tmp_dir, &e);
+    struct checkpoint *c = checkpoint_open(test_tmp_dir, &e);
     cr_assert_not_null(c, "%s", e.msg);
     cr_assert_eq(c->n_files, 1);
     cr_assert_eq(c->n_tensors, 3);
@@ -964,9 +930,9 @@ Test(st_ckpt, single_file)
 
 Test(st_ckpt, single_empty_file)
 {
-    write_hdr(tp("model.safetensors").s, "{}", 0);
+    write_hdr(test_tmp_path("model.safetensors").s, "{}", 0);
     struct err e = {{0}};
-    struct checkpoint *c = checkpoint_open(tmp_dir, &e);
+    struct checkpoint *c = checkpoint_open(test_tmp_dir, &e);
     cr_assert_not_null(c, "%s", e.msg);
     cr_assert_eq(c->n_tensors, 0);
     cr_assert_null(checkpoint_find(c, "x"));
@@ -977,7 +943,7 @@ Test(st_ckpt, sharded)
 {
     make_sharded();
     char dir[128];
-    snprintf(dir, sizeof dir, "%s/", tmp_dir); /* a trailing slash is fine */
+    snprintf(dir, sizeof dir, "%s/", test_tmp_dir); /* a trailing slash is fine */
     struct err e = {{0}};
     struct checkpoint *c = checkpoint_open(dir, &e);
     cr_assert_not_null(c, "%s", e.msg);
@@ -1002,9 +968,9 @@ Test(st_ckpt, sharded)
 Test(st_ckpt, index_wins_over_single_file)
 {
     make_sharded();
-    write_text(tp("model.safetensors").s, "garbage");
+    write_text(test_tmp_path("model.safetensors").s, "garbage");
     struct err e = {{0}};
-    struct checkpoint *c = checkpoint_open(tmp_dir, &e);
+    struct checkpoint *c = checkpoint_open(test_tmp_dir, &e);
     cr_assert_not_null(c, "%s", e.msg);
     cr_assert_eq(c->n_files, 2);
     checkpoint_close(c);
@@ -1013,98 +979,98 @@ Test(st_ckpt, index_wins_over_single_file)
 Test(st_ckpt, index_names_missing_file)
 {
     make_sharded();
-    unlink(tp("model-00002-of-00002.safetensors").s);
-    expect_ckpt_fail(tmp_dir, "model-00002-of-00002.safetensors", "lm_head.weight");
+    unlink(test_tmp_path("model-00002-of-00002.safetensors").s);
+    expect_ckpt_fail(test_tmp_dir, "model-00002-of-00002.safetensors", "lm_head.weight");
 }
 
 Test(st_ckpt, tensor_missing_from_its_shard)
 {
     make_sharded();
-    write_text(tp("model.safetensors.index.json").s,
+    write_text(test_tmp_path("model.safetensors.index.json").s,
                "{\"weight_map\":{"
                "\"model.layers.0.w\":\"model-00001-of-00002.safetensors\","
                "\"lm_head.weight\":\"model-00002-of-00002.safetensors\","
                "\"model.norm\":\"model-00002-of-00002.safetensors\","
                "\"model.embed\":\"model-00001-of-00002.safetensors\"}}");
-    expect_ckpt_fail(tmp_dir, "'model.norm'", "model-00002-of-00002.safetensors");
+    expect_ckpt_fail(test_tmp_dir, "'model.norm'", "model-00002-of-00002.safetensors");
 }
 
 Test(st_ckpt, tensor_mapped_to_wrong_shard)
 {
     make_sharded();
-    write_text(tp("model.safetensors.index.json").s,
+    write_text(test_tmp_path("model.safetensors.index.json").s,
                "{\"weight_map\":{"
                "\"model.layers.0.w\":\"model-00001-of-00002.safetensors\","
                "\"lm_head.weight\":\"model-00001-of-00002.safetensors\","
                "\"model.embed\":\"model-00002-of-00002.safetensors\"}}");
-    expect_ckpt_fail(tmp_dir, "model.safetensors.index.json", "model-0000");
+    expect_ckpt_fail(test_tmp_dir, "model.safetensors.index.json", "model-0000");
 }
 
 Test(st_ckpt, tensor_in_two_shards)
 {
     make_sharded();
     const char *b[] = {"lm_head.weight", "model.embed"};
-    write_f32_file(tp("model-00002-of-00002.safetensors").s, 2, b, 20.0f);
-    expect_ckpt_fail(tmp_dir, "'model.embed'", "model-00002-of-00002.safetensors");
+    write_f32_file(test_tmp_path("model-00002-of-00002.safetensors").s, 2, b, 20.0f);
+    expect_ckpt_fail(test_tmp_dir, "'model.embed'", "model-00002-of-00002.safetensors");
 }
 
 Test(st_ckpt, shard_tensor_not_in_index)
 {
     make_sharded();
     const char *b[] = {"lm_head.weight", "extra.bias"};
-    write_f32_file(tp("model-00002-of-00002.safetensors").s, 2, b, 20.0f);
-    expect_ckpt_fail(tmp_dir, "'extra.bias'", "model-00002-of-00002.safetensors");
+    write_f32_file(test_tmp_path("model-00002-of-00002.safetensors").s, 2, b, 20.0f);
+    expect_ckpt_fail(test_tmp_dir, "'extra.bias'", "model-00002-of-00002.safetensors");
 }
 
 Test(st_ckpt, shard_name_with_path)
 {
     make_sharded();
-    write_text(tp("model.safetensors.index.json").s,
+    write_text(test_tmp_path("model.safetensors.index.json").s,
                "{\"weight_map\":{\"model.embed\":\"../model-00001-of-00002.safetensors\"}}");
-    expect_ckpt_fail(tmp_dir, "model.safetensors.index.json", "'model.embed'");
-    write_text(tp("model.safetensors.index.json").s,
+    expect_ckpt_fail(test_tmp_dir, "model.safetensors.index.json", "'model.embed'");
+    write_text(test_tmp_path("model.safetensors.index.json").s,
                "{\"weight_map\":{\"model.embed\":\"/etc/passwd\"}}");
-    expect_ckpt_fail(tmp_dir, "model.safetensors.index.json", "/etc/passwd");
-    write_text(tp("model.safetensors.index.json").s, "{\"weight_map\":{\"model.embed\":3}}");
-    expect_ckpt_fail(tmp_dir, "model.safetensors.index.json", "'model.embed'");
+    expect_ckpt_fail(test_tmp_dir, "model.safetensors.index.json", "/etc/passwd");
+    write_text(test_tmp_path("model.safetensors.index.json").s, "{\"weight_map\":{\"model.embed\":3}}");
+    expect_ckpt_fail(test_tmp_dir, "model.safetensors.index.json", "'model.embed'");
 }
 
 Test(st_ckpt, bad_index_json)
 {
-    write_text(tp("model.safetensors.index.json").s, "{\"weight_map\": ");
-    expect_ckpt_fail(tmp_dir, "model.safetensors.index.json", "JSON");
-    write_text(tp("model.safetensors.index.json").s, "{\"metadata\":{}}");
-    expect_ckpt_fail(tmp_dir, "model.safetensors.index.json", "weight_map");
-    write_text(tp("model.safetensors.index.json").s, "[]");
-    expect_ckpt_fail(tmp_dir, "model.safetensors.index.json", "weight_map");
-    write_text(tp("model.safetensors.index.json").s,
+    write_text(test_tmp_path("model.safetensors.index.json").s, "{\"weight_map\": ");
+    expect_ckpt_fail(test_tmp_dir, "model.safetensors.index.json", "JSON");
+    write_text(test_tmp_path("model.safetensors.index.json").s, "{\"metadata\":{}}");
+    expect_ckpt_fail(test_tmp_dir, "model.safetensors.index.json", "weight_map");
+    write_text(test_tmp_path("model.safetensors.index.json").s, "[]");
+    expect_ckpt_fail(test_tmp_dir, "model.safetensors.index.json", "weight_map");
+    write_text(test_tmp_path("model.safetensors.index.json").s,
                "{\"weight_map\":{\"a\":\"x\",\"a\":\"y\"}}");
-    expect_ckpt_fail(tmp_dir, "model.safetensors.index.json", "duplicate");
+    expect_ckpt_fail(test_tmp_dir, "model.safetensors.index.json", "duplicate");
 }
 
 Test(st_ckpt, corrupt_shard)
 {
     make_sharded();
-    write_raw(tp("model-00002-of-00002.safetensors").s, 1000, "{}", 2, 0);
-    expect_ckpt_fail(tmp_dir, "model-00002-of-00002.safetensors", "past the end");
+    write_raw(test_tmp_path("model-00002-of-00002.safetensors").s, 1000, "{}", 2, 0);
+    expect_ckpt_fail(test_tmp_dir, "model-00002-of-00002.safetensors", "past the end");
 }
 
 Test(st_ckpt, corrupt_single_file)
 {
-    write_text(tp("model.safetensors").s, "abc");
-    expect_ckpt_fail(tmp_dir, "model.safetensors", "too short");
+    write_text(test_tmp_path("model.safetensors").s, "abc");
+    expect_ckpt_fail(test_tmp_dir, "model.safetensors", "too short");
 }
 
 Test(st_ckpt, no_weights)
 {
-    write_text(tp("config.json").s, "{}");
-    expect_ckpt_fail(tmp_dir, tmp_dir, "no model.safetensors or model.safetensors.index.json");
+    write_text(test_tmp_path("config.json").s, "{}");
+    expect_ckpt_fail(test_tmp_dir, test_tmp_dir, "no model.safetensors or model.safetensors.index.json");
 }
 
 Test(st_ckpt, missing_directory)
 {
-    struct tpath p = tp("does-not-exist");
+    struct tpath p = test_tmp_path("does-not-exist");
     expect_ckpt_fail(p.s, p.s, "No such file");
-    write_text(tp("plain").s, "x");
-    expect_ckpt_fail(tp("plain").s, "plain", "not a directory");
+    write_text(test_tmp_path("plain").s, "x");
+    expect_ckpt_fail(test_tmp_path("plain").s, "plain", "not a directory");
 }

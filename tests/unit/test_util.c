@@ -1,9 +1,12 @@
 #include "test_util.h"
 
 #include <criterion/criterion.h>
+#include <errno.h>
+#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 const char *fixture_path(const char *name)
 {
@@ -47,4 +50,34 @@ double max_rel_err(const float *a, const float *b, long n)
         den = fabs((double)b[i]) > den ? fabs((double)b[i]) : den;
     }
     return den > 0 ? num / den : num;
+}
+
+char test_tmp_dir[64];
+
+void test_tmp_setup(void)
+{
+    strcpy(test_tmp_dir, "/tmp/infer_test_XXXXXX");
+    cr_assert_not_null(mkdtemp(test_tmp_dir), "mkdtemp: %s", strerror(errno));
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+void test_tmp_teardown(void)
+{
+    if (test_tmp_dir[0])
+        nftw(test_tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+struct tpath test_tmp_path(const char *name)
+{
+    struct tpath p;
+    snprintf(p.s, sizeof p.s, "%s/%s", test_tmp_dir, name);
+    return p;
 }

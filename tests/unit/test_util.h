@@ -14,6 +14,18 @@ struct model *test_load_model(const char *fixture, struct backend **be_out);
 struct model *test_load_model_opts(const char *fixture, int fuse_weights, struct backend **be_out);
 void test_free_model(struct model *m, struct backend *be);
 
+/* A temp directory per test (Criterion fixtures take no arguments, so it
+ * lives in this global; each test runs in its own process): setup makes
+ * it, teardown removes it with everything inside. */
+extern char test_tmp_dir[64];
+void test_tmp_setup(void);
+void test_tmp_teardown(void);
+/* "<test_tmp_dir>/name", by value (no allocation to free in a test). */
+struct tpath {
+    char s[256];
+};
+struct tpath test_tmp_path(const char *name);
+
 /* max |a - b| / max |b| over n elements */
 double max_rel_err(const float *a, const float *b, long n);
 
