@@ -15,7 +15,9 @@ The prompts go through the chat template of ../shared/tokenizers/gemma3 (the sam
 vocabulary as the GGUF's), so the fixture holds token ids: the test runs infer on those ids.
 
 Usage: python3 tools/make_gguf_golden.py GGUF OUT.json [--tokenizer ../shared/tokenizers/gemma3]
-       [--max-new-tokens 32] [--device cpu|cuda]"""
+       [--max-new-tokens 32] [--device cpu|cuda] [--cases CASES.json]
+--cases: the prompts already templated and tokenized ([{"prompt", "prompt_ids"}], as
+`--write-cases` writes them where the tokenizer is), for a machine without ../shared."""
 import argparse
 import hashlib
 import json
@@ -23,10 +25,15 @@ import os
 import re
 
 import numpy as np
-import torch
-from gguf import GGUFReader
-from gguf.quants import dequantize
-from transformers import AutoTokenizer, Gemma3ForCausalLM, Gemma3TextConfig
+from transformers import AutoTokenizer
+
+try:  # not needed for --write-cases
+    import torch
+    from gguf import GGUFReader
+    from gguf.quants import dequantize
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+except ImportError:
+    torch = None
 
 PROMPTS = [
     "What is the capital of France?",
@@ -99,6 +106,11 @@ def state_dict_of(r):
     return sd
 
 
+def prompt_ids(tok, p):
+    ids = tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True, tokenize=True)
+    return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("gguf")
@@ -106,7 +118,14 @@ def main():
     ap.add_argument("--tokenizer", default=os.path.join(os.path.dirname(__file__), "../../shared/tokenizers/gemma3"))
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--cases", help="templated prompt ids to run instead of tokenizing PROMPTS")
+    ap.add_argument("--write-cases", action="store_true", help="only write the templated prompt ids to OUT")
     a = ap.parse_args()
+    if a.write_cases:
+        tok = AutoTokenizer.from_pretrained(a.tokenizer)
+        with open(a.out, "w") as f:
+            json.dump([{"prompt": p, "prompt_ids": prompt_ids(tok, p)} for p in PROMPTS], f)
+        return
     r = GGUFReader(a.gguf)
     cfg = config_of(r)
     cfg._attn_implementation = "eager"
@@ -116,19 +135,20 @@ def main():
     assert not missing and not unexpected, (missing, unexpected)
     model.tie_weights()
     model = model.to(a.device).eval()
-    tok = AutoTokenizer.from_pretrained(a.tokenizer)
+    if a.cases:
+        todo = json.load(open(a.cases))
+    else:
+        tok = AutoTokenizer.from_pretrained(a.tokenizer)
+        todo = [{"prompt": p, "prompt_ids": prompt_ids(tok, p)} for p in PROMPTS]
     cases = []
-    for p in PROMPTS:
-        ids = tok.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True, tokenize=True)
-        if isinstance(ids, dict):
-            ids = ids["input_ids"]
+    for c in todo:
+        p, ids = c["prompt"], c["prompt_ids"]
         with torch.no_grad():
             out = model.generate(torch.tensor([ids], device=a.device), max_new_tokens=a.max_new_tokens,
                                  do_sample=False, eos_token_id=[1, 106], pad_token_id=0)
         new = out[0, len(ids):].tolist()
-        text = tok.decode(new, skip_special_tokens=True)
-        print(f"{p!r} -> {text!r}")
-        cases.append({"prompt": p, "prompt_ids": list(ids), "output_ids": new, "output_text": text})
+        print(f"{p!r} -> {new}")
+        cases.append({"prompt": p, "prompt_ids": list(ids), "output_ids": new})
     sha = hashlib.sha256(open(a.gguf, "rb").read()).hexdigest()
     with open(a.out, "w") as f:
         json.dump({"model": os.path.basename(a.gguf), "sha256": sha, "max_new_tokens": a.max_new_tokens,
