@@ -48,6 +48,11 @@ static void print_result(const struct greedy_result *g, int n_prompt, const char
 /* The model directory's tokenizer, if it has one; required for text prompts. */
 static int load_tokenizer(const char *dir, int required, struct tokenizer **tok, struct err *e)
 {
+    if (model_path_is_gguf(dir)) /* its vocabulary is in the metadata: not read yet */
+        return required ? err_set(e, "--prompt: %s is a GGUF file, whose tokenizer (in its metadata) infer "
+                                     "cannot read yet; pass --prompt-ids",
+                                  dir)
+                        : 0;
     char path[4096];
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     if (!fs_exists(path))

@@ -264,6 +264,7 @@ expect_fail "--piecewise-cuda-graph-tokens with decode" "need --cuda-graph-mode 
 expect_fail "--piecewise-cuda-graph-max-tokens without a mode" "need --cuda-graph-mode piecewise or full" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --piecewise-cuda-graph-max-tokens 64
 expect_fail "--piecewise-cuda-graph-tokens not a list" "piecewise-cuda-graph-tokens" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode full --piecewise-cuda-graph-tokens 16,x
 expect_fail "--cuda-graph-bs without a graph mode" "--cuda-graph-bs and --disable-cuda-graph-padding need" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-bs 1,2
+expect_fail "--prompt with a GGUF model" "tokenizer (in its metadata) infer cannot read yet; pass --prompt-ids" "$INFER" generate --model "$TMP/model.gguf" --prompt hi
 expect_fail "--input: missing file" "/nonexistent.jsonl" "$INFER" generate --model "$FIX/tiny-llama" --input /nonexistent.jsonl
 expect_fail "--input with --prompt-ids" "exactly one" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/batch.jsonl" --prompt-ids 1
 # the single form with a seed goes through the engine and repeats
