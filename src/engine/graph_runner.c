@@ -336,7 +336,6 @@ static int replay_decode(struct graph_runner *gr, const struct fwd_batch *b, int
     struct fwd_batch p;
     const int bs = gr->buckets[i];
     graph_runner_pad(gr, b, bs, bs, bs, &p);
-    gr->n_decode++;
     return stage_and_replay(gr, &p, gr->graphs[i], rows, n_rows, e);
 }
 
@@ -358,7 +357,6 @@ static int replay_pieces(struct graph_runner *gr, const struct fwd_batch *b, int
             forward_attention(gr->m, gr->ws, gr->kv, &real, i);
     }
     forward_logits(gr->m, gr->ws, &real, 1);
-    gr->n_piecewise++;
     return 0;
 }
 
@@ -384,7 +382,6 @@ static int replay_full(struct graph_runner *gr, const struct fwd_batch *b, int t
     const int S = gr->seq_buckets[s];
     struct fwd_batch p;
     graph_runner_pad(gr, b, gr->tok_buckets[t], S, S < gr->max_logits ? S : gr->max_logits, &p);
-    gr->n_full++;
     return stage_and_replay(gr, &p, gr->full[(size_t)t * gr->n_seq_buckets + s], rows, n_rows, e);
 }
 

