@@ -96,10 +96,10 @@ test-unit: $(TEST_BIN)
 test-cli: $(BUILD)/infer
 	INFER=$(CURDIR)/$(BUILD)/infer bash tests/cli/run.sh
 
-# The README's main job, on the embedded default (a tiny random Llama for now).
+# The README's main job: the embedded default model (Gemma 3 270M GGUF, fetched from PyPI once)
+# answers a question, on the GPU when there is one (scripts/demo).
 demo: $(BUILD)/infer
-	$(BUILD)/infer info --model tests/fixtures/tiny-llama
-	$(BUILD)/infer generate --model tests/fixtures/tiny-llama --prompt-ids 128,64,32,16,8,4,2,1 --max-tokens 24 --json
+	INFER=$(BUILD)/infer PYTHON=$(PYTHON) scripts/demo
 
 # The embedded default model (Gemma 3 270M, GGUF Q4_K_M) from PyPI into the
 # cache, once; prints its path (scripts/fetch_model.py).

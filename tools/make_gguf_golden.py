@@ -15,7 +15,7 @@ The prompts go through the chat template of ../shared/tokenizers/gemma3 (the sam
 vocabulary as the GGUF's), so the fixture holds token ids: the test runs infer on those ids.
 
 Usage: python3 tools/make_gguf_golden.py GGUF OUT.json [--tokenizer ../shared/tokenizers/gemma3]
-       [--max-new-tokens 32] [--device cpu|cuda] [--cases CASES.json]
+       [--max-new-tokens 32] [--device cpu|cuda] [--dtype float32|bfloat16] [--cases CASES.json]
 --cases: the prompts already templated and tokenized ([{"prompt", "prompt_ids"}], as
 `--write-cases` writes them where the tokenizer is), for a machine without ../shared."""
 import argparse
@@ -118,6 +118,8 @@ def main():
     ap.add_argument("--tokenizer", default=os.path.join(os.path.dirname(__file__), "../../shared/tokenizers/gemma3"))
     ap.add_argument("--max-new-tokens", type=int, default=32)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
+                    help="compute dtype (the fixture is float32; bfloat16 shows what bf16 rounding alone changes)")
     ap.add_argument("--cases", help="templated prompt ids to run instead of tokenizing PROMPTS")
     ap.add_argument("--write-cases", action="store_true", help="only write the templated prompt ids to OUT")
     a = ap.parse_args()
@@ -134,7 +136,7 @@ def main():
     missing = [k for k in missing if k != "lm_head.weight"]  # tied
     assert not missing and not unexpected, (missing, unexpected)
     model.tie_weights()
-    model = model.to(a.device).eval()
+    model = model.to(device=a.device, dtype=getattr(torch, a.dtype)).eval()
     if a.cases:
         todo = json.load(open(a.cases))
     else:
@@ -152,6 +154,7 @@ def main():
     sha = hashlib.sha256(open(a.gguf, "rb").read()).hexdigest()
     with open(a.out, "w") as f:
         json.dump({"model": os.path.basename(a.gguf), "sha256": sha, "max_new_tokens": a.max_new_tokens,
+                   "dtype": a.dtype,
                    "transformers": __import__("transformers").__version__, "torch": torch.__version__,
                    "cases": cases}, f, indent=1)
         f.write("\n")

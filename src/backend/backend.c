@@ -6,6 +6,7 @@
 
 #ifdef INFER_HAVE_CUDA
 struct backend *cuda_backend_create(struct err *e);
+int cuda_backend_available(void);
 #endif
 
 const char *mem_region_name(enum mem_region r)
@@ -20,8 +21,14 @@ int backend_kind_parse(const char *name, enum backend_kind *kind, struct err *e)
         *kind = BACKEND_KIND_CPU;
     else if (!strcmp(name, "cuda"))
         *kind = BACKEND_KIND_CUDA;
+    else if (!strcmp(name, "auto"))
+#ifdef INFER_HAVE_CUDA
+        *kind = cuda_backend_available() ? BACKEND_KIND_CUDA : BACKEND_KIND_CPU;
+#else
+        *kind = BACKEND_KIND_CPU;
+#endif
     else
-        return err_set(e, "--device: unknown device '%s' (cpu or cuda)", name);
+        return err_set(e, "--device: unknown device '%s' (cpu, cuda or auto)", name);
     return 0;
 }
 

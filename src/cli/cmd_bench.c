@@ -107,7 +107,7 @@ int cmd_bench(int argc, char **argv)
     double mem_util = 0.90;
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
-        {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu or cuda (default cuda)", 0},
+        {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu, cuda, or auto (cuda when a GPU is there, else cpu); default cuda", 0},
         {"prompt-len", CLI_OPT_INT, &prompt_len, 0, 1, 1 << 20, "prompt tokens (default 512)", 0},
         {"decode-steps", CLI_OPT_INT, &steps, 0, 1, 1 << 20, "decode steps timed (default 64)", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},

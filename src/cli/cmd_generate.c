@@ -1,7 +1,7 @@
 /* infer generate --model DIR (--prompt TEXT [--chat] | --prompt-ids 1,2,3 | --input FILE.jsonl)
- *                [--max-tokens N] [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--json]
+ *                [--max-tokens N] [--stop TEXT] [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--json]
  * One prompt: greedy generation on its own (the speed on stderr), or through
- * the engine when a sampling flag is given. --input: a JSONL file of
+ * the engine when a sampling flag or --stop is given. --input: a JSONL file of
  * requests through the engine (gen_batch.c), the flags as their defaults.
  * Prints the generated text (or ids when the model has no tokenizer, or the
  * CLI contract's JSON object with --json) on stdout. */
@@ -15,6 +15,7 @@
 #include "cli/gen_batch.h"
 #include "core/fs.h"
 #include "engine/greedy.h"
+#include "io/gguf.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -45,17 +46,22 @@ static void print_result(const struct greedy_result *g, int n_prompt, const char
     json_decref(o);
 }
 
-/* The model directory's tokenizer, if it has one; required for text prompts. */
+/* The model's tokenizer (a GGUF file's metadata, or the directory's
+ * tokenizer.json), if it has one; required for text prompts. */
 static int load_tokenizer(const char *dir, int required, struct tokenizer **tok, struct err *e)
 {
-    if (model_path_is_gguf(dir)) /* its vocabulary is in the metadata: not read yet */
-        return required ? err_set(e, "--prompt: %s is a GGUF file, whose tokenizer (in its metadata) infer "
-                                     "cannot read yet; pass --prompt-ids",
-                                  dir)
-                        : 0;
     char path[4096];
+    if (model_path_is_gguf(dir) && !required) { /* ids in and out: a file without a vocabulary is fine */
+        struct gguf_file *f = gguf_open(dir, e);
+        int has_vocab = f && gguf_find_kv(f, "tokenizer.ggml.model");
+        gguf_close(f);
+        if (!f)
+            return -1;
+        if (!has_vocab)
+            return 0;
+    }
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    if (!fs_exists(path))
+    if (!model_path_is_gguf(dir) && !fs_exists(path))
         return required ? err_set(e, "--prompt: %s not found; pass --prompt-ids or add the tokenizer "
                                      "(infer mkmodel --tokenizer DIR)", path)
                         : 0;
@@ -141,7 +147,8 @@ static int graph_flags(const struct engine_flags *f, const struct model *m, stru
 
 static int run_engine(struct model *m, const struct tokenizer *tok, const char *model_dir, const char *input,
                       int32_t *ids, int n_ids, const struct engine_flags *f, const struct cli_opt *seed_opt,
-                      int max_tokens, int ignore_eos, double mem_util, int as_json, struct err *e)
+                      int max_tokens, int ignore_eos, const char *stop, double mem_util, int as_json,
+                      struct err *e)
 {
     struct engine_opts o = engine_opts_default();
     o.max_batched_tokens = f->max_batched_tokens;
@@ -164,8 +171,10 @@ static int run_engine(struct model *m, const struct tokenizer *tok, const char *
     if (input) {
         rc = gen_batch_run(m, tok, model_dir, input, &d, &o, as_json, e);
     } else {
+        char *stops[1] = {(char *)stop};
         struct gen_request r = {.rq = {.prompt = ids, .n_prompt = n_ids, .max_tokens = max_tokens, .n = 1,
-                                       .sampling = d.sampling, .ignore_eos = ignore_eos}};
+                                       .sampling = d.sampling, .ignore_eos = ignore_eos, .stop = stops,
+                                       .n_stop = stop ? 1 : 0}};
         rc = sampling_params_check(&r.rq.sampling, m->cfg.vocab_size, e)
                  ? err_prefix(e, "infer generate")
                  : gen_batch_run_requests(m, tok, &r, 1, &o, as_json, e);
@@ -176,19 +185,20 @@ static int run_engine(struct model *m, const struct tokenizer *tok, const char *
 
 int cmd_generate(int argc, char **argv)
 {
-    const char *model_dir = NULL, *device = "cpu", *prompt_ids = NULL, *prompt = NULL, *input = NULL;
+    const char *model_dir = NULL, *device = "cpu", *prompt_ids = NULL, *prompt = NULL, *input = NULL, *stop = NULL;
     int max_tokens = 16, as_json = 0, threads = 0, ignore_eos = 0, chat = 0, batch_invariant = 0;
     double mem_util = 0.90;
     char *chat_text = NULL;
     struct engine_flags f = {2048, 64, 0, 0, 0.0, 1.0, 0.0, 0, 0, NULL, NULL, 256, 0, NULL, 0};
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
-        {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu or cuda (default cpu)", 0},
+        {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu, cuda, or auto (cuda when a GPU is there, else cpu); default cpu", 0},
         {"prompt-ids", CLI_OPT_STRING, &prompt_ids, 0, 0, 0, "prompt as comma-separated token ids", 0},
         {"prompt", CLI_OPT_STRING, &prompt, 0, 0, 0, "prompt text (needs tokenizer.json in the model directory)", 0},
         {"chat", CLI_OPT_FLAG, &chat, 0, 0, 0, "send --prompt as a user message through the chat template", 0},
         {"max-tokens", CLI_OPT_INT, &max_tokens, 0, 1, 1 << 20, "tokens to generate (default 16)", 0},
         {"ignore-eos", CLI_OPT_FLAG, &ignore_eos, 0, 0, 0, "keep going past end-of-sequence tokens", 0},
+        {"stop", CLI_OPT_STRING, &stop, 0, 0, 0, "end the output before this text (needs a tokenizer)", 0},
         {"json", CLI_OPT_FLAG, &as_json, 0, 0, 0, "print the result as one JSON object", 0},
         {"batch-invariant", CLI_OPT_FLAG, &batch_invariant, 0, 0, 0,
          "results independent of the batch (CUDA: slower prefill)", 0},
@@ -245,6 +255,10 @@ int cmd_generate(int argc, char **argv)
         sampling_flags |= opts[i].seen && (opts[i].dst == &f.temperature || opts[i].dst == &f.top_p ||
                                            opts[i].dst == &f.top_k || opts[i].dst == &f.min_p ||
                                            opts[i].dst == &f.seed);
+    if (stop && (input || !*stop)) {
+        err_set(&e, input ? "--stop: give \"stop\" in each line of --input instead" : "--stop: the text is empty");
+        goto done;
+    }
     if (chat && !prompt) {
         err_set(&e, "--chat needs --prompt (the text of the user message)");
         goto done;
@@ -257,7 +271,11 @@ int cmd_generate(int argc, char **argv)
         !(be = backend_create(kind, threads, &e)) || !(m = model_load(model_dir, be, &e)))
         goto done;
     be->batch_invariant = batch_invariant;
-    if (input || sampling_flags) {
+    if (stop && !tok) {
+        err_set(&e, "--stop: %s has no tokenizer to match the text with", model_dir);
+        goto done;
+    }
+    if (input || sampling_flags || stop) {
         for (int i = 0; i < n_ids && !input; i++)
             if (ids[i] < 0 || ids[i] >= m->cfg.vocab_size) {
                 err_set(&e, "--prompt-ids: token %d is outside the vocabulary (0..%d)", ids[i], m->cfg.vocab_size - 1);
@@ -267,8 +285,8 @@ int cmd_generate(int argc, char **argv)
         for (int i = 0; i < n_opts; i++)
             if (opts[i].dst == &f.seed)
                 seed_opt = &opts[i];
-        if (run_engine(m, tok, model_dir, input, ids, n_ids, &f, seed_opt, max_tokens, ignore_eos, mem_util, as_json,
-                       &e))
+        if (run_engine(m, tok, model_dir, input, ids, n_ids, &f, seed_opt, max_tokens, ignore_eos, stop, mem_util,
+                       as_json, &e))
             goto done;
         rc = 0;
         goto done;

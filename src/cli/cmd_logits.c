@@ -74,7 +74,7 @@ int cmd_logits(int argc, char **argv)
     double mem_util = 0.90;
     struct cli_opt opts[] = {
         {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
-        {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu or cuda (default cpu)", 0},
+        {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu, cuda, or auto (cuda when a GPU is there, else cpu); default cpu", 0},
         {"ids", CLI_OPT_STRING, &ids_arg, 0, 0, 0, "token ids, comma-separated", 0},
         {"ids-file", CLI_OPT_STRING, &ids_file, 0, 0, 0, "a JSON array of token ids", 0},
         {"out", CLI_OPT_STRING, &out, 1, 0, 0, "safetensors file to write", 0},

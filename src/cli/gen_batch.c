@@ -35,12 +35,15 @@ struct batch {
     struct choice_out **by_request; /* [n_requests][n choices] */
     struct choice_out *done_head, *done_tail;
     int n_done;
+    double first_token_at; /* clock_now() of the first token of any choice; 0 before */
 };
 
 static void on_event(void *ctx, const struct engine_event *ev)
 {
     struct batch *b = ctx;
     struct choice_out *c = &b->by_request[(long)(intptr_t)ev->user][ev->choice];
+    if (ev->has_token && b->first_token_at == 0) /* only the engine thread writes it */
+        b->first_token_at = clock_now();
     if (ev->has_token && c->want_logprobs) {
         const struct sample_result *s = ev->sample;
         json_t *entry = json_pack("{s:i, s:f}", "id", s->token, "logprob", (double)s->logprob);
@@ -76,11 +79,14 @@ static void on_event(void *ctx, const struct engine_event *ev)
     pthread_mutex_unlock(&b->mu);
 }
 
-static void print_choice(const struct choice_out *c, int as_json)
+/* header: the request, choice and finish line before the text (when there
+ * is more than one choice to tell apart) */
+static void print_choice(const struct choice_out *c, int as_json, int header)
 {
     if (!as_json) {
-        printf("--- request %d, choice %d: %s, %d tokens\n", c->request, c->choice, finish_reason_name(c->finish),
-               c->n_ids);
+        if (header)
+            printf("--- request %d, choice %d: %s, %d tokens\n", c->request, c->choice,
+                   finish_reason_name(c->finish), c->n_ids);
         if (c->text)
             fwrite(c->text, 1, c->text_len, stdout);
         else
@@ -198,21 +204,25 @@ int gen_batch_run_requests(struct model *m, const struct tokenizer *tok, struct 
         if (!b.done_head)
             b.done_tail = NULL;
         pthread_mutex_unlock(&b.mu);
-        print_choice(c, as_json);
+        print_choice(c, as_json, n_choices > 1);
     }
     struct engine_stats st = {0};
     if (eng)
         engine_get_stats(eng, &st);
-    const double secs = clock_now() - t0; /* not the teardown (freeing the graphs) */
+    const double t1 = clock_now(), secs = t1 - t0; /* not the teardown (freeing the graphs) */
     engine_destroy(eng);
+    /* after the first token: the decode speed, without the prefill */
+    const double ttft = b.first_token_at > 0 ? b.first_token_at - t0 : secs;
+    const long later = st.completion_tokens - 1;
     if (!rc)
         fprintf(stderr,
                 "infer generate: %d requests (%d choices), %ld prompt + %ld output tokens in %.3f s: %.1f output "
-                "tok/s, %.1f tok/s in all; prefix cache: %ld of %ld prompt tokens hit; %ld steps, %ld preemptions; "
-                "%ld graph replays, %ld eager steps\n",
+                "tok/s, %.1f tok/s in all; first token after %.3f s, then %.1f output tok/s; prefix cache: %ld of "
+                "%ld prompt tokens hit; %ld steps, %ld preemptions; %ld graph replays, %ld eager steps\n",
                 n, n_choices, st.prompt_tokens, st.completion_tokens, secs, st.completion_tokens / secs,
-                (st.prompt_tokens + st.completion_tokens) / secs, st.prefix_hit_tokens, st.prefix_lookup_tokens,
-                st.steps, st.preemptions, st.graph_replays, st.eager_steps);
+                (st.prompt_tokens + st.completion_tokens) / secs, ttft,
+                later > 0 && t1 > b.first_token_at ? later / (t1 - b.first_token_at) : 0.0, st.prefix_hit_tokens,
+                st.prefix_lookup_tokens, st.steps, st.preemptions, st.graph_replays, st.eager_steps);
     if (!rc && st.steps)
         log_info("engine step, ms on average: plan+build %.3f, forward launch %.3f, sample+wait %.3f, commit %.3f",
                  1e3 * st.plan_s / st.steps, 1e3 * st.launch_s / st.steps, 1e3 * st.sample_wait_s / st.steps,

@@ -682,6 +682,12 @@ static int map_file(struct gguf_file *f, struct err *e)
     return rc;
 }
 
+int gguf_is_path(const char *path)
+{
+    size_t n = strlen(path);
+    return n > 5 && !strcmp(path + n - 5, ".gguf");
+}
+
 struct gguf_file *gguf_open(const char *path, struct err *e)
 {
     struct gguf_file *f = xcalloc(1, sizeof *f);

@@ -129,6 +129,9 @@ struct gguf_file {
     const void *data; /* the data section */
 };
 
+/* Whether path names a GGUF file (ends in ".gguf"). */
+int gguf_is_path(const char *path);
+
 /* Maps and validates path. NULL with e set on any problem. Free with gguf_close. */
 struct gguf_file *gguf_open(const char *path, struct err *e);
 void gguf_close(struct gguf_file *f);

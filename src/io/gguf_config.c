@@ -46,6 +46,22 @@ static int opt_float(const struct gguf_file *f, const char *arch, const char *na
     return 0;
 }
 
+/* An optional token id: -1 when absent; an error when it is not an id of
+ * the model's vocabulary. */
+static int token_id(const struct gguf_file *f, const char *k, int vocab, int *out, struct err *e)
+{
+    int64_t v;
+    *out = -1;
+    if (!gguf_find_kv(f, k))
+        return 0;
+    if (gguf_get_int(f, k, &v, e))
+        return -1;
+    if (v < 0 || v >= vocab)
+        return err_set(e, "%s: %s %lld is not a token id (the vocabulary has %d)", f->path, k, (long long)v, vocab);
+    *out = (int)v;
+    return 0;
+}
+
 static int arch_of(const char *name, enum model_arch *a)
 {
     if (!strcmp(name, "llama"))
@@ -151,14 +167,16 @@ int model_config_from_gguf(const struct gguf_file *f, struct model_config *c, st
                  c->arch == MODEL_ARCH_QWEN3 ? "Qwen3ForCausalLM" : "LlamaForCausalLM");
         snprintf(c->model_type, sizeof c->model_type, "%s", arch);
     }
-    int64_t id;
-    if (gguf_find_kv(f, "tokenizer.ggml.bos_token_id") && !gguf_get_int(f, "tokenizer.ggml.bos_token_id", &id, e))
-        c->bos_id = (int)id;
-    if (gguf_find_kv(f, "tokenizer.ggml.eos_token_id") && !gguf_get_int(f, "tokenizer.ggml.eos_token_id", &id, e))
-        c->eos_ids[c->n_eos++] = (int)id;
-    if (gguf_find_kv(f, "tokenizer.ggml.eot_token_id") && !gguf_get_int(f, "tokenizer.ggml.eot_token_id", &id, e) &&
-        (c->n_eos == 0 || c->eos_ids[0] != id))
-        c->eos_ids[c->n_eos++] = (int)id;
+    int bos, eos, eot;
+    if (token_id(f, "tokenizer.ggml.bos_token_id", c->vocab_size, &bos, e) ||
+        token_id(f, "tokenizer.ggml.eos_token_id", c->vocab_size, &eos, e) ||
+        token_id(f, "tokenizer.ggml.eot_token_id", c->vocab_size, &eot, e))
+        goto done;
+    c->bos_id = bos;
+    if (eos >= 0)
+        c->eos_ids[c->n_eos++] = eos;
+    if (eot >= 0 && eot != eos)
+        c->eos_ids[c->n_eos++] = eot;
     /* Gemma's chat turns end with <end_of_turn>, which its GGUF files do not
      * list among the end tokens (llama.cpp adds it the same way) */
     const struct gguf_kv *toks = gguf_find_kv(f, "tokenizer.ggml.tokens");

@@ -43,8 +43,7 @@ static size_t weights_region_bytes(const struct model_config *cfg, const struct 
 
 int model_path_is_gguf(const char *path)
 {
-    size_t n = strlen(path);
-    return n > 5 && !strcmp(path + n - 5, ".gguf");
+    return gguf_is_path(path);
 }
 
 int model_open_checkpoint(const char *path, struct model_config *cfg, struct checkpoint **ck, struct err *e)

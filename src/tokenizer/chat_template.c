@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/fs.h"
+#include "io/gguf.h"
 #include "tokenizer/template/template.h"
 
 #define MAX_TEMPLATES 16
@@ -151,6 +152,12 @@ static json_t *load_json(const char *path, struct err *e)
 
 struct chat_template *chat_template_load(const char *model_dir, struct err *e)
 {
+    if (gguf_is_path(model_dir)) {
+        struct gguf_file *f = gguf_open(model_dir, e);
+        struct chat_template *ct = f ? chat_template_from_gguf(f, e) : NULL;
+        gguf_close(f);
+        return ct;
+    }
     char path[4096];
     json_t *config = NULL;
     char *jinja = NULL;

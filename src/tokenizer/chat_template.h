@@ -13,11 +13,16 @@
 #include "core/error.h"
 
 struct chat_template;
+struct gguf_file;
 
-/* Loads and compiles the template(s) of a model directory. Returns NULL with
- * e set (no template, unreadable config, template syntax error).
- * Free with chat_template_free. */
+/* Loads and compiles the template(s) of a model directory, or of a .gguf
+ * file. Returns NULL with e set (no template, unreadable config, template
+ * syntax error). Free with chat_template_free. */
 struct chat_template *chat_template_load(const char *model_dir, struct err *e);
+
+/* The template(s) of an open GGUF file: tokenizer.chat_template[.<name>],
+ * else the architecture's built-in turn format (chat_template_gguf.c). */
+struct chat_template *chat_template_from_gguf(const struct gguf_file *f, struct err *e);
 
 /* Same from an already parsed tokenizer_config.json object (borrowed);
  * jinja_override, when non-NULL, replaces its "chat_template" (the content of

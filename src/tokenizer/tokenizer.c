@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/fs.h"
+#include "io/gguf.h"
 #include "tokenizer/added_tokens.h"
 #include "tokenizer/bpe.h"
 #include "tokenizer/decoder.h"
@@ -14,17 +15,9 @@
 #include "tokenizer/normalizer.h"
 #include "tokenizer/post_processor.h"
 #include "tokenizer/pretokenizer.h"
+#include "tokenizer/spm.h"
+#include "tokenizer/tokenizer_impl.h"
 #include "tokenizer/utf8.h"
-
-struct tokenizer {
-    struct bpe bpe;
-    struct added_tokens added;
-    struct normalizer *normalizer;
-    struct pretokenizer *pre;
-    struct decoder *decoder;
-    struct post_processor post;
-    int32_t size; /* max id + 1 */
-};
 
 void tokenizer_free(struct tokenizer *t)
 {
@@ -36,10 +29,11 @@ void tokenizer_free(struct tokenizer *t)
     pretokenizer_free(t->pre);
     decoder_free(t->decoder);
     post_processor_free(&t->post);
+    free(t->spm_scores);
     free(t);
 }
 
-static int set_token(struct bpe *b, int32_t id, const char *s, size_t len)
+int tokenizer_set_token(struct bpe *b, int32_t id, const char *s, size_t len)
 {
     if (id < 0 || id >= b->n_ids)
         return -1;
@@ -114,7 +108,7 @@ static int scan_vocab(struct bpe *b, const struct big_ranges *r, struct err *e)
                 break;
             }
             strmap_put(&b->vocab, key, (size_t)klen, (int32_t)id);
-            set_token(b, (int32_t)id, key, (size_t)klen);
+            tokenizer_set_token(b, (int32_t)id, key, (size_t)klen);
         } while (json_scan_char(&j, ','));
     free(key);
     return rc;
@@ -329,7 +323,7 @@ static int load_json(struct tokenizer *t, json_t *root, const struct big_ranges 
         return -1;
     /* added tokens' strings take precedence in decoding */
     for (int i = 0; i < t->added.n; i++)
-        set_token(&t->bpe, t->added.v[i].id, t->added.v[i].content, t->added.v[i].len);
+        tokenizer_set_token(&t->bpe, t->added.v[i].id, t->added.v[i].content, t->added.v[i].len);
     added_tokens_build(&t->added);
     t->size = t->bpe.n_ids;
     t->normalizer = normalizer_parse(json_object_get(root, "normalizer"), e, &failed);
@@ -349,6 +343,12 @@ static int load_json(struct tokenizer *t, json_t *root, const struct big_ranges 
 
 struct tokenizer *tokenizer_load(const char *path, struct err *e)
 {
+    if (gguf_is_path(path)) {
+        struct gguf_file *f = gguf_open(path, e);
+        struct tokenizer *t = f ? tokenizer_from_gguf(f, e) : NULL;
+        gguf_close(f);
+        return t;
+    }
     char file[4096];
     snprintf(file, sizeof file, "%s", path);
     if (!strstr(path, ".json"))
@@ -426,6 +426,8 @@ int tokenizer_encode(const struct tokenizer *t, const char *text, size_t len, in
     for (int i = 0; i < cur.n; i++) {
         if (cur.v[i].id >= 0)
             ids_push(out, cur.v[i].id);
+        else if (t->spm_scores)
+            spm_encode(&t->bpe, t->spm_scores, piece_str(&cur, i), cur.v[i].len, &out->ids, &out->n, &out->cap);
         else
             bpe_encode_word(&t->bpe, piece_str(&cur, i), cur.v[i].len, &out->ids, &out->n, &out->cap);
     }

@@ -11,16 +11,19 @@
 #include "core/error.h"
 
 struct tokenizer;
+struct gguf_file;
 
 struct token_ids {
     int32_t *ids;
     int n, cap;
 };
 
-/* path: a directory holding tokenizer.json, or the file itself. Returns NULL
- * with e naming the file and the unsupported component or malformed field.
- * Free with tokenizer_free. */
+/* path: a directory holding tokenizer.json, the file itself, or a .gguf file
+ * (its tokenizer.ggml.* metadata). Returns NULL with e naming the file and
+ * the unsupported component or malformed field. Free with tokenizer_free. */
 struct tokenizer *tokenizer_load(const char *path, struct err *e);
+/* The tokenizer of an open GGUF file (tokenizer_gguf.c). */
+struct tokenizer *tokenizer_from_gguf(const struct gguf_file *f, struct err *e);
 void tokenizer_free(struct tokenizer *t);
 
 /* Appends the ids of text to out. add_special applies the post-processor's

@@ -264,7 +264,16 @@ expect_fail "--piecewise-cuda-graph-tokens with decode" "need --cuda-graph-mode 
 expect_fail "--piecewise-cuda-graph-max-tokens without a mode" "need --cuda-graph-mode piecewise or full" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --piecewise-cuda-graph-max-tokens 64
 expect_fail "--piecewise-cuda-graph-tokens not a list" "piecewise-cuda-graph-tokens" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode full --piecewise-cuda-graph-tokens 16,x
 expect_fail "--cuda-graph-bs without a graph mode" "--cuda-graph-bs and --disable-cuda-graph-padding need" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-bs 1,2
-expect_fail "--prompt with a GGUF model" "tokenizer (in its metadata) infer cannot read yet; pass --prompt-ids" "$INFER" generate --model "$TMP/model.gguf" --prompt hi
+expect_fail "--stop with --input" "--stop: give \"stop\" in each line of --input instead" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/batch.jsonl" --stop x
+expect_fail "--stop empty" "--stop: the text is empty" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --stop ""
+expect_fail "--stop without a tokenizer" "--stop: $FIX/tiny-llama has no tokenizer to match the text with" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --stop x
+expect_fail "--device unknown" "--device: unknown device 'tpu' (cpu, cuda or auto)" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --device tpu
+if "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --max-tokens 4 --device auto --json >"$TMP/auto" 2>"$TMP/auto.err" &&
+    grep -q '"completion_tokens":4' "$TMP/auto"; then
+    ok "--device auto runs (cuda when a GPU is there, else cpu)"
+else
+    bad "--device auto: $(cat "$TMP/auto" "$TMP/auto.err")"
+fi
 expect_fail "--input: missing file" "/nonexistent.jsonl" "$INFER" generate --model "$FIX/tiny-llama" --input /nonexistent.jsonl
 expect_fail "--input with --prompt-ids" "exactly one" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/batch.jsonl" --prompt-ids 1
 # the single form with a seed goes through the engine and repeats
@@ -323,6 +332,8 @@ else
     bad "gguf-info: $(cat "$TMP/gi" "$TMP/gi.err")"
 fi
 expect_fail "gguf-info on a non-GGUF file" "config.json: header: not a GGUF file: bad magic" "$INFER" gguf-info "$FIX/tiny-llama/config.json"
+expect_fail "--prompt with a GGUF that has no vocabulary" "tiny.gguf: no tokenizer: tokenizer.ggml.model is missing" "$INFER" generate --model "$TMP/tiny.gguf" --prompt hi
+expect_fail "tokenize with a GGUF that has no vocabulary" "tiny.gguf: no tokenizer: tokenizer.ggml.model is missing" "$INFER" tokenize --model "$TMP/tiny.gguf" --text hi
 head -c $(($(wc -c <"$TMP/tiny.gguf") - 1)) "$TMP/tiny.gguf" >"$TMP/short.gguf"
 expect_fail "gguf-info on a truncated GGUF" "short.gguf: tensor 'norm.weight': 128 bytes at offset 128 run past the end of the data section" "$INFER" gguf-info "$TMP/short.gguf"
 head -c 100 "$TMP/tiny.gguf" >"$TMP/short.gguf"

@@ -69,9 +69,11 @@ def permute(w, n_head):
     return w.reshape(n_head, 2, d // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf(cfg, tensors, path):
+def write_gguf(cfg, tensors, path, extra_kv=None):
     arch = {"llama": "llama", "qwen3": "qwen3", "gemma3_text": "gemma3"}[cfg["model_type"]]
     w = gguf.GGUFWriter(path, arch)
+    for key, value in (extra_kv or {}).items():
+        w.add_uint32(key, value)
     heads, hidden = cfg["num_attention_heads"], cfg["hidden_size"]
     head_dim = cfg.get("head_dim") or hidden // heads
     w.add_context_length(cfg["max_position_embeddings"])
@@ -133,3 +135,15 @@ def test_gguf_equals_safetensors(fixture, tmp_path):
     want = logits(str(d), ids, str(tmp_path / "want.safetensors"))
     got = logits(gpath, ids, str(tmp_path / "got.safetensors"))
     assert got == want, f"{fixture}: logits from the GGUF differ from the checkpoint's"
+
+
+@pytest.mark.parametrize("key", ["tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+                                 "tokenizer.ggml.eot_token_id"])
+def test_token_id_outside_the_vocabulary_is_refused(key, tmp_path):
+    d = os.path.join(FIX, "tiny-qwen3")
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    gpath = str(tmp_path / "bad.gguf")
+    write_gguf(cfg, read_safetensors(os.path.join(d, "model.safetensors")), gpath, {key: cfg["vocab_size"]})
+    p = subprocess.run([INFER, "info", "--model", gpath], capture_output=True, text=True)
+    assert p.returncode != 0
+    assert f"{key} {cfg['vocab_size']} is not a token id (the vocabulary has {cfg['vocab_size']})" in p.stderr, p.stderr

@@ -343,6 +343,14 @@ static void cuda_backend_destroy(struct backend *be)
     free(be);
 }
 
+/* Whether a CUDA device can be used (--device auto). */
+int cuda_backend_available(void);
+int cuda_backend_available(void)
+{
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
 struct backend *cuda_backend_create(struct err *e)
 {
     int n = 0;
