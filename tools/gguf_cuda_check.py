@@ -70,6 +70,13 @@ def main():
                 print(f"    first difference at output token {k}: CPU {cpu[k]}, CUDA {cuda[k]}; CPU logits "
                       f"{a}:{lc[a]:.4f} {b}:{lc[b]:.4f} (margin {lc[a] - lc[b]:.4f}); CUDA {a}:{lg[a]:.4f} "
                       f"{b}:{lg[b]:.4f}; max |CUDA - CPU| {max(abs(x - y) for x, y in zip(lc, lg)):.4f}")
+    # how far apart the backends' logits are, where the fourth prompt once departed (output token 13)
+    case = gold["cases"][3]
+    ids = case["prompt_ids"] + case["output_ids"][:13]
+    lc, lg = last_logits(infer, gguf, "cpu", ids), last_logits(infer, gguf, "cuda", ids)
+    a, b = top2(lc)
+    print(f"{case['prompt']!r} + 13 tokens: CPU {a}:{lc[a]:.4f} {b}:{lc[b]:.4f}; CUDA {a}:{lg[a]:.4f} {b}:{lg[b]:.4f}; "
+          f"max |CUDA - CPU| {max(abs(x - y) for x, y in zip(lc, lg)):.4f}")
     print("verdict:", "all equal" if bad == 0 else f"{bad} runs differ")
     sys.exit(1 if bad else 0)
 

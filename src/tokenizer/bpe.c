@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "tokenizer/heap.h"
 
 /* ---- merges: pair -> (rank, new id) ---- */
 
@@ -123,44 +124,7 @@ static int item_less(const struct heap_item *a, const struct heap_item *b)
     return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
 }
 
-struct heap {
-    struct heap_item *v;
-    int n, cap;
-};
-
-static void heap_push(struct heap *h, struct heap_item it)
-{
-    if (h->n == h->cap) {
-        h->cap = h->cap ? h->cap * 2 : 64;
-        h->v = xrealloc(h->v, (size_t)h->cap * sizeof *h->v);
-    }
-    int i = h->n++;
-    while (i > 0 && item_less(&it, &h->v[(i - 1) / 2])) {
-        h->v[i] = h->v[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    h->v[i] = it;
-}
-
-static struct heap_item heap_pop(struct heap *h)
-{
-    struct heap_item top = h->v[0], last = h->v[--h->n];
-    int i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= h->n)
-            break;
-        if (c + 1 < h->n && item_less(&h->v[c + 1], &h->v[c]))
-            c++;
-        if (!item_less(&h->v[c], &last))
-            break;
-        h->v[i] = h->v[c];
-        i = c;
-    }
-    if (h->n > 0)
-        h->v[i] = last;
-    return top;
-}
+HEAP_DEFINE(heap, struct heap_item, item_less)
 
 static void push_pair(const struct bpe *b, struct heap *h, const struct sym *s, int32_t pos)
 {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "core/error.h"
+#include "tokenizer/heap.h"
 
 struct spm_sym {
     size_t off, len; /* len 0: merged into its left neighbour */
@@ -21,44 +22,7 @@ static int before(const struct spm_bigram *a, const struct spm_bigram *b)
     return a->score > b->score || (a->score == b->score && a->left < b->left);
 }
 
-struct spm_queue {
-    struct spm_bigram *v;
-    int n, cap;
-};
-
-static void queue_push(struct spm_queue *q, struct spm_bigram b)
-{
-    if (q->n == q->cap) {
-        q->cap = q->cap ? q->cap * 2 : 64;
-        q->v = xrealloc(q->v, (size_t)q->cap * sizeof *q->v);
-    }
-    int i = q->n++;
-    while (i > 0 && before(&b, &q->v[(i - 1) / 2])) {
-        q->v[i] = q->v[(i - 1) / 2];
-        i = (i - 1) / 2;
-    }
-    q->v[i] = b;
-}
-
-static struct spm_bigram queue_pop(struct spm_queue *q)
-{
-    struct spm_bigram top = q->v[0], last = q->v[--q->n];
-    int i = 0;
-    for (;;) {
-        int c = 2 * i + 1;
-        if (c >= q->n)
-            break;
-        if (c + 1 < q->n && before(&q->v[c + 1], &q->v[c]))
-            c++;
-        if (!before(&q->v[c], &last))
-            break;
-        q->v[i] = q->v[c];
-        i = c;
-    }
-    if (q->n > 0)
-        q->v[i] = last;
-    return top;
-}
+HEAP_DEFINE(spm_queue, struct spm_bigram, before)
 
 /* Queues the pair (left, right) when together they spell a token. */
 static void try_pair(const struct bpe *vocab, const float *scores, const char *text, const struct spm_sym *s,
@@ -69,7 +33,7 @@ static void try_pair(const struct bpe *vocab, const float *scores, const char *t
     size_t len = s[left].len + s[right].len;
     int32_t id = strmap_get(&vocab->vocab, text + s[left].off, len);
     if (id >= 0)
-        queue_push(q, (struct spm_bigram){scores[id], left, len});
+        spm_queue_push(q, (struct spm_bigram){scores[id], left, len});
 }
 
 static void push_id(int32_t **ids, int *n, int *cap, int32_t id)
@@ -105,7 +69,7 @@ void spm_encode(const struct bpe *vocab, const float *scores, const char *text, 
     for (int32_t i = 1; i < n_sym; i++)
         try_pair(vocab, scores, text, s, i - 1, i, &q);
     while (q.n > 0) {
-        struct spm_bigram b = queue_pop(&q);
+        struct spm_bigram b = spm_queue_pop(&q);
         struct spm_sym *l = &s[b.left];
         if (l->len == 0 || l->next < 0 || l->len + s[l->next].len != b.len)
             continue; /* one side merged elsewhere since this pair was queued */
