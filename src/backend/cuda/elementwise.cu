@@ -18,10 +18,10 @@ __global__ void embed_kernel(bf16 *out, const int32_t *ids, const bf16 *table, i
 extern "C" cudaError_t launch_embed(void *out, const int32_t *ids, int n_tokens, const void *table,
                                     int64_t vocab, int d, float scale, cudaStream_t stream)
 {
-    // The scale (Gemma's sqrt(hidden)) in f32, as the CPU backend, llama.cpp and transformers in f32
-    // apply it. transformers in bf16 rounds it to bf16 first (25.25 for 25.30 at hidden 640): a
-    // bias of 0.2% on every embedding that turned greedy tokens of Gemma 3 270M away from the CPU's
-    // (docs/benchmarks.md, issue 7).
+    // The scale (Gemma's sqrt(hidden)) in f32, as the CPU backend (the oracle), llama.cpp and
+    // transformers in f32 apply it. transformers in bf16 rounds it to bf16 first (25.25 for 25.30
+    // at hidden 640), a 0.2% bias on every embedding that the CPU does not have (docs/benchmarks.md,
+    // issue 7).
     embed_kernel<<<n_tokens, 256, 0, stream>>>((bf16 *)out, ids, (const bf16 *)table, vocab, d, scale);
     return cudaGetLastError();
 }
