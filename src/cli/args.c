@@ -9,8 +9,8 @@ void cli_usage(FILE *f, const char *cmd, const struct cli_opt *opts, int n_opts)
     fprintf(f, "usage: infer %s [options]\n", cmd);
     for (int i = 0; i < n_opts; i++) {
         const char *arg = opts[i].type == CLI_OPT_FLAG ? "" : opts[i].type == CLI_OPT_STRING ? " S" : " N";
-        fprintf(f, "  --%s%s%*s%s%s\n", opts[i].name, arg,
-                (int)(24 - strlen(opts[i].name) - strlen(arg)), "", opts[i].help,
+        int pad = 24 - (int)(strlen(opts[i].name) + strlen(arg));
+        fprintf(f, "  --%s%s%*s%s%s\n", opts[i].name, arg, pad > 2 ? pad : 2, "", opts[i].help,
                 opts[i].required ? " (required)" : "");
     }
 }

@@ -12,6 +12,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/engine_flags.h"
 #include "cli/gen_batch.h"
 #include "core/fs.h"
 #include "engine/greedy.h"
@@ -102,99 +103,51 @@ static int encode_prompt(const struct tokenizer *tok, const char *text, int add_
     return 0;
 }
 
-/* The engine flags and the per-request defaults of the sampling flags. */
-struct engine_flags {
-    int max_batched_tokens, max_seqs, max_context, disable_prefix_caching;
+/* The per-request defaults the sampling flags set. */
+struct sampling_flags {
     double temperature, top_p, min_p;
     int top_k;
     uint64_t seed;
-    const char *graph_mode; /* NULL: full where the backend has graphs, else none */
-    const char *graph_bs;   /* explicit bucket list */
-    int graph_max_bs, no_graph_padding;
-    const char *graph_tokens; /* explicit token-bucket list (piecewise, full) */
-    int graph_max_tokens;
 };
 
-/* --cuda-graph-mode, --cuda-graph-bs, --cuda-graph-max-bs, --disable-cuda-graph-padding,
- * --piecewise-cuda-graph-tokens, --piecewise-cuda-graph-max-tokens */
-static int graph_flags(const struct engine_flags *f, const struct model *m, struct graph_opts *g, int **list,
-                       int **tok_list, struct err *e)
-{
-    g->mode = m->be->ops->graph_begin ? GRAPH_MODE_FULL : GRAPH_MODE_NONE;
-    if (f->graph_mode && graph_mode_parse(f->graph_mode, &g->mode, e))
-        return -1;
-    g->max_bs = f->graph_max_bs;
-    g->padding = !f->no_graph_padding;
-    if (f->graph_bs) {
-        if (cli_parse_int_list(f->graph_bs, "cuda-graph-bs", list, &g->n_buckets, e))
-            return -1;
-        g->buckets = *list;
-    }
-    if (g->mode == GRAPH_MODE_NONE && (f->graph_bs || f->no_graph_padding))
-        return err_set(e, "--cuda-graph-bs and --disable-cuda-graph-padding need a --cuda-graph-mode other than "
-                          "none");
-    g->max_graph_tokens = f->graph_max_tokens;
-    if (f->graph_tokens) {
-        if (cli_parse_int_list(f->graph_tokens, "piecewise-cuda-graph-tokens", tok_list, &g->n_token_buckets, e))
-            return -1;
-        g->token_buckets = *tok_list;
-    }
-    if (g->mode != GRAPH_MODE_PIECEWISE && g->mode != GRAPH_MODE_FULL && (f->graph_tokens || f->graph_max_tokens))
-        return err_set(e, "--piecewise-cuda-graph-tokens and --piecewise-cuda-graph-max-tokens need "
-                          "--cuda-graph-mode piecewise or full");
-    return 0;
-}
-
 static int run_engine(struct model *m, const struct tokenizer *tok, const char *model_dir, const char *input,
-                      int32_t *ids, int n_ids, const struct engine_flags *f, const struct cli_opt *seed_opt,
-                      int max_tokens, int ignore_eos, const char *stop, double mem_util, int as_json,
+                      int32_t *ids, int n_ids, struct engine_flags *f, const struct sampling_flags *sf,
+                      const struct cli_opt *seed_opt, int max_tokens, int ignore_eos, const char *stop, int as_json,
                       struct err *e)
 {
-    struct engine_opts o = engine_opts_default();
-    o.max_batched_tokens = f->max_batched_tokens;
-    o.max_seqs = f->max_seqs;
-    o.max_context = f->max_context;
-    o.prefix_caching = !f->disable_prefix_caching;
-    o.gpu_memory_utilization = mem_util;
-    int *bucket_list = NULL, *token_list = NULL;
-    if (graph_flags(f, m, &o.graph, &bucket_list, &token_list, e)) {
-        free(bucket_list), free(token_list);
+    struct engine_opts o;
+    if (engine_flags_apply(f, m, &o, e))
         return -1;
-    }
     struct gen_defaults d = {max_tokens, sampling_params_default(), seed_opt->seen, ignore_eos};
-    d.sampling.temperature = (float)f->temperature;
-    d.sampling.top_p = (float)f->top_p;
-    d.sampling.min_p = (float)f->min_p;
-    d.sampling.top_k = f->top_k;
-    d.sampling.seed = f->seed;
-    int rc;
-    if (input) {
-        rc = gen_batch_run(m, tok, model_dir, input, &d, &o, as_json, e);
-    } else {
-        char *stops[1] = {(char *)stop};
-        struct gen_request r = {.rq = {.prompt = ids, .n_prompt = n_ids, .max_tokens = max_tokens, .n = 1,
-                                       .sampling = d.sampling, .ignore_eos = ignore_eos, .stop = stops,
-                                       .n_stop = stop ? 1 : 0}};
-        rc = sampling_params_check(&r.rq.sampling, m->cfg.vocab_size, e)
-                 ? err_prefix(e, "infer generate")
-                 : gen_batch_run_requests(m, tok, &r, 1, &o, as_json, e);
-    }
-    free(bucket_list), free(token_list);
-    return rc;
+    d.sampling.temperature = (float)sf->temperature;
+    d.sampling.top_p = (float)sf->top_p;
+    d.sampling.min_p = (float)sf->min_p;
+    d.sampling.top_k = sf->top_k;
+    d.sampling.seed = sf->seed;
+    if (input)
+        return gen_batch_run(m, tok, model_dir, input, &d, &o, as_json, e);
+    char *stops[1] = {(char *)stop};
+    struct gen_request r = {.rq = {.prompt = ids, .n_prompt = n_ids, .max_tokens = max_tokens, .n = 1,
+                                   .sampling = d.sampling, .ignore_eos = ignore_eos, .stop = stops,
+                                   .n_stop = stop ? 1 : 0}};
+    return sampling_params_check(&r.rq.sampling, m->cfg.vocab_size, e) ? err_prefix(e, "infer generate")
+                                                                      : gen_batch_run_requests(m, tok, &r, 1, &o,
+                                                                                               as_json, e);
 }
 
 int cmd_generate(int argc, char **argv)
 {
     const char *model_dir = NULL, *device = "cpu", *prompt_ids = NULL, *prompt = NULL, *input = NULL, *stop = NULL;
     int max_tokens = 16, as_json = 0, threads = 0, ignore_eos = 0, chat = 0, batch_invariant = 0;
-    double mem_util = 0.90;
     char *chat_text = NULL;
-    struct engine_flags f = {2048, 64, 0, 0, 0.0, 1.0, 0.0, 0, 0, NULL, NULL, 256, 0, NULL, 0};
-    struct cli_opt opts[] = {
-        {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
-        {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu, cuda, or auto (cuda when a GPU is there, else cpu); default cpu", 0},
+    struct engine_flags f = engine_flags_default();
+    struct sampling_flags sf = {0.0, 1.0, 0.0, 0, 0};
+    struct cli_opt opts[17 + ENGINE_FLAGS_N_OPTS] = {
+        {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory or .gguf file", 0},
+        {"device", CLI_OPT_STRING, &device, 0, 0, 0,
+         "cpu, cuda, or auto (cuda when a GPU is there, else cpu); default cpu", 0},
         {"prompt-ids", CLI_OPT_STRING, &prompt_ids, 0, 0, 0, "prompt as comma-separated token ids", 0},
-        {"prompt", CLI_OPT_STRING, &prompt, 0, 0, 0, "prompt text (needs tokenizer.json in the model directory)", 0},
+        {"prompt", CLI_OPT_STRING, &prompt, 0, 0, 0, "prompt text (through the model's tokenizer)", 0},
         {"chat", CLI_OPT_FLAG, &chat, 0, 0, 0, "send --prompt as a user message through the chat template", 0},
         {"max-tokens", CLI_OPT_INT, &max_tokens, 0, 1, 1 << 20, "tokens to generate (default 16)", 0},
         {"ignore-eos", CLI_OPT_FLAG, &ignore_eos, 0, 0, 0, "keep going past end-of-sequence tokens", 0},
@@ -203,35 +156,14 @@ int cmd_generate(int argc, char **argv)
         {"batch-invariant", CLI_OPT_FLAG, &batch_invariant, 0, 0, 0,
          "results independent of the batch (CUDA: slower prefill)", 0},
         {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},
-        {"gpu-memory-utilization", CLI_OPT_DOUBLE, &mem_util, 0, 0, 0,
-         "share of the GPU memory left after weights for the KV cache (default 0.90)", 0},
         {"input", CLI_OPT_STRING, &input, 0, 0, 0, "JSONL file of requests, all run through the engine at once", 0},
-        {"temperature", CLI_OPT_DOUBLE, &f.temperature, 0, 0, 0, "sampling temperature (default 0: greedy)", 0},
-        {"top-p", CLI_OPT_DOUBLE, &f.top_p, 0, 0, 0, "nucleus sampling mass (default 1: off)", 0},
-        {"top-k", CLI_OPT_INT, &f.top_k, 0, 0, 1 << 30, "sample from the k most likely tokens (default 0: off)", 0},
-        {"min-p", CLI_OPT_DOUBLE, &f.min_p, 0, 0, 0, "drop tokens below min-p times the best (default 0: off)", 0},
-        {"seed", CLI_OPT_U64, &f.seed, 0, 0, 0, "sampling seed (default: one per request)", 0},
-        {"max-num-batched-tokens", CLI_OPT_INT, &f.max_batched_tokens, 0, 1, 1 << 20,
-         "token budget of one engine step (default 2048)", 0},
-        {"max-num-seqs", CLI_OPT_INT, &f.max_seqs, 0, 1, 1 << 16, "sequences in one engine step (default 64)", 0},
-        {"max-model-len", CLI_OPT_INT, &f.max_context, 0, 0, 1 << 24,
-         "context length of one sequence (default: the model's)", 0},
-        {"cuda-graph-mode", CLI_OPT_STRING, &f.graph_mode, 0, 0, 0,
-         "none, decode (decode steps as CUDA graphs), piecewise (also other steps, attention eager between "
-         "graphs) or full (every step one graph); default full on cuda",
-         0},
-        {"cuda-graph-max-bs", CLI_OPT_INT, &f.graph_max_bs, 0, 1, 1 << 16,
-         "largest batch of the default graph schedule (default 256)", 0},
-        {"cuda-graph-bs", CLI_OPT_STRING, &f.graph_bs, 0, 0, 0, "graph batch sizes, ascending (comma-separated)", 0},
-        {"disable-cuda-graph-padding", CLI_OPT_FLAG, &f.no_graph_padding, 0, 0, 0,
-         "replay only batches of exactly a captured size", 0},
-        {"piecewise-cuda-graph-tokens", CLI_OPT_STRING, &f.graph_tokens, 0, 0, 0,
-         "token buckets of piecewise and full graphs, ascending (comma-separated)", 0},
-        {"piecewise-cuda-graph-max-tokens", CLI_OPT_INT, &f.graph_max_tokens, 0, 1, 1 << 20,
-         "largest token bucket of the default schedule (default: --max-num-batched-tokens)", 0},
-        {"disable-prefix-caching", CLI_OPT_FLAG, &f.disable_prefix_caching, 0, 0, 0,
-         "do not reuse the KV blocks of shared prompt prefixes", 0},
+        {"temperature", CLI_OPT_DOUBLE, &sf.temperature, 0, 0, 0, "sampling temperature (default 0: greedy)", 0},
+        {"top-p", CLI_OPT_DOUBLE, &sf.top_p, 0, 0, 0, "nucleus sampling mass (default 1: off)", 0},
+        {"top-k", CLI_OPT_INT, &sf.top_k, 0, 0, 1 << 30, "sample from the k most likely tokens (default 0: off)", 0},
+        {"min-p", CLI_OPT_DOUBLE, &sf.min_p, 0, 0, 0, "drop tokens below min-p times the best (default 0: off)", 0},
+        {"seed", CLI_OPT_U64, &sf.seed, 0, 0, 0, "sampling seed (default: one per request)", 0},
     };
+    engine_flags_opts(&f, opts + 17);
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     struct err e = {{0}};
     struct tokenizer *tok = NULL;
@@ -252,9 +184,9 @@ int cmd_generate(int argc, char **argv)
     }
     int sampling_flags = 0; /* temperature .. seed: the single form then runs through the engine */
     for (int i = 0; i < n_opts; i++)
-        sampling_flags |= opts[i].seen && (opts[i].dst == &f.temperature || opts[i].dst == &f.top_p ||
-                                           opts[i].dst == &f.top_k || opts[i].dst == &f.min_p ||
-                                           opts[i].dst == &f.seed);
+        sampling_flags |= opts[i].seen && (opts[i].dst == &sf.temperature || opts[i].dst == &sf.top_p ||
+                                           opts[i].dst == &sf.top_k || opts[i].dst == &sf.min_p ||
+                                           opts[i].dst == &sf.seed);
     if (stop && (input || !*stop)) {
         err_set(&e, input ? "--stop: give \"stop\" in each line of --input instead" : "--stop: the text is empty");
         goto done;
@@ -283,9 +215,9 @@ int cmd_generate(int argc, char **argv)
             }
         const struct cli_opt *seed_opt = NULL;
         for (int i = 0; i < n_opts; i++)
-            if (opts[i].dst == &f.seed)
+            if (opts[i].dst == &sf.seed)
                 seed_opt = &opts[i];
-        if (run_engine(m, tok, model_dir, input, ids, n_ids, &f, seed_opt, max_tokens, ignore_eos, stop, mem_util,
+        if (run_engine(m, tok, model_dir, input, ids, n_ids, &f, &sf, seed_opt, max_tokens, ignore_eos, stop,
                        as_json, &e))
             goto done;
         rc = 0;
@@ -297,7 +229,7 @@ int cmd_generate(int argc, char **argv)
                 max_tokens, m->cfg.max_positions);
         goto done;
     }
-    struct seq_runner_opts ro = {context, n_ids < 512 ? n_ids : 512, 1, 16, mem_util};
+    struct seq_runner_opts ro = {context, n_ids < 512 ? n_ids : 512, 1, 16, f.mem_util};
     if (seq_runner_init_opts(&r, m, &ro, &e) ||
         greedy_generate(&r, ids, n_ids, max_tokens, ignore_eos, &g, &e))
         goto done;
@@ -322,5 +254,6 @@ done:
     model_free(m);
     backend_free(be);
     tokenizer_free(tok);
+    engine_flags_free(&f);
     return rc < 0 ? 1 : 0;
 }

@@ -13,6 +13,7 @@ static const struct {
 } commands[] = {
     {"bench", cmd_bench, "time prefill and decode of one sequence"},
     {"generate", cmd_generate, "generate tokens from a prompt"},
+    {"serve", cmd_serve, "serve the OpenAI-compatible HTTP API"},
     {"logits", cmd_logits, "write the logits of every position of a token sequence"},
     {"info", cmd_info, "describe a checkpoint: architecture, dimensions, parameters"},
     {"gguf-info", cmd_gguf_info, "list a GGUF file's metadata and tensors"},

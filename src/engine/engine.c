@@ -69,6 +69,8 @@ static int engine_alloc(struct engine *eng, struct err *e)
     eng->rq = xcalloc((size_t)o->max_seqs, sizeof *eng->rq);
     eng->drawn = xcalloc((size_t)o->max_seqs, sizeof *eng->drawn);
     eng->stats.kv_blocks = n_blocks;
+    eng->stats.max_context = o->max_context;
+    eng->stats.kv_blocks_free = block_pool_n_free(&eng->pool);
     /* last: the graphs capture the forward over the final buffers */
     struct graph_opts go = o->graph;
     go.sample_vocab = eng->sampler.on_backend ? m->cfg.vocab_size : 0; /* draws inside the graphs */
@@ -107,6 +109,11 @@ static int engine_step(struct engine *eng, struct err *e)
     int n = scheduler_plan(&eng->s, eng->q, eng->rq);
     if (n == 0)
         return 0;
+    for (int i = 0; i < n; i++) {
+        struct engine_group *g = eng->rq[i]->user;
+        if (g->scheduled_at == 0)
+            g->scheduled_at = t0;
+    }
     struct backend *be = eng->m->be;
     struct fwd_batch b;
     if (step_build(&eng->sb, eng->q, n, &b, e))
@@ -208,6 +215,17 @@ static void take_queue(struct engine *eng)
     pthread_mutex_lock(&eng->mu);
 }
 
+/* The gauges of engine_stats; called with mu held. */
+static void update_gauges(struct engine *eng)
+{
+    struct engine_stats *st = &eng->stats;
+    st->running = eng->s.n_running;
+    st->waiting = eng->s.n_waiting;
+    st->kv_blocks_free = block_pool_n_free(&eng->pool);
+    st->kv_blocks_cached = eng->s.prefix_caching ? radix_evictable(&eng->s.radix) : 0;
+    st->kv_blocks_used = eng->pool.n_blocks - eng->pool.n_reserved - st->kv_blocks_free - st->kv_blocks_cached;
+}
+
 static void *engine_main(void *arg)
 {
     struct engine *eng = arg;
@@ -219,6 +237,7 @@ static void *engine_main(void *arg)
          * the shutdown is then taken (and ended) too */
         int stopping = eng->shutdown;
         take_queue(eng);
+        update_gauges(eng);
         if (stopping)
             break;
         pthread_mutex_unlock(&eng->mu);
@@ -231,6 +250,7 @@ static void *engine_main(void *arg)
         }
         sweep(eng);
         pthread_mutex_lock(&eng->mu);
+        update_gauges(eng);
     }
     pthread_mutex_unlock(&eng->mu);
     for (struct engine_group *g = eng->live; g; g = g->next)
@@ -306,6 +326,8 @@ void engine_get_stats(struct engine *eng, struct engine_stats *out)
 {
     pthread_mutex_lock(&eng->mu);
     *out = eng->stats;
+    for (const struct engine_group *g = eng->pending; g; g = g->next)
+        out->waiting += g->n; /* submitted, not yet taken by the engine thread */
     pthread_mutex_unlock(&eng->mu);
 }
 

@@ -64,6 +64,7 @@ struct engine_event {
     size_t full_text_len;
     const int32_t *ids; /* when finished: every output token (an eos that stopped it included) */
     int prompt_tokens, completion_tokens;
+    double queued_seconds; /* from engine_submit to the first step that ran the request */
 };
 
 typedef void (*engine_event_fn)(void *ctx, const struct engine_event *ev);
@@ -78,6 +79,11 @@ struct engine_stats {
      * the device, committing the draws (events included) */
     double plan_s, launch_s, sample_wait_s, commit_s;
     int kv_blocks;
+    int max_context; /* tokens one sequence may reach (prompt + output) */
+    /* now (as of the engine thread's last loop): choices running and
+     * waiting (submitted ones not yet scheduled included); KV blocks held
+     * by sequences, held by the prefix cache alone, and free */
+    int running, waiting, kv_blocks_used, kv_blocks_cached, kv_blocks_free;
 };
 
 /* Sizes the KV cache and workspace and starts the thread. model and tok

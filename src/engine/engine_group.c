@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/clock.h"
 #include "engine/engine_internal.h"
 
 enum { MAX_CHOICES = 128, MAX_STOPS = 16 };
@@ -42,6 +43,7 @@ struct engine_group *engine_group_new(struct engine *eng, const struct engine_re
         return NULL;
     struct engine_group *g = xcalloc(1, sizeof *g);
     g->user = rq->user;
+    g->submitted_at = clock_now();
     g->n = rq->n;
     g->n_prompt = rq->n_prompt;
     g->prompt = xmalloc((size_t)rq->n_prompt * sizeof(int32_t));
@@ -92,7 +94,8 @@ static void emit(struct engine *eng, struct engine_group *g, const struct reques
     struct engine_event ev = {.request_id = g->id, .user = g->user, .choice = r->choice, .has_token = res != NULL,
                               .sample = res, .finished = finish >= 0,
                               .finish = finish >= 0 ? (enum finish_reason)finish : FINISH_REASON_LENGTH,
-                              .prompt_tokens = r->n_prompt, .completion_tokens = r->n_out};
+                              .prompt_tokens = r->n_prompt, .completion_tokens = r->n_out,
+                              .queued_seconds = g->scheduled_at > 0 ? g->scheduled_at - g->submitted_at : 0};
     if (eng->tok) {
         ev.text = st->text + text_from;
         ev.text_len = st->sent - text_from;

@@ -25,6 +25,7 @@ struct engine_group {
     struct request *reqs;    /* [n]; choices 1.. fork from reqs[0] */
     struct stop_text *texts; /* [n] */
     int n_finished;
+    double submitted_at, scheduled_at; /* clock_now(): engine_submit, the first step that ran it (0 before) */
     struct engine_group *next;
 };
 

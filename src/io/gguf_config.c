@@ -83,8 +83,7 @@ static void gemma3_fixed(struct model_config *c)
     c->act = MODEL_ACT_GELU_TANH;
     c->qk_norm = 1;
     c->norm_plus_one = 1; /* the loader undoes the converter's folded +1 (gguf_checkpoint.c) */
-    c->sandwich_norms = 1;
-    c->tie_embeddings = 1;
+    c->sandwich_norms = 1; /* tied embeddings unless the file has output.weight, as in llama.cpp */
     c->embed_scale = sqrt((double)c->hidden_size);
     c->rope_local = (struct rope_config){.type = ROPE_TYPE_DEFAULT, .theta = 10000.0};
     for (int i = 0; i < c->n_layers; i++)

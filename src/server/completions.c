@@ -1,0 +1,223 @@
+/* POST /v1/chat/completions and /v1/completions: parse (oai_request.c),
+ * submit to the engine, then either wait for every choice and answer with
+ * one JSON object, or stream SSE chunks as the engine's events arrive. A
+ * client that leaves (its socket closes) aborts its request, which frees
+ * the request's KV blocks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "server/server_internal.h"
+
+/* How often a waiting HTTP thread looks at its client's socket. */
+#define POLL_SECONDS 0.05
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x7fb5d329728ea185ull;
+    x ^= x >> 27;
+    x *= 0x81dadef4bc2dd44dull;
+    return x ^ (x >> 33);
+}
+
+static void out_append(struct job *j, char *chunk)
+{
+    size_t n = strlen(chunk);
+    if (j->out_len + n > j->out_cap) {
+        j->out_cap = (j->out_len + n) * 2;
+        j->out = xrealloc(j->out, j->out_cap);
+    }
+    memcpy(j->out + j->out_len, chunk, n);
+    j->out_len += n;
+    free(chunk);
+}
+
+/* Formats what arrived since the last call into j->out (j->mu held). */
+static void produce(struct job *j)
+{
+    const struct server *s = j->srv;
+    const int chat = j->req.kind == OAI_CHAT;
+    int all_closed = 1;
+    for (int i = 0; i < j->req.rq.n; i++) {
+        struct job_choice *c = &j->ch[i];
+        if (!c->opened) {
+            c->opened = 1;
+            if (chat)
+                out_append(j, oai_chunk(&j->req, s->tok, j->id, j->created, i, 1, "", 0, NULL, 0, -1));
+            else if (j->req.echo && j->req.prompt_text)
+                out_append(j, oai_chunk(&j->req, s->tok, j->id, j->created, i, 0, j->req.prompt_text,
+                                        strlen(j->req.prompt_text), NULL, 0, -1));
+        }
+        size_t new_text = c->len > c->sent_len ? c->len - c->sent_len : 0;
+        int new_lp = c->n_lp - c->sent_lp;
+        if (new_text || new_lp > 0) {
+            out_append(j, oai_chunk(&j->req, s->tok, j->id, j->created, i, 0, c->text + c->sent_len, new_text,
+                                    new_lp > 0 ? c->lp + c->sent_lp : NULL, new_lp > 0 ? new_lp : 0, -1));
+            c->sent_len += new_text;
+            c->sent_lp = c->n_lp;
+        }
+        if (c->finished && !c->closed) {
+            c->closed = 1;
+            out_append(j, oai_chunk(&j->req, s->tok, j->id, j->created, i, 0, "", 0, NULL, 0, (int)c->finish));
+        }
+        all_closed &= c->closed;
+    }
+    if (all_closed && !j->done_sent) {
+        if (j->req.include_usage && !j->usage_sent) {
+            int completion = 0;
+            for (int i = 0; i < j->req.rq.n; i++)
+                completion += j->ch[i].completion_tokens;
+            out_append(j, oai_usage_chunk(&j->req, j->id, j->created, j->prompt_tokens, completion));
+            j->usage_sent = 1;
+        }
+        out_append(j, strdup("data: [DONE]\n\n"));
+        j->done_sent = 1;
+        metrics_observe(j->srv->metrics, METRICS_E2E, clock_now() - j->arrived_at);
+    }
+}
+
+static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    (void)pos;
+    struct job *j = cls;
+    pthread_mutex_lock(&j->mu);
+    for (;;) {
+        if (j->out_pos < j->out_len) {
+            size_t n = j->out_len - j->out_pos < max ? j->out_len - j->out_pos : max;
+            memcpy(buf, j->out + j->out_pos, n);
+            j->out_pos += n;
+            if (j->out_pos == j->out_len)
+                j->out_pos = j->out_len = 0;
+            pthread_mutex_unlock(&j->mu);
+            return (ssize_t)n;
+        }
+        if (j->done_sent) {
+            pthread_mutex_unlock(&j->mu);
+            return MHD_CONTENT_READER_END_OF_STREAM;
+        }
+        produce(j);
+        if (j->out_len)
+            continue;
+        if (j->srv->stopping) {
+            pthread_mutex_unlock(&j->mu);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+        job_wait(j, POLL_SECONDS);
+        if (job_client_gone(j)) { /* stream_done aborts the request */
+            pthread_mutex_unlock(&j->mu);
+            return MHD_CONTENT_READER_END_WITH_ERROR;
+        }
+    }
+}
+
+/* The HTTP side lets go of the job: a request still running is aborted. */
+static void release(struct job *j)
+{
+    struct server *s = j->srv;
+    pthread_mutex_lock(&j->mu);
+    int running = j->n_finished < j->req.rq.n;
+    pthread_mutex_unlock(&j->mu);
+    if (running)
+        engine_abort(s->eng, j->engine_id);
+    server_job_detach(s, j);
+    job_unref(j);
+}
+
+static void stream_done(void *cls) { release(cls); }
+
+static enum MHD_Result reply_stream(struct server *s, struct conn *c, struct MHD_Connection *conn, struct job *j)
+{
+    (void)s;
+    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, j,
+                                                               stream_done);
+    if (!r) {
+        release(j);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    c->status = 200;
+    enum MHD_Result rc = MHD_queue_response(conn, 200, r);
+    MHD_destroy_response(r); /* stream_done runs when the library is done with it */
+    return rc;
+}
+
+static enum MHD_Result reply_whole(struct server *s, struct conn *c, struct MHD_Connection *conn, struct job *j)
+{
+    const int n = j->req.rq.n;
+    pthread_mutex_lock(&j->mu);
+    int gone = 0;
+    while (j->n_finished < n && !s->stopping && !gone) {
+        job_wait(j, POLL_SECONDS);
+        gone = j->n_finished < n && job_client_gone(j);
+    }
+    if (j->n_finished < n) { /* the client left, or the drain ran out of time */
+        pthread_mutex_unlock(&j->mu);
+        release(j);
+        if (gone)
+            return MHD_NO; /* nobody to answer: close */
+        struct oai_error err;
+        oai_error_set(&err, 503, NULL, "the server is shutting down");
+        return server_reply_error(c, conn, &err);
+    }
+    struct oai_choice *choices = xcalloc((size_t)n, sizeof *choices);
+    int completion = 0, aborted = 0;
+    for (int i = 0; i < n; i++) {
+        const struct job_choice *ch = &j->ch[i];
+        choices[i] = (struct oai_choice){ch->text ? ch->text : "", ch->len, ch->finish, ch->lp, ch->n_lp};
+        completion += ch->completion_tokens;
+        aborted |= ch->finish == FINISH_REASON_ABORT;
+    }
+    json_t *body = aborted ? NULL
+                           : oai_response(&j->req, s->tok, j->id, j->created, choices, n, j->prompt_tokens, completion);
+    pthread_mutex_unlock(&j->mu);
+    free(choices);
+    metrics_observe(s->metrics, METRICS_E2E, clock_now() - j->arrived_at);
+    release(j);
+    if (!body) {
+        struct oai_error err;
+        oai_error_set(&err, 500, NULL, "the engine failed while running the request (see the server's log)");
+        return server_reply_error(c, conn, &err);
+    }
+    return server_reply_json(c, conn, 200, body);
+}
+
+enum MHD_Result route_completion(struct server *s, struct conn *c, struct MHD_Connection *conn, enum oai_kind kind)
+{
+    struct oai_request r;
+    struct oai_error err;
+    pthread_mutex_lock(&s->mu);
+    const unsigned long serial = ++s->next_id;
+    pthread_mutex_unlock(&s->mu);
+    const uint64_t tag = mix((uint64_t)serial ^ mix((uint64_t)s->started));
+    if (oai_request_parse(&s->octx, kind, c->body ? c->body : "", c->len, tag, &r, &err))
+        return server_reply_error(c, conn, &err);
+    struct engine_stats st;
+    engine_get_stats(s->eng, &st);
+    if (st.waiting >= s->o.max_queued) {
+        oai_request_free(&r);
+        oai_error_set(&err, 429, NULL, "%d requests are waiting already (--max-queued-requests); try again later",
+                      st.waiting);
+        return server_reply_error(c, conn, &err);
+    }
+    struct job *j = job_new(s, &r, c->arrived_at);
+    snprintf(j->id, sizeof j->id, "%s-%016llx", kind == OAI_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)tag);
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+    j->client_fd = ci ? ci->connect_fd : -1;
+    j->req.rq.user = j;
+    server_job_attach(s, j);
+    j->submitted_at = clock_now();
+    struct err e = {{0}};
+    long id = engine_submit(s->eng, &j->req.rq, &e);
+    if (id < 0) {
+        server_job_detach(s, j);
+        job_unref(j); /* the engine never had it */
+        job_unref(j);
+        oai_error_set(&err, 400, NULL, "%s", e.msg);
+        return server_reply_error(c, conn, &err);
+    }
+    j->engine_id = id;
+    return j->req.stream ? reply_stream(s, c, conn, j) : reply_whole(s, c, conn, j);
+}

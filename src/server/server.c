@@ -1,0 +1,366 @@
+/* The server's lifecycle and HTTP plumbing: the daemon, the request body
+ * (bounded), authentication, routing, replies, and the SIGTERM drain. */
+#include "server/server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "server/server_internal.h"
+
+struct server_opts server_opts_default(void)
+{
+    return (struct server_opts){.host = "127.0.0.1", .port = 8000, .max_queued = 1024,
+                                .max_body = (size_t)8 << 20, .max_connections = 1024, .drain_seconds = 30};
+}
+
+void server_block_signals(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN); /* a client that left: write errors, not death */
+}
+
+/* ---- replies ---- */
+
+static enum MHD_Result queue(struct conn *c, struct MHD_Connection *conn, int status, const char *type, void *data,
+                             size_t len)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, data, MHD_RESPMEM_MUST_FREE);
+    if (!r) {
+        free(data);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    c->status = status;
+    enum MHD_Result rc = MHD_queue_response(conn, (unsigned)status, r);
+    MHD_destroy_response(r);
+    return rc;
+}
+
+enum MHD_Result server_reply_text(struct conn *c, struct MHD_Connection *conn, int status, const char *type,
+                                  char *text, size_t len)
+{
+    return queue(c, conn, status, type, text, len);
+}
+
+enum MHD_Result server_reply_json(struct conn *c, struct MHD_Connection *conn, int status, json_t *json)
+{
+    char *s = json_dumps(json, JSON_COMPACT);
+    json_decref(json);
+    if (!s)
+        return MHD_NO;
+    return queue(c, conn, status, "application/json", s, strlen(s));
+}
+
+enum MHD_Result server_reply_error(struct conn *c, struct MHD_Connection *conn, const struct oai_error *err)
+{
+    return server_reply_json(c, conn, err->status, oai_error_json(err));
+}
+
+/* ---- the live-job list ---- */
+
+void server_job_attach(struct server *s, struct job *j)
+{
+    pthread_mutex_lock(&s->mu);
+    j->next_live = s->live;
+    s->live = j;
+    s->n_live++;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void server_job_detach(struct server *s, struct job *j)
+{
+    pthread_mutex_lock(&s->mu);
+    for (struct job **p = &s->live; *p; p = &(*p)->next_live)
+        if (*p == j) {
+            *p = j->next_live;
+            s->n_live--;
+            break;
+        }
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- routing ---- */
+
+struct route {
+    const char *path, *method;
+    int needs_key;
+};
+
+static const struct route ROUTES[] = {
+    {"/health", "GET", 0},           {"/metrics", "GET", 0},         {"/v1/models", "GET", 1},
+    {"/v1/chat/completions", "POST", 1}, {"/v1/completions", "POST", 1}, {"/tokenize", "POST", 1},
+    {"/detokenize", "POST", 1},
+};
+
+static int authorized(const struct server *s, struct MHD_Connection *conn)
+{
+    if (!s->o.api_key)
+        return 1;
+    const char *h = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+    if (!h || strncasecmp(h, "Bearer ", 7))
+        return 0;
+    h += 7;
+    while (*h == ' ')
+        h++;
+    /* same time whatever the mismatch position */
+    size_t n = strlen(s->o.api_key), m = strlen(h);
+    unsigned diff = (unsigned)(n != m);
+    for (size_t i = 0; i < m; i++)
+        diff |= (unsigned)(h[i] ^ s->o.api_key[n ? i % n : 0]);
+    return diff == 0;
+}
+
+/* JSON bodies only: a missing type is let through (curl -d without -H). */
+static int json_content(struct MHD_Connection *conn)
+{
+    const char *t = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
+    if (!t)
+        return 1;
+    while (*t == ' ')
+        t++;
+    size_t n = strcspn(t, "; ");
+    return (n == 16 && !strncasecmp(t, "application/json", 16)) || (n > 5 && !strncasecmp(t + n - 5, "+json", 5));
+}
+
+/* What can be refused from the headers alone: route, method, key, content
+ * type, announced length. Returns the route, or NULL with the refusal queued
+ * (*rc): a refusal before the body is read closes the connection without
+ * reading it, and answers an "Expect: 100-continue" without inviting it. */
+static const struct route *precheck(struct server *s, struct conn *c, struct MHD_Connection *conn, const char *url,
+                                    const char *method, enum MHD_Result *rc)
+{
+    const struct route *r = NULL;
+    int path_known = 0;
+    if (!strcmp(method, "HEAD"))
+        method = "GET"; /* the library sends the headers alone */
+    for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0]; i++)
+        if (!strcmp(url, ROUTES[i].path)) {
+            path_known = 1;
+            c->route = ROUTES[i].path;
+            if (!strcmp(method, ROUTES[i].method))
+                r = &ROUTES[i];
+        }
+    struct oai_error err;
+    if (!path_known)
+        oai_error_set(&err, 404, NULL, "no route %s", url);
+    else if (!r)
+        oai_error_set(&err, 405, NULL, "%s does not take %s", url, method);
+    else if (r->needs_key && !authorized(s, conn))
+        oai_error_set(&err, 401, NULL, "missing or wrong API key (Authorization: Bearer <key>)");
+    else if (!strcmp(r->method, "POST") && !json_content(conn))
+        oai_error_set(&err, 415, NULL, "the body must be JSON (Content-Type: application/json)");
+    else if (c->too_big)
+        oai_error_set(&err, 413, NULL, "the request body exceeds %zu bytes", s->o.max_body);
+    else if (s->draining && strcmp(r->path, "/metrics"))
+        oai_error_set(&err, 503, NULL, "the server is shutting down");
+    else
+        return r;
+    *rc = server_reply_error(c, conn, &err);
+    return NULL;
+}
+
+static enum MHD_Result dispatch(struct server *s, struct conn *c, struct MHD_Connection *conn, const char *url,
+                                const char *method)
+{
+    enum MHD_Result rc;
+    const struct route *r = precheck(s, c, conn, url, method, &rc);
+    if (!r)
+        return rc;
+    if (!strcmp(r->path, "/health"))
+        return route_health(s, c, conn);
+    if (!strcmp(r->path, "/metrics"))
+        return route_metrics(s, c, conn);
+    if (!strcmp(r->path, "/v1/models"))
+        return route_models(s, c, conn);
+    if (!strcmp(r->path, "/tokenize"))
+        return route_tokenize(s, c, conn);
+    if (!strcmp(r->path, "/detokenize"))
+        return route_detokenize(s, c, conn);
+    return route_completion(s, c, conn, strcmp(r->path, "/v1/completions") ? OAI_CHAT : OAI_COMPLETION);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
+                                  const char *version, const char *upload, size_t *upload_size, void **state)
+{
+    (void)version;
+    struct server *s = cls;
+    struct conn *c = *state;
+    if (!c) { /* the headers are in: refuse an announced oversized body before reading it */
+        c = xcalloc(1, sizeof *c);
+        c->arrived_at = clock_now();
+        c->route = "other";
+        *state = c;
+        const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+        const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+        const unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
+        c->too_big = announced > s->o.max_body;
+        /* A client that waits for "100 Continue", or announces a body far
+         * beyond the limit, is refused from the headers (the connection then
+         * closes unread). Others are read to the end (what is over the limit
+         * dropped), so that a client that writes its whole body before it
+         * reads hears the answer rather than a broken pipe. */
+        if ((expect && !strncasecmp(expect, "100-continue", 12)) || announced > 8 * (unsigned long long)s->o.max_body) {
+            enum MHD_Result rc;
+            return precheck(s, c, conn, url, method, &rc) ? MHD_YES : rc;
+        }
+        return MHD_YES;
+    }
+    if (c->status) { /* refused from the headers: whatever body comes is dropped */
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    if (*upload_size) {
+        c->received += *upload_size;
+        if (c->received > 8 * (unsigned long long)s->o.max_body)
+            return MHD_NO; /* an endless body: close */
+        if (!c->too_big && c->len + *upload_size > s->o.max_body)
+            c->too_big = 1;
+        if (!c->too_big) {
+            if (c->len + *upload_size + 1 > c->cap) {
+                c->cap = (c->len + *upload_size + 1) * 2;
+                if (c->cap > s->o.max_body + 1)
+                    c->cap = s->o.max_body + 1;
+                c->body = xrealloc(c->body, c->cap);
+            }
+            memcpy(c->body + c->len, upload, *upload_size);
+            c->len += *upload_size;
+        }
+        *upload_size = 0;
+        return MHD_YES;
+    }
+    return dispatch(s, c, conn, url, method);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **state, enum MHD_RequestTerminationCode code)
+{
+    (void)conn;
+    (void)code;
+    struct server *s = cls;
+    struct conn *c = *state;
+    if (!c)
+        return;
+    if (c->status)
+        metrics_request(s->metrics, c->route, c->status);
+    free(c->body);
+    free(c);
+    *state = NULL;
+}
+
+/* ---- lifecycle ---- */
+
+static int resolve(const char *host, int port, struct sockaddr_storage *ss, struct err *e)
+{
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
+    struct addrinfo *res = NULL;
+    char p[16];
+    snprintf(p, sizeof p, "%d", port);
+    int rc = getaddrinfo(host, p, &hints, &res);
+    if (rc || !res)
+        return err_set(e, "--host %s: %s", host, gai_strerror(rc));
+    memcpy(ss, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    return 0;
+}
+
+static int bound_port(struct MHD_Daemon *d)
+{
+    const union MHD_DaemonInfo *i = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+    return i ? i->port : 0;
+}
+
+/* Waits for SIGTERM / SIGINT (blocked by server_block_signals). */
+static int wait_for_signal(void)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    int sig = 0;
+    while (sigwait(&set, &sig))
+        ;
+    return sig;
+}
+
+/* SIGTERM: refuse new work, let in-flight requests finish (bounded). */
+static void drain(struct server *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->draining = 1;
+    pthread_mutex_unlock(&s->mu);
+    const double until = clock_now() + s->o.drain_seconds;
+    for (;;) {
+        struct engine_stats st;
+        engine_get_stats(s->eng, &st);
+        pthread_mutex_lock(&s->mu);
+        int live = s->n_live;
+        pthread_mutex_unlock(&s->mu);
+        if ((live == 0 && st.running == 0 && st.waiting == 0) || clock_now() > until)
+            break;
+        usleep(20000);
+    }
+    pthread_mutex_lock(&s->mu); /* whatever still waits ends now */
+    s->stopping = 1;
+    for (struct job *j = s->live; j; j = j->next_live) {
+        pthread_mutex_lock(&j->mu);
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+}
+
+int server_run(struct model *m, const struct tokenizer *tok, const struct chat_template *ct,
+               const struct engine_opts *eo, const struct server_opts *so, struct err *e)
+{
+    struct server s = {.m = m, .tok = tok, .ct = ct, .o = *so, .started = (long)time(NULL)};
+    pthread_mutex_init(&s.mu, NULL);
+    s.names[0] = so->served_name;
+    s.octx = (struct oai_context){.tok = tok, .ct = ct, .model_names = s.names, .n_model_names = 1,
+                                  .vocab_size = m->cfg.vocab_size, .max_n = 16, .max_stop = 16,
+                                  .max_stop_len = 256, .default_max_tokens = 1 << 20};
+    struct sockaddr_storage addr;
+    int rc = -1;
+    if (resolve(so->host, so->port, &addr, e))
+        goto done;
+    s.metrics = metrics_create(so->served_name);
+    if (!(s.eng = engine_create(m, tok, eo, job_on_event, &s, e)))
+        goto done;
+    struct engine_stats st;
+    engine_get_stats(s.eng, &st);
+    s.octx.max_context = st.max_context; /* what the engine made of --max-model-len */
+    s.daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                                    (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
+                                0, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
+                                MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_CONNECTION_LIMIT,
+                                (unsigned)so->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
+    if (!s.daemon) {
+        err_set(e, "cannot listen on %s:%d (in use, or not an address of this machine)", so->host, so->port);
+        goto done;
+    }
+    fprintf(stderr, "infer: serving %s on http://%s:%d\n", so->served_name, so->host, bound_port(s.daemon));
+    fflush(stderr);
+    int sig = wait_for_signal();
+    log_info("%s: finishing the requests in flight (at most %.0f s), then exiting", sig == SIGINT ? "SIGINT" : "SIGTERM",
+             so->drain_seconds);
+    drain(&s);
+    rc = 0;
+done:
+    if (s.daemon)
+        MHD_stop_daemon(s.daemon);
+    engine_destroy(s.eng);
+    metrics_free(s.metrics);
+    pthread_mutex_destroy(&s.mu);
+    return rc;
+}

@@ -1,0 +1,41 @@
+/* `infer serve`: an OpenAI-compatible HTTP server (libmicrohttpd, a thread
+ * per connection) in front of one engine. HTTP threads parse, validate,
+ * template and tokenize; they reach the engine only through engine_submit /
+ * engine_abort and its event callback (ARCHITECTURE.md §1–2). */
+#ifndef INFER_SERVER_SERVER_H
+#define INFER_SERVER_SERVER_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+#include "engine/engine.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+struct server_opts {
+    const char *host;        /* "127.0.0.1" */
+    int port;                /* 8000; 0 picks a free one (printed) */
+    const char *api_key;     /* NULL: no authentication */
+    const char *served_name; /* the "model" clients name */
+    int max_queued;          /* waiting requests beyond which new ones get 429 */
+    size_t max_body;         /* bytes of a request body (413 beyond) */
+    int max_connections;
+    double drain_seconds;    /* SIGTERM: how long in-flight requests may take to finish */
+};
+
+struct server_opts server_opts_default(void);
+
+/* Starts the engine and the HTTP server on a loaded model, prints
+ * "infer: serving <name> on http://host:port" to stderr once the port
+ * accepts connections, and runs until SIGTERM or SIGINT: then new requests
+ * get 503, in-flight ones finish (at most drain_seconds), and it returns 0.
+ * The caller must have blocked SIGTERM and SIGINT in every thread
+ * (server_block_signals before creating any). */
+int server_run(struct model *m, const struct tokenizer *tok, const struct chat_template *ct,
+               const struct engine_opts *eo, const struct server_opts *so, struct err *e);
+
+/* Blocks SIGTERM, SIGINT (and ignores SIGPIPE) in the calling thread and the
+ * threads it creates from now on. */
+void server_block_signals(void);
+
+#endif
