@@ -341,6 +341,11 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
                     "Prompt tokens found in the prefix cache.", g->prefix_hit_tokens);
     out_long_metric(&o, model, "infer_prefix_cache_queries_total", "counter",
                     "Prompt tokens looked up in the prefix cache.", g->prefix_lookup_tokens);
+    out_header(&o, "infer_prefix_cache_hit_rate", "gauge",
+               "Share of looked-up prompt tokens the prefix cache held, since start (0 before any lookup).");
+    format_double(num, sizeof num,
+                  g->prefix_lookup_tokens > 0 ? (double)g->prefix_hit_tokens / g->prefix_lookup_tokens : 0.0);
+    out_printf(&o, "infer_prefix_cache_hit_rate{model_name=\"%s\"} %s\n", model, num);
     out_long_metric(&o, model, "infer_graph_replays_total", "counter",
                     "Engine steps run as a CUDA graph replay.", g->graph_replays);
     out_long_metric(&o, model, "infer_eager_steps_total", "counter", "Engine steps run eagerly.",

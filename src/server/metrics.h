@@ -20,7 +20,8 @@ enum metrics_hist {
 struct metrics_gauges {
     int running, waiting;            /* infer_num_requests_running / _waiting */
     int kv_blocks_used, kv_blocks_total; /* infer_kv_cache_blocks_used / _total, and infer_kv_cache_usage_perc */
-    long prefix_hit_tokens, prefix_lookup_tokens; /* infer_prefix_cache_hits_total / _queries_total (tokens) */
+    long prefix_hit_tokens, prefix_lookup_tokens; /* infer_prefix_cache_hits_total / _queries_total (tokens),
+                                                     and their ratio infer_prefix_cache_hit_rate */
     long graph_replays, eager_steps;  /* infer_graph_replays_total / infer_eager_steps_total */
 };
 

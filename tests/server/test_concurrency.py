@@ -123,3 +123,46 @@ def test_sigterm_finishes_the_stream_then_exits(tiny_gguf):
                    and json.loads(line[6:])["choices"][0]["text"])
     assert n_tokens >= 160  # the whole answer, not cut at the signal (a few chunks may hold no text)
     assert s.stop(timeout=600) == 0
+
+
+def test_queue_full_is_429(tiny_gguf):
+    """One sequence at a time and one waiting: a third request is refused with 429 while the first
+    runs and the second waits, and served again once they are gone."""
+    s = Server(tiny_gguf, name="tiny", extra=["--max-num-seqs", "1", "--max-queued-requests", "1"])
+    u = urlparse(s.url)
+    long_body = json.dumps({"model": s.name, "prompt": "Once upon a time", "max_tokens": 1000, "temperature": 0,
+                            "stream": True, "ignore_eos": True})
+    held = []
+    try:
+        for gauge in ("infer_num_requests_running", "infer_num_requests_waiting"):  # one runs, then one waits
+            conn = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+            conn.request("POST", "/v1/completions", long_body, {"Content-Type": "application/json"})
+            held.append(conn)
+            deadline = time.time() + 30
+            while metric(s.url, gauge) < 1 and time.time() < deadline:
+                time.sleep(0.05)
+            assert metric(s.url, gauge) == 1, gauge
+        try:
+            urllib.request.urlopen(urllib.request.Request(
+                s.url + "/v1/completions", data=json.dumps({"model": s.name, "prompt": "x", "max_tokens": 1}).encode(),
+                headers={"Content-Type": "application/json"}), timeout=30)
+            raise AssertionError(f"a request beyond the queue limit was accepted (waiting "
+                                 f"{metric(s.url, 'infer_num_requests_waiting')}, running "
+                                 f"{metric(s.url, 'infer_num_requests_running')})")
+        except urllib.error.HTTPError as e:
+            assert e.code == 429
+            assert json.loads(e.read())["error"]["type"] == "rate_limit_error"
+        for conn in held:  # hang up: both requests are aborted and their blocks freed
+            conn.sock.shutdown(2)
+            conn.close()
+        deadline = time.time() + 60
+        while (metric(s.url, "infer_num_requests_running") or metric(s.url, "infer_num_requests_waiting")) \
+                and time.time() < deadline:
+            time.sleep(0.1)
+        r = urllib.request.urlopen(urllib.request.Request(
+            s.url + "/v1/completions", data=json.dumps({"model": s.name, "prompt": "x", "max_tokens": 2}).encode(),
+            headers={"Content-Type": "application/json"}), timeout=60)
+        assert json.loads(r.read())["usage"]["completion_tokens"] == 2
+        assert metric(s.url, "infer_kv_cache_blocks_used") == 0
+    finally:
+        assert s.stop() == 0, open(s.log.name).read()[-3000:]

@@ -26,6 +26,7 @@ static const char *const families[][2] = {
     {"infer_kv_cache_usage_perc", "gauge"},
     {"infer_prefix_cache_hits_total", "counter"},
     {"infer_prefix_cache_queries_total", "counter"},
+    {"infer_prefix_cache_hit_rate", "gauge"},
     {"infer_graph_replays_total", "counter"},
     {"infer_eager_steps_total", "counter"},
     {"infer_time_to_first_token_seconds", "histogram"},
@@ -222,6 +223,7 @@ Test(metrics, counters_histograms_and_gauges)
         {"prompt_tokens_total", 15},   {"generation_tokens_total", 4},  {"num_requests_running", 3},
         {"num_requests_waiting", 5},   {"kv_cache_blocks_used", 25},    {"kv_cache_blocks_total", 100},
         {"kv_cache_usage_perc", 0.25}, {"prefix_cache_hits_total", 40}, {"prefix_cache_queries_total", 160},
+        {"prefix_cache_hit_rate", 0.25},
         {"graph_replays_total", 7},    {"eager_steps_total", 2}};
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++)
         cr_assert_eq(value(text, "infer_%s{model_name=\"llama\"}", scalars[i].name), scalars[i].want, "%s",
