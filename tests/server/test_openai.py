@@ -152,3 +152,20 @@ def test_api_key(tiny_gguf):
             assert h.status == 200
     finally:
         assert s.stop() == 0
+
+
+def test_readme_demo_answers(real_gguf):
+    """The README's main command (scripts/demo): the default model served, asked for the capital
+    of France, answers Paris; the server then exits cleanly."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import INFER, ROOT
+
+    env = dict(os.environ, INFER=INFER, PYTHON=sys.executable)  # the demo fetches (here: finds) the model itself
+    p = subprocess.run(["bash", os.path.join(ROOT, "scripts", "demo")], capture_output=True, text=True, env=env,
+                       timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    assert "Answer: Paris\n" in p.stdout, p.stdout
+    assert "tokens/s" in p.stdout
