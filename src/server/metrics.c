@@ -172,6 +172,16 @@ static void out_long_metric(struct out *o, const char *model, const char *name, 
     out_printf(o, "%s{model_name=\"%s\"} %ld\n", name, model, v);
 }
 
+/* A gauge of part / whole (0 when whole is 0). */
+static void out_ratio_metric(struct out *o, const char *model, const char *name, const char *help, double part,
+                             double whole)
+{
+    char num[40];
+    out_header(o, name, "gauge", help);
+    format_double(num, sizeof num, whole > 0 ? part / whole : 0.0);
+    out_printf(o, "%s{model_name=\"%s\"} %s\n", name, model, num);
+}
+
 /* Whether s is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
 static int valid_utf8(const unsigned char *s)
 {
@@ -332,20 +342,15 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
                     g->kv_blocks_used);
     out_long_metric(&o, model, "infer_kv_cache_blocks_total", "gauge", "KV cache blocks in the pool.",
                     g->kv_blocks_total);
-    out_header(&o, "infer_kv_cache_usage_perc", "gauge",
-               "Fraction of KV cache blocks in use (1 means 100 percent).");
-    format_double(num, sizeof num,
-                  g->kv_blocks_total > 0 ? (double)g->kv_blocks_used / g->kv_blocks_total : 0.0);
-    out_printf(&o, "infer_kv_cache_usage_perc{model_name=\"%s\"} %s\n", model, num);
+    out_ratio_metric(&o, model, "infer_kv_cache_usage_perc", "Fraction of KV cache blocks in use (1 means 100 percent).",
+                     g->kv_blocks_used, g->kv_blocks_total);
     out_long_metric(&o, model, "infer_prefix_cache_hits_total", "counter",
                     "Prompt tokens found in the prefix cache.", g->prefix_hit_tokens);
     out_long_metric(&o, model, "infer_prefix_cache_queries_total", "counter",
                     "Prompt tokens looked up in the prefix cache.", g->prefix_lookup_tokens);
-    out_header(&o, "infer_prefix_cache_hit_rate", "gauge",
-               "Share of looked-up prompt tokens the prefix cache held, since start (0 before any lookup).");
-    format_double(num, sizeof num,
-                  g->prefix_lookup_tokens > 0 ? (double)g->prefix_hit_tokens / g->prefix_lookup_tokens : 0.0);
-    out_printf(&o, "infer_prefix_cache_hit_rate{model_name=\"%s\"} %s\n", model, num);
+    out_ratio_metric(&o, model, "infer_prefix_cache_hit_rate",
+                     "Share of looked-up prompt tokens the prefix cache held, since start (0 before any lookup).",
+                     (double)g->prefix_hit_tokens, (double)g->prefix_lookup_tokens);
     out_long_metric(&o, model, "infer_graph_replays_total", "counter",
                     "Engine steps run as a CUDA graph replay.", g->graph_replays);
     out_long_metric(&o, model, "infer_eager_steps_total", "counter", "Engine steps run eagerly.",
