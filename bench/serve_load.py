@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Load generator for `infer serve` (issue 8's benchmark): N streaming chat requests at a fixed
+"""Load generator for `infer serve`: N streaming chat requests at a fixed
 concurrency against /v1/chat/completions, standard library only (the GPU machine has no extra
 packages). Per request it records the time to the first content chunk (TTFT), the gaps between
 content chunks (inter-token latency: one token per chunk as the server streams them), the end-to-

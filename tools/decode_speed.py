@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Decode speed through the engine (issue 6): for each batch size B, B
+"""Decode speed through the engine: for each batch size B, B
 requests of a 32-token random prompt and 256 greedy output tokens (eos
 ignored) submitted at once to `infer generate --input`, under each
 --cuda-graph-mode; prints output tokens per second (engine time, from the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The engine's batching test on a GPU (issue 5): 64 greedy requests of mixed
+"""The engine's batching test on a GPU: 64 greedy requests of mixed
 prompt (1-300 tokens) and output lengths, all at once through `infer generate
 --input` with chunked prefill and a KV pool small enough to force preemption,
 must give every request exactly the tokens it gives alone (the same file run
@@ -13,7 +13,7 @@ cache hits.
 The batched runs replay CUDA graphs (--graph: one batched run per mode of
 a comma-separated list, default decode), the alone run is eager
 (--alone-graph none), so the test also holds every graph mode to eager
-exactly (issue 6). --transitions swaps the workload for 8 requests whose
+exactly. --transitions swaps the workload for 8 requests whose
 output lengths leave 8, then 5, then 3 sequences running (batch-size
 buckets crossed on the way down).
 

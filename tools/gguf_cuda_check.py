@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The embedded default model on the GPU (issue 7): the 5 chat prompts of the golden fixture
+"""The embedded default model on the GPU: the 5 chat prompts of the golden fixture
 (tests/fixtures/gguf_golden), each run alone with `--chat --prompt` through the engine on CUDA
 (graphs on: the default full mode, and also --cuda-graph-mode none), must give the same greedy
 tokens as the CPU backend and as transformers. Where a run departs, the logits of the step where

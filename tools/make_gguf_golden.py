@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Golden greedy outputs of the embedded default model (Gemma 3 270M, GGUF Q4_K_M) from Hugging
-Face transformers, for tests/parity/test_gguf_generate.py (issue 7). Runs where torch is (the GPU
+Face transformers, for tests/parity/test_gguf_generate.py. Runs where torch is (the GPU
 machine; CPU is fine too: the model is small).
 
 Which weights transformers runs: the GGUF's tensors dequantised by the Python `gguf` package,

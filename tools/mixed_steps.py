@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Mixed-step benchmark (issue 6): 32 sequences decoding 256 tokens each
+"""Mixed-step benchmark: 32 sequences decoding 256 tokens each
 while new 512-token prompts keep arriving: with --max-num-seqs 33 one slot is
 left for them, each prompt takes 4 output tokens, so every 4th step is a
 mixed step (32 decode rows + a 512-token prefill) and the others are decode

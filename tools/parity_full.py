@@ -6,7 +6,7 @@ For each config: `infer mkmodel` (random bf16 weights), then transformers
 window) and DECODE_STEPS greedy steps with its KV cache; `infer logits
 --device cuda` runs the same ids (the prompt as prefill, the greedy tokens as
 decode steps). Per row: rel err = max|ours - hf| / max|hf|; top-1 agreement
-over all rows. Bounds (issue 4): rel err <= 2e-2, top-1 >= 99%.
+over all rows. Bounds: rel err <= 2e-2, top-1 >= 99%.
 To show how much of the difference is bf16 rounding itself, transformers is
 also run in float32 on the same ids, and both bf16 results are compared
 with it.

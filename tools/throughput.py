@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Offline throughput (issue 5): N requests of P random prompt tokens and O
+"""Offline throughput: N requests of P random prompt tokens and O
 output tokens each (greedy, eos ignored), all submitted at once to `infer
 generate --input` on CUDA, against Hugging Face transformers' batched
 generate on the same checkpoint (bf16, static batches, the same token

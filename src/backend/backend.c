@@ -1,4 +1,4 @@
-/* Backend selection by name. */
+/* Backend selection by name, and the metadata layout every backend shares. */
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
@@ -13,6 +13,43 @@ const char *mem_region_name(enum mem_region r)
 {
     static const char *names[MEM_REGION_COUNT] = {"weights", "workspace", "metadata", "kv cache"};
     return r < MEM_REGION_COUNT ? names[r] : "?";
+}
+
+void meta_layout_init(struct meta_layout *l, const struct meta_caps *caps)
+{
+    CHECK(caps->max_tokens > 0 && caps->max_seqs > 0 && caps->max_blocks_per_seq > 0 && caps->max_logits > 0);
+    const size_t T = (size_t)caps->max_tokens, S = (size_t)caps->max_seqs;
+    *l = (struct meta_layout){.caps = *caps};
+    l->positions = l->token_ids + T;
+    l->slot_mapping = l->positions + T;
+    l->seq_of_token = l->slot_mapping + T;
+    l->query_start = l->seq_of_token + T;
+    l->kv_len = l->query_start + S + 1;
+    l->logit_rows = l->kv_len + S;
+    l->block_tables = l->logit_rows + (size_t)caps->max_logits;
+    l->n_ints = l->block_tables + S * (size_t)caps->max_blocks_per_seq;
+}
+
+size_t meta_layout_ints(const struct meta_layout *l, int n_seqs)
+{
+    return l->block_tables + (size_t)n_seqs * (size_t)l->caps.max_blocks_per_seq;
+}
+
+struct fwd_meta meta_layout_point(const struct meta_layout *l, const int32_t *base, int n_tokens, int n_seqs,
+                                  int n_logits)
+{
+    return (struct fwd_meta){.n_tokens = n_tokens,
+                             .n_seqs = n_seqs,
+                             .n_logits = n_logits,
+                             .max_blocks_per_seq = l->caps.max_blocks_per_seq,
+                             .token_ids = base + l->token_ids,
+                             .positions = base + l->positions,
+                             .slot_mapping = base + l->slot_mapping,
+                             .seq_of_token = base + l->seq_of_token,
+                             .query_start = base + l->query_start,
+                             .kv_len = base + l->kv_len,
+                             .logit_rows = base + l->logit_rows,
+                             .block_tables = base + l->block_tables};
 }
 
 int backend_kind_parse(const char *name, enum backend_kind *kind, struct err *e)

@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "backend/sample_seen.h"
-#include "backend/sampling.h"
+#include "sampling/sample_seen.h"
+#include "sampling/sampling.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -31,30 +31,58 @@ struct weight {
     int64_t cols;
 };
 
-/* One step's flat batch, in host memory (the step builder's output).
- * Tokens of one sequence are contiguous; sequence s owns rows
- * [query_start[s], query_start[s+1]). */
-struct fwd_batch {
-    int n_tokens;
-    int n_seqs;
-    int n_logits;            /* rows that need logits */
-    int max_blocks_per_seq;  /* row stride of block_tables */
+/* A step's metadata as kernels read it: the counts, and pointers into the
+ * backend's metadata buffer. Tokens of one sequence are contiguous;
+ * sequence s owns rows [query_start[s], query_start[s+1]). */
+struct fwd_meta {
+    int n_tokens, n_seqs, n_logits, max_blocks_per_seq;
     const int32_t *token_ids;    /* [n_tokens] */
     const int32_t *positions;    /* [n_tokens] position of each token in its sequence */
     const int32_t *slot_mapping; /* [n_tokens] KV slot (block * block_size + offset), -1 = no write */
     const int32_t *seq_of_token; /* [n_tokens] which sequence each row belongs to */
     const int32_t *query_start;  /* [n_seqs + 1] */
     const int32_t *kv_len;       /* [n_seqs] tokens in the cache after this step's writes */
+    const int32_t *logit_rows;   /* [n_logits] rows whose logits are computed */
     const int32_t *block_tables; /* [n_seqs, max_blocks_per_seq] */
-    const int32_t *logit_rows;   /* [n_logits] rows whose logits are computed, ascending */
-    int skip_argmax;             /* the caller samples the logits itself: no argmax (~30 us a step) */
 };
 
-/* The same fields, pointing into backend memory (what kernels read). */
-struct fwd_meta {
-    int n_tokens, n_seqs, n_logits, max_blocks_per_seq;
-    const int32_t *token_ids, *positions, *slot_mapping, *seq_of_token, *query_start, *kv_len,
-        *block_tables, *logit_rows;
+/* Capacities of a metadata buffer. */
+struct meta_caps {
+    int max_tokens;
+    int max_seqs;
+    int max_blocks_per_seq;
+    int max_logits;
+};
+
+/* Where each field of a step's metadata sits in a metadata buffer, in int32
+ * elements: the same in the host staging that the step builder writes and
+ * in the device copy that kernels read. Per-token arrays first, then the
+ * per-sequence ones and the logit rows, and the block tables last, so that a
+ * step of S sequences lives in one prefix of the buffer and uploads with
+ * one copy of meta_layout_ints(S) elements. */
+struct meta_layout {
+    struct meta_caps caps;
+    size_t token_ids, positions, slot_mapping, seq_of_token; /* [max_tokens] each */
+    size_t query_start;                                      /* [max_seqs + 1] */
+    size_t kv_len;                                           /* [max_seqs] */
+    size_t logit_rows;                                       /* [max_logits] */
+    size_t block_tables;                                     /* [max_seqs, max_blocks_per_seq] */
+    size_t n_ints;                                           /* the whole buffer */
+};
+
+void meta_layout_init(struct meta_layout *l, const struct meta_caps *caps);
+/* Elements from the start of the buffer that a step of n_seqs sequences uses. */
+size_t meta_layout_ints(const struct meta_layout *l, int n_seqs);
+/* The fwd_meta of a step of these counts over the buffer at base. */
+struct fwd_meta meta_layout_point(const struct meta_layout *l, const int32_t *base, int n_tokens, int n_seqs,
+                                  int n_logits);
+
+/* A metadata buffer: host staging (pinned on CUDA) and the device copy
+ * kernels read (the staging itself on the CPU). */
+struct meta_buffer {
+    struct meta_layout layout;
+    int32_t *host;
+    int32_t *device;
 };
 
 /* One layer's paged KV cache: k and v are [n_blocks, block_size, n_kv_heads,
@@ -84,15 +112,7 @@ enum mem_region {
 
 const char *mem_region_name(enum mem_region r);
 
-/* Capacities of the fixed metadata buffers a backend keeps for batch_upload. */
-struct meta_caps {
-    int max_tokens;
-    int max_seqs;
-    int max_blocks_per_seq;
-    int max_logits;
-};
-
-/* One logits row's sampling inputs for the sample op (host memory). */
+/* One logits row's sampling inputs for the sampler ops (host memory). */
 struct sample_row {
     const struct sampling_params *params; /* its logit_bias list included */
     uint64_t step;                        /* the RNG counter, as sample_token's step */
@@ -110,10 +130,14 @@ struct backend_ops {
      * out of it, so nothing is allocated after start-up; the CPU backend
      * allocates per call and ignores reserve. alloc is for start-up only;
      * NULL + e (naming the region) when the region or the device is full.
-     * free releases per-call allocations; carved memory goes with the backend. */
+     * free releases per-call allocations; carved memory goes with its region. */
     int (*reserve)(struct backend *be, enum mem_region region, size_t bytes, struct err *e);
     void *(*alloc)(struct backend *be, enum mem_region region, size_t bytes, struct err *e);
     void (*free)(struct backend *be, void *p);
+    /* Gives a region's slabs back (CUDA; nothing on the CPU): everything
+     * carved from it must be dead, so a backend serves one runner at a time
+     * (bench and tests create several in turn). */
+    void (*release)(struct backend *be, enum mem_region region);
     /* Device memory free and total (CPU: 0, 0). */
     void (*mem_info)(struct backend *be, size_t *free_bytes, size_t *total_bytes);
     /* Makes a host tensor usable as a weight: the CPU backend may keep host
@@ -128,21 +152,22 @@ struct backend_ops {
                                 struct err *e);
     int (*copy_to_device)(struct backend *be, void *dst, const void *src, size_t bytes, struct err *e);
     int (*copy_to_host)(struct backend *be, void *dst, const void *src, size_t bytes, struct err *e);
-    /* Sizes the fixed metadata buffers (start-up; CUDA carves them from the
-     * metadata region, which it reserves itself). */
-    int (*meta_init)(struct backend *be, const struct meta_caps *caps, struct err *e);
-    /* Copies a step's metadata into the backend's fixed buffers (one
-     * host-to-device copy on CUDA); fails when it exceeds the capacities. */
-    int (*batch_upload)(struct backend *be, const struct fwd_batch *b, struct fwd_meta *m, struct err *e);
-    /* Only the host half of batch_upload: the step's metadata into the
-     * staging its copy reads, so a replayed graph (which holds that copy)
-     * runs on this step (NULL where there are no graphs). */
-    int (*batch_stage)(struct backend *be, const struct fwd_batch *b, struct err *e);
     int (*synchronize)(struct backend *be, struct err *e);
+
+    /* Step metadata. meta_init sizes a buffer for caps at start-up (CUDA:
+     * pinned staging and a device copy in the metadata region, which it
+     * reserves itself); meta_free releases it. meta_upload queues the copy
+     * of the staging's first meta_layout_ints(n_seqs) elements to the device
+     * (one copy, of a size fixed by n_seqs, so a captured graph can hold it)
+     * and gives the step's fwd_meta. */
+    int (*meta_init)(struct backend *be, const struct meta_caps *caps, struct meta_buffer *mb, struct err *e);
+    void (*meta_free)(struct backend *be, struct meta_buffer *mb);
+    int (*meta_upload)(struct backend *be, const struct meta_buffer *mb, int n_tokens, int n_seqs, int n_logits,
+                       struct fwd_meta *m, struct err *e);
 
     /* CUDA graphs (NULL where unsupported): the ops queued between
      * graph_begin and graph_end become a graph that graph_replay launches
-     * with one call. Start-up and measurement only in this issue. */
+     * with one call. */
     int (*graph_begin)(struct backend *be, struct err *e);
     int (*graph_end)(struct backend *be, void **graph, struct err *e);
     int (*graph_replay)(struct backend *be, void *graph, struct err *e);
@@ -200,27 +225,20 @@ struct backend_ops {
     /* f32 logits[n_rows, w.rows] = x . w^T, then tanh soft-cap if softcap > 0 */
     void (*logits)(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows,
                    float softcap);
-    /* out[r] = argmax over logits[r] (lowest index wins ties) */
-    void (*argmax)(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols);
 
-    /* Sampling on the backend (NULL where it has none: the caller downloads
-     * the logits and runs sample_token). sample_init sizes the fixed buffers
-     * once, at start-up (max_rows rows of vocab logits; before the KV cache
-     * takes the rest of the memory). sample draws one token per row of
-     * logits[n_rows, vocab] (f32, backend memory, left unchanged) with
-     * sample_token's semantics and writes out[n_rows] (host memory); it
-     * returns when out is written. -1 with e set when the call exceeds what
+    /* The sampler: one token per row of logits[rows, vocab] (f32, backend
+     * memory, left unchanged) with sample_token's semantics, in three parts
+     * so that a captured graph can hold the draw. sample_init sizes the
+     * fixed buffers at start-up (max_rows rows of vocab logits; again to
+     * resize). sample_stage takes the step's rows (host memory, valid until
+     * sample_finish), padded up to pad_rows with greedy rows whose draws are
+     * ignored, and queues whatever varies in size; sample_enqueue queues the
+     * draw of pad_rows rows and the download of their results, touching
+     * only fixed addresses (capturable); sample_finish waits and writes
+     * out[n_rows] (host memory). -1 with e set when a call exceeds what
      * sample_init sized, or a row has more than SAMPLE_MAX_SEEN seen tokens
-     * or SAMPLE_MAX_BIAS biases (the caller then samples on the host). */
+     * or SAMPLE_MAX_BIAS biases (the caller then samples it on the host). */
     int (*sample_init)(struct backend *be, int max_rows, int vocab, struct err *e);
-    int (*sample)(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
-                  struct sample_result *out, struct err *e);
-    /* sample in three parts, so that a captured graph can hold the draw
-     * (NULL where the backend has no graphs): sample_stage takes the rows
-     * (padded up to pad_rows with greedy rows whose draws are ignored) and
-     * queues whatever varies in size; sample_enqueue queues the draw of
-     * pad_rows rows and the download of their results, touching only fixed
-     * addresses (capturable); sample_finish waits and writes out[n_rows]. */
     int (*sample_stage)(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
                         struct err *e);
     int (*sample_enqueue)(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e);

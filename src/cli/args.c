@@ -4,14 +4,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A numeric option's value before parsing is its default: shown unless the
+ * help text already speaks of it. */
+static void print_default(FILE *f, const struct cli_opt *o)
+{
+    if (strstr(o->help, "(default") || strstr(o->help, "; default") || o->required)
+        return;
+    if (o->type == CLI_OPT_INT)
+        fprintf(f, " (default %d)", *(const int *)o->dst);
+    else if (o->type == CLI_OPT_U64)
+        fprintf(f, " (default %llu)", (unsigned long long)*(const uint64_t *)o->dst);
+    else if (o->type == CLI_OPT_DOUBLE)
+        fprintf(f, " (default %g)", *(const double *)o->dst);
+    else if (o->type == CLI_OPT_STRING && *(const char *const *)o->dst)
+        fprintf(f, " (default %s)", *(const char *const *)o->dst);
+}
+
 void cli_usage(FILE *f, const char *cmd, const struct cli_opt *opts, int n_opts)
 {
     fprintf(f, "usage: infer %s [options]\n", cmd);
     for (int i = 0; i < n_opts; i++) {
         const char *arg = opts[i].type == CLI_OPT_FLAG ? "" : opts[i].type == CLI_OPT_STRING ? " S" : " N";
         int pad = 24 - (int)(strlen(opts[i].name) + strlen(arg));
-        fprintf(f, "  --%s%s%*s%s%s\n", opts[i].name, arg, pad > 2 ? pad : 2, "", opts[i].help,
-                opts[i].required ? " (required)" : "");
+        fprintf(f, "  --%s%s%*s%s", opts[i].name, arg, pad > 2 ? pad : 2, "", opts[i].help);
+        print_default(f, &opts[i]);
+        fprintf(f, "%s\n", opts[i].required ? " (required)" : "");
     }
 }
 
@@ -91,6 +108,15 @@ int cli_parse(int argc, char **argv, const char *cmd, struct cli_opt *opts, int 
     for (int j = 0; j < n_opts; j++)
         if (opts[j].required && !opts[j].seen)
             return err_set(e, "infer %s: --%s is required (see infer %s --help)", cmd, opts[j].name, cmd);
+    return 0;
+}
+
+int cli_given(const struct cli_opt *opts, int n_opts, const char *name)
+{
+    for (int i = 0; i < n_opts; i++)
+        if (!strcmp(opts[i].name, name))
+            return opts[i].seen;
+    CHECK(!"cli_given: no such option");
     return 0;
 }
 

@@ -24,6 +24,9 @@ struct cli_opt {
 int cli_parse(int argc, char **argv, const char *cmd, struct cli_opt *opts, int n_opts, struct err *e);
 void cli_usage(FILE *f, const char *cmd, const struct cli_opt *opts, int n_opts);
 
+/* Whether the option named name was given on the command line. */
+int cli_given(const struct cli_opt *opts, int n_opts, const char *name);
+
 /* Parses "1,2,3" into a malloc'ed array (caller frees). */
 int cli_parse_int_list(const char *s, const char *flag, int32_t **out, int *n, struct err *e);
 

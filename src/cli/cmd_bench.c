@@ -1,135 +1,203 @@
-/* infer bench --model DIR [--device cuda] [--prompt-len P] [--decode-steps S]
- * Single-sequence speed: prefill of a P-token prompt (wall time, and model
- * FLOPs 2 * parameters * P per second), S greedy decode steps (wall time per
- * step, median), and, where the backend can capture graphs, the GPU time of
- * one decode step replayed as a graph (no launch gaps: the sum of its
- * kernel times), against the weight-read floor (weight bytes / 3.02 TB/s,
- * the H100 copy bandwidth measured in GPU.md). */
+/* infer bench --model M [--batch 1,8,32,128] [--input-len 32] [--output-len 256] [--prompt-len 512]
+ *             [model and engine flags]
+ * Speed through the engine, the path `serve` runs (graphs and the draw
+ * inside them as configured), one JSON line per measurement:
+ * - decode, for each batch B: B requests of input-len random tokens and
+ *   output-len greedy tokens (eos ignored) submitted at once to a fresh
+ *   engine; output tokens per second from the engine's ready to its last
+ *   token (what tools/decode_speed.py measures), and the time of one step
+ *   after the first token, against the weight-read floor (weight bytes /
+ *   3.02 TB/s, the H100 copy bandwidth measured in GPU.md);
+ * - prefill: one request of prompt-len random tokens and one output token,
+ *   after a warm-up request of other tokens: time to the first token, in
+ *   tokens and model FLOPs (2 * parameters * tokens) per second.
+ * Unless given, --max-num-seqs is the batch and --max-model-len the
+ * workload's longest sequence rounded up to 512. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/engine_flags.h"
+#include "cli/model_flags.h"
 #include "core/clock.h"
 #include "core/rng.h"
-#include "engine/seq_runner.h"
 
 #define H100_COPY_BYTES_PER_S 3.02e12
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
+/* What the engine's events tell a run. */
+struct run_clock {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int finished, expected, aborted;
+    double first_token, last_token; /* clock_now() */
+};
 
-/* GPU time of one decode step: capture it, replay it reps times back to
- * back; then the host time of one replay's launch, each launched alone. */
-static int graph_step_ms(struct seq_runner *r, int32_t token, int reps, double *ms, double *launch_us,
-                         struct err *e)
+static void on_event(void *ctx, const struct engine_event *ev)
 {
-    struct backend *be = r->m->be;
-    struct fwd_batch b;
-    void *g = NULL;
-    if (seq_runner_prepare_step(r, &token, &b, e) || model_forward(r->m, &r->ws, &r->kv, &b, e) ||
-        be->ops->synchronize(be, e) || be->ops->graph_begin(be, e))
-        return -1;
-    int rc = model_forward(r->m, &r->ws, &r->kv, &b, e);
-    if (be->ops->graph_end(be, &g, e) || rc)
-        return -1;
-    rc = be->ops->graph_replay(be, g, e) || be->ops->synchronize(be, e);
-    double t0 = clock_now();
-    for (int i = 0; i < reps && !rc; i++)
-        rc = be->ops->graph_replay(be, g, e);
-    rc = rc || be->ops->synchronize(be, e);
-    *ms = (clock_now() - t0) * 1e3 / reps;
-    double launch = 0;
-    for (int i = 0; i < reps && !rc; i++) {
-        const double s = clock_now();
-        rc = be->ops->graph_replay(be, g, e);
-        launch += clock_now() - s;
-        rc = rc || be->ops->synchronize(be, e);
+    struct run_clock *c = ctx;
+    pthread_mutex_lock(&c->mu);
+    if (ev->has_token) {
+        c->last_token = clock_now();
+        if (c->first_token == 0)
+            c->first_token = c->last_token;
     }
-    *launch_us = launch * 1e6 / reps;
-    be->ops->graph_free(be, g);
-    return rc ? -1 : 0;
+    if (ev->finished) {
+        c->aborted |= ev->finish == FINISH_REASON_ABORT;
+        if (++c->finished == c->expected)
+            pthread_cond_signal(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
 }
 
-static int run_bench(struct model *m, int prompt_len, int steps, double mem_util, struct err *e)
+struct run_result {
+    double ready_to_last, submit_to_first, first_to_last; /* seconds */
+    struct engine_stats stats;
+};
+
+/* n requests of prompt_len random tokens (the stream seed picks them) and
+ * output_len tokens each, at once, through a fresh engine. */
+static int run_once(struct model *m, const struct engine_opts *o, int n, int prompt_len, int output_len,
+                    uint64_t seed, struct run_result *res, struct err *e)
 {
-    struct seq_runner r;
-    struct seq_runner_opts ro = {prompt_len + steps + 8, prompt_len, 1, 16, mem_util};
-    if (seq_runner_init_opts(&r, m, &ro, e))
-        return -1;
-    int32_t *ids = xmalloc((size_t)prompt_len * sizeof *ids);
+    struct run_clock c = {.expected = n};
+    pthread_mutex_init(&c.mu, NULL);
+    pthread_cond_init(&c.cv, NULL);
+    int32_t *prompts = xmalloc((size_t)n * prompt_len * sizeof *prompts);
     struct rng g;
-    rng_seed(&g, 42, 0, 0);
-    for (int i = 0; i < prompt_len; i++)
-        ids[i] = (int32_t)(rng_next(&g) % (uint64_t)m->cfg.vocab_size);
-    int32_t next;
-    int rc = seq_runner_feed(&r, ids, prompt_len, 0, NULL, &next, e); /* warm-up: plans, caches */
-    seq_runner_reset(&r);
-    double t0 = clock_now();
-    rc = rc || seq_runner_feed(&r, ids, prompt_len, 0, NULL, &next, e);
-    double prefill_s = clock_now() - t0;
-    double *step = xmalloc((size_t)(steps > 0 ? steps : 1) * sizeof *step);
-    for (int i = 0; i < steps && !rc; i++) {
-        double s = clock_now();
-        rc = seq_runner_feed(&r, &next, 1, 0, NULL, &next, e);
-        step[i] = (clock_now() - s) * 1e3;
+    rng_seed(&g, seed, 0, 0);
+    for (int i = 0; i < n * prompt_len; i++)
+        prompts[i] = (int32_t)(rng_next(&g) % (uint64_t)m->cfg.vocab_size);
+    struct engine *eng = engine_create(m, NULL, o, on_event, &c, e);
+    const double ready = clock_now(); /* the KV cache is sized and the graphs captured */
+    int rc = eng ? 0 : -1;
+    for (int i = 0; i < n && !rc; i++) {
+        const struct engine_request req = {.prompt = prompts + (size_t)i * prompt_len,
+                                           .n_prompt = prompt_len,
+                                           .max_tokens = output_len,
+                                           .n = 1,
+                                           .sampling = sampling_params_default(),
+                                           .ignore_eos = 1};
+        rc = engine_submit(eng, &req, e) > 0 ? 0 : -1;
     }
-    double graph_ms = 0, launch_us = 0;
-    int have_graph = m->be->ops->graph_begin != NULL;
-    if (!rc && have_graph)
-        rc = graph_step_ms(&r, next, 100, &graph_ms, &launch_us, e);
     if (!rc) {
-        qsort(step, (size_t)steps, sizeof *step, cmp_double);
-        int64_t params = model_config_count_params(&m->cfg);
-        double bytes = (double)params * (double)dtype_size(m->be->act_dtype);
-        double floor_ms = bytes / H100_COPY_BYTES_PER_S * 1e3;
-        double med = steps > 0 ? step[steps / 2] : 0;
-        printf("{\"model\": \"%s\", \"device\": \"%s\", \"prompt_len\": %d, \"prefill_ms\": %.3f, "
-               "\"prefill_tflops\": %.1f, \"decode_steps\": %d, \"decode_wall_ms\": %.3f, \"decode_tok_s\": %.1f, "
-               "\"graph_step_ms\": %.3f, \"graph_launch_us\": %.1f, \"weight_bytes\": %.0f, \"floor_ms\": %.3f, \"graph_over_floor\": %.3f}\n",
-               m->cfg.arch_name, m->be->ops->name, prompt_len, prefill_s * 1e3,
-               2.0 * (double)params * prompt_len / prefill_s / 1e12, steps, med, med > 0 ? 1e3 / med : 0,
-               graph_ms, launch_us, bytes, floor_ms, have_graph && floor_ms > 0 ? graph_ms / floor_ms : 0);
+        pthread_mutex_lock(&c.mu);
+        while (c.finished < n)
+            pthread_cond_wait(&c.cv, &c.mu);
+        pthread_mutex_unlock(&c.mu);
+        engine_get_stats(eng, &res->stats);
+        res->ready_to_last = c.last_token - ready;
+        res->submit_to_first = c.first_token - ready;
+        res->first_to_last = c.last_token - c.first_token;
+        if (c.aborted)
+            rc = err_set(e, "the engine aborted a request (see the log above)");
     }
-    free(step);
-    free(ids);
-    seq_runner_free(&r);
-    return rc ? -1 : 0;
+    engine_destroy(eng);
+    free(prompts);
+    pthread_mutex_destroy(&c.mu);
+    pthread_cond_destroy(&c.cv);
+    return rc;
+}
+
+static int round_up_512(int x) { return (x + 511) / 512 * 512; }
+
+/* The flags' options, with the workload's defaults where a flag was not given. */
+static void workload_opts(const struct engine_opts *flags, const struct cli_opt *opts, int n_opts, int batch,
+                          int longest, struct engine_opts *o)
+{
+    *o = *flags;
+    if (!cli_given(opts, n_opts, "max-num-seqs"))
+        o->max_seqs = batch;
+    if (!cli_given(opts, n_opts, "max-model-len"))
+        o->max_context = round_up_512(longest + 1);
+}
+
+static void print_common(const struct model *m, const struct engine_opts *o)
+{
+    printf("{\"model\": \"%s\", \"device\": \"%s\", \"graph_mode\": \"%s\", ", m->cfg.arch_name,
+           m->be->ops->name, graph_mode_name(o->graph.mode));
 }
 
 int cmd_bench(int argc, char **argv)
 {
-    const char *model_dir = NULL, *device = "cuda";
-    int prompt_len = 512, steps = 64, threads = 0;
-    double mem_util = 0.90;
-    struct cli_opt opts[] = {
-        {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
-        {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu, cuda, or auto (cuda when a GPU is there, else cpu); default cuda", 0},
-        {"prompt-len", CLI_OPT_INT, &prompt_len, 0, 1, 1 << 20, "prompt tokens (default 512)", 0},
-        {"decode-steps", CLI_OPT_INT, &steps, 0, 1, 1 << 20, "decode steps timed (default 64)", 0},
-        {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},
-        {"gpu-memory-utilization", CLI_OPT_DOUBLE, &mem_util, 0, 0, 0,
-         "share of the GPU memory left after weights for the KV cache (default 0.90)", 0},
+    const char *batches = "1,8,32,128";
+    int input_len = 32, output_len = 256, prompt_len = 512;
+    struct model_flags mf = model_flags_default();
+    struct engine_flags f = engine_flags_default();
+    enum { N_OWN = 4 };
+    struct cli_opt opts[N_OWN + MODEL_FLAGS_N_OPTS + ENGINE_FLAGS_N_OPTS] = {
+        {"batch", CLI_OPT_STRING, &batches, 0, 0, 0, "decode batch sizes, comma-separated (0 runs none)", 0},
+        {"input-len", CLI_OPT_INT, &input_len, 0, 1, 1 << 20, "prompt tokens of each decode request", 0},
+        {"output-len", CLI_OPT_INT, &output_len, 0, 2, 1 << 20, "output tokens of each decode request", 0},
+        {"prompt-len", CLI_OPT_INT, &prompt_len, 0, 0, 1 << 24, "prompt tokens of the prefill run (0: none)",
+         0},
     };
+    model_flags_opts(&mf, opts + N_OWN);
+    engine_flags_opts(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS);
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     struct err e = {{0}};
     struct backend *be = NULL;
     struct model *m = NULL;
-    enum backend_kind kind;
-    int rc = cli_parse(argc, argv, "bench", opts, (int)(sizeof opts / sizeof opts[0]), &e);
+    int32_t *batch = NULL;
+    int n_batch = 0;
+    int rc = cli_parse(argc, argv, "bench", opts, n_opts, &e);
     if (rc)
         goto done;
     rc = -1;
-    if (backend_kind_parse(device, &kind, &e) || !(be = backend_create(kind, threads, &e)) ||
-        !(m = model_load(model_dir, be, &e)))
+    if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e) ||
+        (strcmp(batches, "0") && cli_parse_int_list(batches, "batch", &batch, &n_batch, &e)))
         goto done;
-    rc = run_bench(m, prompt_len, steps, mem_util, &e);
+    for (int i = 0; i < n_batch; i++)
+        if (batch[i] < 1 || batch[i] > 1 << 16) {
+            err_set(&e, "--batch: %d is outside [1, 65536]", batch[i]);
+            goto done;
+        }
+    struct engine_opts flags;
+    if (model_flags_load(&mf, &be, &m, &e) || engine_flags_apply(&f, m, &flags, &e))
+        goto done;
+    const int64_t params = model_config_count_params(&m->cfg);
+    const double bytes = (double)params * (double)dtype_size(be->act_dtype);
+    const double floor_ms = bytes / H100_COPY_BYTES_PER_S * 1e3;
+    for (int i = 0; i < n_batch; i++) {
+        struct engine_opts o;
+        struct run_result r;
+        workload_opts(&flags, opts, n_opts, batch[i], input_len + output_len, &o);
+        if (run_once(m, &o, batch[i], input_len, output_len, 3 + (uint64_t)i, &r, &e))
+            goto done;
+        const double step_ms = r.first_to_last * 1e3 / (output_len - 1);
+        print_common(m, &o);
+        printf(
+            "\"workload\": \"decode\", \"batch\": %d, \"input_len\": %d, \"output_len\": %d, "
+            "\"output_tok_s\": %.1f, \"ttft_ms\": %.3f, \"step_ms\": %.3f, \"graph_replays\": %ld, "
+            "\"eager_steps\": %ld, \"weight_bytes\": %.0f, \"floor_ms\": %.3f, \"step_over_floor\": %.3f}\n",
+            batch[i], input_len, output_len, r.stats.completion_tokens / r.ready_to_last,
+            r.submit_to_first * 1e3, step_ms, r.stats.graph_replays, r.stats.eager_steps, bytes, floor_ms,
+            floor_ms > 0 ? step_ms / floor_ms : 0);
+        fflush(stdout);
+    }
+    if (prompt_len > 0) {
+        struct engine_opts o;
+        struct run_result warm, r;
+        workload_opts(&flags, opts, n_opts, 1, prompt_len + 1, &o);
+        if (run_once(m, &o, 1, prompt_len, 2, 41, &warm, &e) || run_once(m, &o, 1, prompt_len, 2, 42, &r, &e))
+            goto done;
+        const double s = r.submit_to_first;
+        print_common(m, &o);
+        printf("\"workload\": \"prefill\", \"prompt_len\": %d, \"max_batched_tokens\": %d, \"prefill_ms\": "
+               "%.3f, "
+               "\"prefill_tok_s\": %.1f, \"prefill_tflops\": %.1f}\n",
+               prompt_len, o.max_batched_tokens, s * 1e3, prompt_len / s,
+               2.0 * (double)params * prompt_len / s / 1e12);
+    }
+    rc = 0;
 done:
     if (rc < 0)
         fprintf(stderr, "infer bench: %s\n", e.msg);
+    free(batch);
     model_free(m);
     backend_free(be);
+    engine_flags_free(&f);
     return rc < 0 ? 1 : 0;
 }

@@ -1,17 +1,21 @@
-/* infer logits --model DIR (--ids 1,2,3 | --ids-file F) --out FILE [--prefill N] [--chunk C] [--device D]
- * Runs a token sequence through the model and writes the logits of every
+/* infer logits --model M (--ids 1,2,3 | --ids-file F) --out FILE [--prefill N] [model and engine flags]
+ * Runs a token sequence through the engine and writes the logits of every
  * position (f32 [T, vocab], tensor "logits", plus "ids") to a safetensors
- * file: the first N tokens as prefill (in chunks of C rows), the rest one at
- * a time as decode steps. This is what the parity checks against
- * transformers compare. */
+ * file: the first N tokens as the prompt (prefilled in chunks of
+ * --max-num-batched-tokens), the rest fed one per step as decode steps (a
+ * forced continuation). This is what the parity checks against
+ * transformers compare. Nothing is written when anything fails. */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/engine_flags.h"
+#include "cli/model_flags.h"
 #include "core/fs.h"
-#include "engine/seq_runner.h"
+#include "engine/score.h"
 #include "io/safetensors.h"
 
 static int read_ids_file(const char *path, int32_t **ids, int *n, struct err *e)
@@ -19,13 +23,13 @@ static int read_ids_file(const char *path, int32_t **ids, int *n, struct err *e)
     char *text;
     size_t len;
     if (fs_read_file(path, 64u << 20, &text, &len, e))
-        return -1;
+        return err_prefix(e, "--ids-file");
     json_error_t jerr;
     json_t *arr = json_loadb(text, len, 0, &jerr);
     free(text);
     if (!json_is_array(arr) || json_array_size(arr) == 0) {
         json_decref(arr);
-        return err_set(e, "%s: expected a non-empty JSON array of token ids", path);
+        return err_set(e, "--ids-file %s: expected a non-empty JSON array of token ids", path);
     }
     *n = (int)json_array_size(arr);
     *ids = xmalloc((size_t)*n * sizeof **ids);
@@ -34,7 +38,7 @@ static int read_ids_file(const char *path, int32_t **ids, int *n, struct err *e)
         if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > INT32_MAX) {
             json_decref(arr);
             free(*ids);
-            return err_set(e, "%s: element %d is not a token id", path, i);
+            return err_set(e, "--ids-file %s: element %d is not a token id", path, i);
         }
         (*ids)[i] = (int32_t)json_integer_value(v);
     }
@@ -42,92 +46,102 @@ static int read_ids_file(const char *path, int32_t **ids, int *n, struct err *e)
     return 0;
 }
 
-static int write_logits(struct seq_runner *r, const int32_t *ids, int n, int prefill, const char *out,
+static int write_logits(const char *out, const int32_t *ids, int n, const float *rows, int vocab,
                         struct err *e)
 {
-    const int V = r->m->cfg.vocab_size;
-    int64_t shape[2] = {n, V}, ids_shape[1] = {n};
+    int64_t shape[2] = {n, vocab}, ids_shape[1] = {n};
     struct st_writer *w = st_writer_create(out, e);
     if (!w || st_writer_declare(w, "ids", DTYPE_I32, 1, ids_shape, e) ||
         st_writer_declare(w, "logits", DTYPE_F32, 2, shape, e) ||
-        st_writer_write(w, ids, (size_t)n * sizeof(int32_t), e))
-        goto fail;
-    float *rows = xmalloc((size_t)(prefill > 1 ? prefill : 1) * V * sizeof(float));
-    int rc = seq_runner_feed(r, ids, prefill, 1, rows, NULL, e) ||
-             st_writer_write(w, rows, (size_t)prefill * V * sizeof(float), e);
-    for (int i = prefill; i < n && !rc; i++)
-        rc = seq_runner_feed(r, ids + i, 1, 1, rows, NULL, e) || st_writer_write(w, rows, (size_t)V * sizeof(float), e);
-    free(rows);
-    if (rc)
-        goto fail;
+        st_writer_write(w, ids, (size_t)n * sizeof(int32_t), e) ||
+        st_writer_write(w, rows, (size_t)n * vocab * sizeof(float), e)) {
+        if (w)
+            st_writer_abort(w);
+        return -1;
+    }
     return st_writer_finish(w, e);
-fail:
-    if (w)
-        st_writer_abort(w);
-    return -1;
 }
 
 int cmd_logits(int argc, char **argv)
 {
-    const char *model_dir = NULL, *device = "cpu", *ids_arg = NULL, *ids_file = NULL, *out = NULL;
-    int prefill = -1, chunk = 512, threads = 0, batch_invariant = 0;
-    double mem_util = 0.90;
-    struct cli_opt opts[] = {
-        {"model", CLI_OPT_STRING, &model_dir, 1, 0, 0, "checkpoint directory", 0},
-        {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu, cuda, or auto (cuda when a GPU is there, else cpu); default cpu", 0},
+    const char *ids_arg = NULL, *ids_file = NULL, *out = NULL;
+    int prefill = 0;
+    struct model_flags mf = model_flags_default();
+    struct engine_flags f = engine_flags_default();
+    enum { N_OWN = 4 };
+    struct cli_opt opts[N_OWN + MODEL_FLAGS_N_OPTS + ENGINE_FLAGS_N_OPTS] = {
         {"ids", CLI_OPT_STRING, &ids_arg, 0, 0, 0, "token ids, comma-separated", 0},
         {"ids-file", CLI_OPT_STRING, &ids_file, 0, 0, 0, "a JSON array of token ids", 0},
         {"out", CLI_OPT_STRING, &out, 1, 0, 0, "safetensors file to write", 0},
-        {"prefill", CLI_OPT_INT, &prefill, 0, 1, 1 << 24, "tokens run as prefill (default all); the rest decode", 0},
-        {"chunk", CLI_OPT_INT, &chunk, 0, 1, 1 << 16, "prefill chunk in tokens (default 512)", 0},
-        {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},
-        {"gpu-memory-utilization", CLI_OPT_DOUBLE, &mem_util, 0, 0, 0,
-         "share of the GPU memory left after weights for the KV cache (default 0.90)", 0},
-        {"batch-invariant", CLI_OPT_FLAG, &batch_invariant, 0, 0, 0,
-         "results independent of the batch (CUDA: slower prefill)", 0},
+        {"prefill", CLI_OPT_INT, &prefill, 0, 1, 1 << 24,
+         "tokens run as the prompt (default: all); the rest are fed one per step", 0},
     };
+    model_flags_opts(&mf, opts + N_OWN);
+    engine_flags_opts(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS);
     struct err e = {{0}};
     struct backend *be = NULL;
     struct model *m = NULL;
-    struct seq_runner r = {0};
     int32_t *ids = NULL;
+    float *rows = NULL;
     int n = 0;
-    enum backend_kind kind;
-    int rc = cli_parse(argc, argv, "logits", opts, (int)(sizeof opts / sizeof opts[0]), &e);
+    const int n_opts = (int)(sizeof opts / sizeof opts[0]);
+    int rc = cli_parse(argc, argv, "logits", opts, n_opts, &e);
     if (rc)
         goto done;
     rc = -1;
+    if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e))
+        goto done;
     if (!ids_arg == !ids_file) {
         err_set(&e, "infer logits: give exactly one of --ids and --ids-file");
         goto done;
     }
-    if ((ids_arg ? cli_parse_int_list(ids_arg, "ids", &ids, &n, &e) : read_ids_file(ids_file, &ids, &n, &e)) ||
-        backend_kind_parse(device, &kind, &e) || !(be = backend_create(kind, threads, &e)) ||
-        !(m = model_load(model_dir, be, &e)))
+    if (ids_arg ? cli_parse_int_list(ids_arg, "ids", &ids, &n, &e) : read_ids_file(ids_file, &ids, &n, &e))
         goto done;
-    be->batch_invariant = batch_invariant;
-    if (prefill < 0 || prefill > n)
-        prefill = n;
-    for (int i = 0; i < n; i++)
-        if (ids[i] >= m->cfg.vocab_size) {
-            err_set(&e, "token id %d at index %d is outside the vocabulary (0..%d)", ids[i], i, m->cfg.vocab_size - 1);
-            goto done;
-        }
-    if (n > m->cfg.max_positions) {
-        err_set(&e, "%d tokens exceed the model's %d positions", n, m->cfg.max_positions);
+    if (prefill > n) {
+        err_set(&e, "--prefill %d exceeds the %d tokens given", prefill, n);
         goto done;
     }
-    const int rows = chunk < prefill ? chunk : prefill;
-    struct seq_runner_opts ro = {n, rows, rows, 16, mem_util};
-    if (seq_runner_init_opts(&r, m, &ro, &e) || write_logits(&r, ids, n, prefill, out, &e))
+    if (prefill == 0)
+        prefill = n;
+    if (model_flags_load(&mf, &be, &m, &e))
+        goto done;
+    for (int i = 0; i < n; i++)
+        if (ids[i] >= m->cfg.vocab_size) {
+            err_set(&e, "%s: token id %d at index %d is outside the vocabulary (0..%d)",
+                    ids_arg ? "--ids" : "--ids-file", ids[i], i, m->cfg.vocab_size - 1);
+            goto done;
+        }
+    /* every token is fed, then one more position is drawn */
+    if (n + 1 > m->cfg.max_positions) {
+        err_set(
+            &e,
+            "%s: %d tokens; the model's %d positions hold at most %d here (the last token's draw takes one)",
+            ids_arg ? "--ids" : "--ids-file", n, m->cfg.max_positions, m->cfg.max_positions - 1);
+        goto done;
+    }
+    struct engine_opts o;
+    if (engine_flags_apply(&f, m, &o, &e))
+        goto done;
+    if (!cli_given(opts, n_opts, "max-num-seqs")) /* one sequence runs */
+        o.max_seqs = 1;
+    if (o.max_context == 0)
+        o.max_context = n + 1;
+    else if (o.max_context < n + 1) {
+        err_set(&e, "--max-model-len %d is too short for %d tokens (at least %d)", o.max_context, n, n + 1);
+        goto done;
+    }
+    rows = xmalloc((size_t)n * m->cfg.vocab_size * sizeof(float));
+    if (engine_score(m, &o, ids, n, prefill, rows, &e) ||
+        write_logits(out, ids, n, rows, m->cfg.vocab_size, &e))
         goto done;
     rc = 0;
 done:
     if (rc < 0)
         fprintf(stderr, "infer logits: %s\n", e.msg);
     free(ids);
-    seq_runner_free(&r);
+    free(rows);
     model_free(m);
     backend_free(be);
+    engine_flags_free(&f);
     return rc < 0 ? 1 : 0;
 }

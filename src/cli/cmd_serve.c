@@ -1,5 +1,5 @@
 /* infer serve --model PATH [--host 127.0.0.1] [--port 8000] [--api-key KEY]
- *             [--served-model-name N] [--max-queued-requests N] [engine and graph flags]
+ *             [--served-model-name N] [--max-queued-requests N] [model, engine and graph flags]
  * Loads the model (and captures the CUDA graphs) before the port opens,
  * then serves the OpenAI-compatible API until SIGTERM (src/server). */
 #include <stdio.h>
@@ -9,6 +9,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/model_flags.h"
 #include "core/fs.h"
 #include "core/log.h"
 #include "io/gguf.h"
@@ -48,38 +49,33 @@ static int load_text(const char *path, struct tokenizer **tok, struct chat_templ
 int cmd_serve(int argc, char **argv)
 {
     server_block_signals(); /* before any thread exists: SIGTERM goes to server_run */
-    const char *model = NULL, *device = "cpu", *name = NULL;
-    int threads = 0, port = 8000, max_queued = 1024, max_body_mb = 8, batch_invariant = 0, check = 0;
-    double drain = 30;
-    struct server_opts so = server_opts_default();
+    const char *name = NULL;
+    struct server_opts so = server_opts_default(); /* the flags' defaults */
+    int port = so.port, max_queued = so.max_queued, max_body_mb = (int)(so.max_body >> 20), check = 0;
+    double drain = so.drain_seconds;
+    struct model_flags mf = model_flags_default();
     struct engine_flags f = engine_flags_default();
-    struct cli_opt opts[12 + ENGINE_FLAGS_N_OPTS] = {
-        {"model", CLI_OPT_STRING, &model, 1, 0, 0, "checkpoint directory or .gguf file", 0},
-        {"device", CLI_OPT_STRING, &device, 0, 0, 0, "cpu, cuda, or auto (cuda when a GPU is there); default cpu",
-         0},
-        {"host", CLI_OPT_STRING, &so.host, 0, 0, 0, "address to listen on (default 127.0.0.1)", 0},
-        {"port", CLI_OPT_INT, &port, 0, 0, 65535, "port (default 8000; 0: any free one, printed)", 0},
+    enum { N_OWN = 8 };
+    struct cli_opt opts[N_OWN + MODEL_FLAGS_N_OPTS + ENGINE_FLAGS_N_OPTS] = {
+        {"host", CLI_OPT_STRING, &so.host, 0, 0, 0, "address to listen on", 0},
+        {"port", CLI_OPT_INT, &port, 0, 0, 65535, "port (0: any free one, printed)", 0},
         {"api-key", CLI_OPT_STRING, &so.api_key, 0, 0, 0, "require Authorization: Bearer KEY on /v1 and tokenize", 0},
         {"served-model-name", CLI_OPT_STRING, &name, 0, 0, 0, "the model name clients give (default: the path's)", 0},
-        {"max-queued-requests", CLI_OPT_INT, &max_queued, 0, 1, 1 << 24,
-         "waiting requests beyond which new ones get 429 (default 1024)", 0},
-        {"max-body-mb", CLI_OPT_INT, &max_body_mb, 0, 1, 1024, "largest request body in MiB (default 8)", 0},
-        {"drain-seconds", CLI_OPT_DOUBLE, &drain, 0, 0, 0,
-         "on SIGTERM, how long in-flight requests may take (default 30)", 0},
-        {"threads", CLI_OPT_INT, &threads, 0, 0, 1024, "CPU threads (default: all cores)", 0},
-        {"batch-invariant", CLI_OPT_FLAG, &batch_invariant, 0, 0, 0,
-         "results independent of the batch (CUDA: slower prefill)", 0},
+        {"max-queued-requests", CLI_OPT_INT, &max_queued, 0, 1, 1 << 24, "waiting requests beyond which new ones get 429",
+         0},
+        {"max-body-mb", CLI_OPT_INT, &max_body_mb, 0, 1, 1024, "largest request body in MiB", 0},
+        {"drain-seconds", CLI_OPT_DOUBLE, &drain, 0, 0, 0, "on SIGTERM, how long in-flight requests may take", 0},
         {"check-integrity", CLI_OPT_FLAG, &check, 0, 0, 0,
          "check the KV cache's block accounting after every step and abort on a violation (tests)", 0},
     };
-    engine_flags_opts(&f, opts + 12);
+    model_flags_opts(&mf, opts + N_OWN);
+    engine_flags_opts(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS);
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     struct err e = {{0}};
     struct backend *be = NULL;
     struct model *m = NULL;
     struct tokenizer *tok = NULL;
     struct chat_template *ct = NULL;
-    enum backend_kind kind;
     struct engine_opts eo;
     int rc = cli_parse(argc, argv, "serve", opts, n_opts, &e);
     if (rc)
@@ -89,16 +85,15 @@ int cmd_serve(int argc, char **argv)
     so.max_queued = max_queued;
     so.max_body = (size_t)max_body_mb << 20;
     so.drain_seconds = drain;
-    so.served_name = name ? name : default_name(model);
-    if (drain < 0) {
-        err_set(&e, "--drain-seconds must be >= 0");
+    if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e))
+        goto done;
+    so.served_name = name ? name : default_name(mf.model);
+    if (!(drain >= 0 && drain <= 86400)) {
+        err_set(&e, "--drain-seconds must be in [0, 86400], got %g", drain);
         goto done;
     }
-    if (backend_kind_parse(device, &kind, &e) || !(be = backend_create(kind, threads, &e)) ||
-        !(m = model_load(model, be, &e)) || load_text(model, &tok, &ct, &e))
-        goto done;
-    be->batch_invariant = batch_invariant;
-    if (engine_flags_apply(&f, m, &eo, &e))
+    if (model_flags_load(&mf, &be, &m, &e) || load_text(mf.model, &tok, &ct, &e) ||
+        engine_flags_apply(&f, m, &eo, &e))
         goto done;
     eo.check_integrity = check;
     if (server_run(m, tok, ct, &eo, &so, &e))

@@ -220,7 +220,10 @@ int cmd_detokenize(int argc, char **argv)
     if ((ids_arg && cli_parse_int_list(ids_arg, "ids", &ids, &n, &e)) || !(tok = tokenizer_load(model, &e)))
         goto done;
     struct decode_ctx c = {tok, skip_special, file != NULL, stream};
-    rc = ids_arg ? decode_ids(&c, ids, n, &e) : for_each_line(file, decode_line, &c, &e);
+    if (ids_arg)
+        rc = decode_ids(&c, ids, n, &e) ? err_prefix(&e, "--ids") : 0;
+    else
+        rc = for_each_line(file, decode_line, &c, &e);
 done:
     if (rc < 0)
         fprintf(stderr, "infer detokenize: %s\n", e.msg);

@@ -1,12 +1,11 @@
 /* The engine thread: take what was submitted or aborted, run one step
- * (plan, build, forward, commit), free finished requests, sleep when idle. */
+ * (plan, run, commit), free finished requests, sleep when idle. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/clock.h"
 #include "core/log.h"
 #include "engine/engine_internal.h"
-#include "engine/kv_plan.h"
 
 struct engine_opts engine_opts_default(void)
 {
@@ -25,7 +24,7 @@ static int check_opts(const struct engine_opts *o, const struct model *m, struct
     if (o->max_seqs < 1)
         return err_set(e, "--max-num-seqs must be >= 1, got %d", o->max_seqs);
     if (o->block_size < 1)
-        return err_set(e, "--block-size must be >= 1, got %d", o->block_size);
+        return err_set(e, "engine: the KV block size must be >= 1, got %d", o->block_size);
     if (o->max_context < 2 || o->max_context > m->cfg.max_positions)
         return err_set(e, "--max-model-len must be in [2, %d] (the model's positions), got %d",
                        m->cfg.max_positions, o->max_context);
@@ -34,133 +33,105 @@ static int check_opts(const struct engine_opts *o, const struct model *m, struct
     return 0;
 }
 
-/* KV cache, workspace and step metadata, sized once. */
+/* The runner (workspace, metadata, sampler, KV cache, graphs), then the
+ * block accounting and the scheduler over its cache. */
 static int engine_alloc(struct engine *eng, struct err *e)
 {
     const struct engine_opts *o = &eng->o;
     struct model *m = eng->m;
-    const int per_seq = (o->max_context + o->block_size - 1) / o->block_size;
-    const int host = o->host_kv_blocks > 0 ? o->host_kv_blocks : 4 * per_seq + 1;
-    int n_blocks;
-    size_t free_before;
-    struct meta_caps caps = {o->max_batched_tokens, o->max_seqs, per_seq, o->max_seqs};
-    /* one sequence more on the backend: a padded graph step may add one */
-    struct meta_caps be_caps = {o->max_batched_tokens, o->max_seqs + 1, per_seq, o->max_seqs};
-    if (forward_ws_init(&eng->ws, m, o->max_batched_tokens, o->max_seqs, e))
+    const struct runner_opts ro = {.max_tokens = o->max_batched_tokens,
+                                   .max_seqs = o->max_seqs,
+                                   .max_context = o->max_context,
+                                   .block_size = o->block_size,
+                                   .host_kv_blocks = o->host_kv_blocks,
+                                   .gpu_memory_utilization = o->gpu_memory_utilization,
+                                   .return_logits = o->return_logits,
+                                   .graph = o->graph};
+    if (runner_init(&eng->runner, m, &ro, e))
         return -1;
-    if (m->be->ops->meta_init(m->be, &be_caps, e) ||
-        step_sampler_init(&eng->sampler, m->be, o->max_seqs, m->cfg.vocab_size, e) ||
-        kv_plan_blocks(m, per_seq + 1, host, o->block_size, o->gpu_memory_utilization, &n_blocks, &free_before,
-                       e) ||
-        kv_store_init(&eng->kv, &m->cfg, m->be, n_blocks, o->block_size, e)) {
-        step_sampler_free(&eng->sampler);
-        forward_ws_free(&eng->ws, m);
-        return -1;
-    }
+    const int n_blocks = eng->runner.kv.n_blocks;
     block_pool_init(&eng->pool, n_blocks, 1); /* block 0: the scratch block of padded rows */
-    step_builder_init(&eng->sb, &caps, o->block_size);
-    scheduler_init(&eng->s, &eng->pool, o->block_size, o->max_batched_tokens, o->max_seqs, o->max_context,
+    scheduler_init(&eng->sched, &eng->pool, o->block_size, o->max_batched_tokens, o->max_seqs, o->max_context,
                    m->cfg.eos_ids, m->cfg.n_eos);
     if (o->prefix_caching)
-        scheduler_enable_prefix_cache(&eng->s);
-    eng->s.on_token = engine_on_token;
-    eng->s.on_token_ctx = eng;
-    eng->q = xcalloc((size_t)o->max_seqs, sizeof *eng->q);
-    eng->rq = xcalloc((size_t)o->max_seqs, sizeof *eng->rq);
+        scheduler_enable_prefix_cache(&eng->sched);
+    eng->sched.on_token = engine_on_token;
+    eng->sched.on_token_ctx = eng;
+    eng->work = xcalloc((size_t)o->max_seqs, sizeof *eng->work);
+    eng->seqs = xcalloc((size_t)o->max_seqs, sizeof *eng->seqs);
     eng->drawn = xcalloc((size_t)o->max_seqs, sizeof *eng->drawn);
     eng->stats.kv_blocks = n_blocks;
     eng->stats.max_context = o->max_context;
     eng->stats.kv_blocks_free = block_pool_n_free(&eng->pool);
-    /* last: the graphs capture the forward over the final buffers */
-    struct graph_opts go = o->graph;
-    go.sample_vocab = eng->sampler.on_backend ? m->cfg.vocab_size : 0; /* draws inside the graphs */
-    if (graph_runner_init(&eng->graphs, m, &eng->ws, &eng->kv, &go, o->max_seqs, o->max_batched_tokens, per_seq,
-                          e)) {
-        free(eng->q), free(eng->rq), free(eng->drawn);
-        scheduler_free(&eng->s);
-        step_builder_free(&eng->sb);
-        block_pool_free(&eng->pool);
-        step_sampler_free(&eng->sampler);
-        forward_ws_free(&eng->ws, m);
-        kv_store_free(&eng->kv, m->be);
-        return -1;
-    }
     return 0;
 }
 
 static void engine_release(struct engine *eng)
 {
-    graph_runner_free(&eng->graphs);
-    free(eng->q);
-    free(eng->rq);
+    free(eng->work);
+    free(eng->seqs);
     free(eng->drawn);
-    step_sampler_free(&eng->sampler);
-    scheduler_free(&eng->s);
-    step_builder_free(&eng->sb);
+    scheduler_free(&eng->sched);
     block_pool_free(&eng->pool);
-    forward_ws_free(&eng->ws, eng->m);
-    kv_store_free(&eng->kv, eng->m->be);
+    runner_free(&eng->runner);
 }
 
-/* One forward step; -1 with e set when the backend failed. */
+/* The logits the step returned, one event per sequence that asked. */
+static void emit_returned_logits(struct engine *eng, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (eng->work[i].return_logits)
+            engine_emit_logits(eng, eng->seqs[i], runner_returned_logits(&eng->runner, eng->work, n, i),
+                               eng->work[i].n_tokens, eng->work[i].start_pos);
+}
+
+/* One step; -1 with e set when the runner failed. */
 static int engine_step(struct engine *eng, struct err *e)
 {
     const double t0 = clock_now();
-    int n = scheduler_plan(&eng->s, eng->q, eng->rq);
+    const int n = scheduler_plan(&eng->sched, eng->work, eng->seqs);
     if (n == 0)
         return 0;
+    int n_tokens = 0, n_draws = 0;
     for (int i = 0; i < n; i++) {
-        struct engine_group *g = eng->rq[i]->user;
-        if (g->scheduled_at == 0)
-            g->scheduled_at = t0;
+        struct live_request *lr = eng->seqs[i]->user;
+        if (lr->scheduled_at == 0)
+            lr->scheduled_at = t0;
+        n_tokens += eng->work[i].n_tokens;
+        n_draws += eng->work[i].draw != 0;
     }
-    struct backend *be = eng->m->be;
-    struct fwd_batch b;
-    if (step_build(&eng->sb, eng->q, n, &b, e))
-        return -1;
     const double t1 = clock_now();
-    struct step_sampler *smp = &eng->sampler;
-    if (step_sample_prepare(smp, eng->rq, eng->q, n, e))
-        return -1;
-    const int drew =
-        graph_runner_forward(&eng->graphs, &b, smp->backend_rows ? smp->rows : NULL, smp->backend_rows, e);
-    if (drew < 0)
+    if (runner_step(&eng->runner, eng->work, n, eng->drawn, e))
         return -1;
     const double t2 = clock_now();
-    /* only the draws come back from the device, not the logits */
-    if ((drew ? be->ops->sample_finish(be, smp->n_rows, eng->drawn, e)
-              : step_sample_draw(smp, be, eng->ws.logits, eng->rq, eng->q, n, eng->drawn, e) < 0) ||
-        be->ops->synchronize(be, e))
-        return -1;
-    const double t3 = clock_now();
     /* the counters first: the events that commit emits must find them current */
     pthread_mutex_lock(&eng->mu);
-    const struct scheduler_stats *ss = &eng->s.stats;
+    const struct scheduler_stats *ss = &eng->sched.stats;
     struct engine_stats *st = &eng->stats;
     st->steps++;
     st->prefix_hit_tokens = ss->hit_tokens;
     st->prefix_lookup_tokens = ss->lookup_tokens;
     st->prefix_hit_blocks = ss->hit_blocks;
     st->prefix_lookup_blocks = ss->lookup_blocks;
-    st->computed_tokens = ss->computed_tokens + b.n_tokens;
+    st->computed_tokens = ss->computed_tokens + n_tokens;
     st->evicted_blocks = ss->evicted_blocks;
     st->forked_blocks = ss->forked_blocks;
-    st->preemptions = eng->s.n_preemptions;
-    st->graph_replays = eng->graphs.n_replays;
-    st->eager_steps = eng->graphs.n_eager;
-    st->completion_tokens += b.n_logits; /* each row with logits draws one token */
+    st->preemptions = eng->sched.n_preemptions;
+    st->graph_replays = eng->runner.n_replays;
+    st->eager_steps = eng->runner.n_eager;
+    st->completion_tokens += n_draws; /* each drawing entry adds one token */
     st->plan_s += t1 - t0;
-    st->launch_s += t2 - t1;
-    st->sample_wait_s += t3 - t2;
+    st->run_s += t2 - t1;
     pthread_mutex_unlock(&eng->mu);
-    scheduler_commit(&eng->s, eng->q, eng->rq, n, eng->drawn);
-    const double t4 = clock_now();
+    emit_returned_logits(eng, n);
+    scheduler_commit(&eng->sched, eng->work, eng->seqs, n, eng->drawn);
+    const double t3 = clock_now();
     pthread_mutex_lock(&eng->mu);
-    st->commit_s += t4 - t3;
+    st->commit_s += t3 - t2;
     pthread_mutex_unlock(&eng->mu);
     if (eng->o.check_integrity) {
         struct err ie;
-        if (scheduler_check(&eng->s, &ie)) {
+        if (scheduler_check(&eng->sched, &ie)) {
             log_error("engine: KV cache integrity violated: %s", ie.msg);
             abort();
         }
@@ -168,45 +139,45 @@ static int engine_step(struct engine *eng, struct err *e)
     return 0;
 }
 
-/* Frees the groups whose choices have all finished. */
+/* Frees the requests whose choices have all finished. */
 static void sweep(struct engine *eng)
 {
-    for (struct engine_group **p = &eng->live; *p;) {
-        struct engine_group *g = *p;
-        if (g->n_finished == g->n) {
-            *p = g->next;
-            engine_group_free(g);
+    for (struct live_request **p = &eng->live; *p;) {
+        struct live_request *lr = *p;
+        if (lr->n_finished == lr->n) {
+            *p = lr->next;
+            live_request_free(lr);
         } else {
-            p = &g->next;
+            p = &lr->next;
         }
     }
 }
 
 static void apply_abort(struct engine *eng, long id)
 {
-    for (struct engine_group *g = eng->live; g; g = g->next)
-        if (g->id == id)
-            engine_group_abort(eng, g);
+    for (struct live_request *lr = eng->live; lr; lr = lr->next)
+        if (lr->id == id)
+            live_request_abort(eng, lr);
 }
 
 /* Moves what was submitted and aborted into the scheduler. Called with mu
  * held; returns with it held. */
 static void take_queue(struct engine *eng)
 {
-    struct engine_group *g = eng->pending;
+    struct live_request *lr = eng->pending;
     eng->pending = eng->pending_tail = NULL;
     long *aborts = eng->aborts;
     int n_aborts = eng->n_aborts;
     eng->aborts = NULL;
     eng->n_aborts = eng->cap_aborts = 0;
     pthread_mutex_unlock(&eng->mu);
-    while (g) {
-        struct engine_group *next = g->next;
-        g->next = eng->live;
-        eng->live = g;
-        for (int i = 0; i < g->n; i++)
-            scheduler_add(&eng->s, &g->reqs[i]);
-        g = next;
+    while (lr) {
+        struct live_request *next = lr->next;
+        lr->next = eng->live;
+        eng->live = lr;
+        for (int i = 0; i < lr->n; i++)
+            scheduler_add(&eng->sched, &lr->seqs[i]);
+        lr = next;
     }
     for (int i = 0; i < n_aborts; i++)
         apply_abort(eng, aborts[i]);
@@ -219,10 +190,10 @@ static void take_queue(struct engine *eng)
 static void update_gauges(struct engine *eng)
 {
     struct engine_stats *st = &eng->stats;
-    st->running = eng->s.n_running;
-    st->waiting = eng->s.n_waiting;
+    st->running = eng->sched.n_running;
+    st->waiting = eng->sched.n_waiting;
     st->kv_blocks_free = block_pool_n_free(&eng->pool);
-    st->kv_blocks_cached = eng->s.prefix_caching ? radix_evictable(&eng->s.radix) : 0;
+    st->kv_blocks_cached = eng->sched.prefix_caching ? radix_evictable(&eng->sched.radix) : 0;
     st->kv_blocks_used = eng->pool.n_blocks - eng->pool.n_reserved - st->kv_blocks_free - st->kv_blocks_cached;
 }
 
@@ -231,7 +202,7 @@ static void *engine_main(void *arg)
     struct engine *eng = arg;
     pthread_mutex_lock(&eng->mu);
     for (;;) {
-        while (!eng->shutdown && !eng->pending && !eng->n_aborts && scheduler_idle(&eng->s))
+        while (!eng->shutdown && !eng->pending && !eng->n_aborts && scheduler_idle(&eng->sched))
             pthread_cond_wait(&eng->cv, &eng->mu);
         /* read before take_queue drops the lock: what was submitted before
          * the shutdown is then taken (and ended) too */
@@ -245,16 +216,16 @@ static void *engine_main(void *arg)
         if (engine_step(eng, &e)) {
             /* a failing step ends the requests in it, never the engine */
             log_error("engine: step failed (%s); aborting the running requests", e.msg);
-            for (struct engine_group *g = eng->live; g; g = g->next)
-                engine_group_abort(eng, g);
+            for (struct live_request *lr = eng->live; lr; lr = lr->next)
+                live_request_abort(eng, lr);
         }
         sweep(eng);
         pthread_mutex_lock(&eng->mu);
         update_gauges(eng);
     }
     pthread_mutex_unlock(&eng->mu);
-    for (struct engine_group *g = eng->live; g; g = g->next)
-        engine_group_abort(eng, g);
+    for (struct live_request *lr = eng->live; lr; lr = lr->next)
+        live_request_abort(eng, lr);
     sweep(eng);
     return NULL;
 }
@@ -291,20 +262,20 @@ struct engine *engine_create(struct model *m, const struct tokenizer *tok, const
     return eng;
 }
 
-long engine_submit(struct engine *eng, const struct engine_request *rq, struct err *e)
+long engine_submit(struct engine *eng, const struct engine_request *req, struct err *e)
 {
-    struct engine_group *g = engine_group_new(eng, rq, e);
-    if (!g)
+    struct live_request *lr = live_request_new(eng, req, e);
+    if (!lr)
         return -1;
     pthread_mutex_lock(&eng->mu);
-    long id = g->id = eng->next_id++;
+    long id = lr->id = eng->next_id++;
     if (eng->pending_tail)
-        eng->pending_tail->next = g;
+        eng->pending_tail->next = lr;
     else
-        eng->pending = g;
-    eng->pending_tail = g;
+        eng->pending = lr;
+    eng->pending_tail = lr;
     eng->stats.requests++;
-    eng->stats.prompt_tokens += rq->n_prompt;
+    eng->stats.prompt_tokens += req->n_prompt;
     pthread_cond_signal(&eng->cv);
     pthread_mutex_unlock(&eng->mu);
     return id;
@@ -322,12 +293,14 @@ void engine_abort(struct engine *eng, long request_id)
     pthread_mutex_unlock(&eng->mu);
 }
 
+int engine_vocab_size(const struct engine *eng) { return eng->m->cfg.vocab_size; }
+
 void engine_get_stats(struct engine *eng, struct engine_stats *out)
 {
     pthread_mutex_lock(&eng->mu);
     *out = eng->stats;
-    for (const struct engine_group *g = eng->pending; g; g = g->next)
-        out->waiting += g->n; /* submitted, not yet taken by the engine thread */
+    for (const struct live_request *lr = eng->pending; lr; lr = lr->next)
+        out->waiting += lr->n; /* submitted, not yet taken by the engine thread */
     pthread_mutex_unlock(&eng->mu);
 }
 

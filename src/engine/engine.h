@@ -1,37 +1,44 @@
-/* The engine: a thread that owns the model's KV cache and the scheduler and
- * runs steps while there is work, fed by a thread-safe submission queue.
- * Callers (the CLI's batch mode, later the HTTP server) submit requests from
- * any thread and receive each choice's tokens, text deltas and finish
- * through a callback that runs on the engine thread as tokens are produced
- * (llama.cpp's server_queue / server_response split): the callback must be
- * quick and must not call back into the engine except engine_abort. */
+/* The engine: the only way anything (CLI, server, benchmarks) runs the
+ * model. A thread owns the step runner (src/runner) and the scheduler
+ * (src/sched) and runs steps while there is work, fed by a thread-safe
+ * submission queue. Callers submit requests from any thread and receive
+ * each choice's tokens, text deltas and finish through a callback that runs
+ * on the engine thread as tokens are produced (llama.cpp's server_queue /
+ * server_response split): the callback must be quick and must not call back
+ * into the engine except engine_abort. */
 #ifndef INFER_ENGINE_ENGINE_H
 #define INFER_ENGINE_ENGINE_H
 
-#include "engine/graph_runner.h"
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/greedy.h"
-#include "backend/sampling.h"
-#include "model/model.h"
+#include "runner/graph_opts.h"
+#include "sampling/sampling.h"
+#include "sched/sequence.h"
 #include "tokenizer/tokenizer.h"
+
+struct model;
 
 struct engine;
 
 struct engine_opts {
-    int max_batched_tokens; /* token budget of one step */
-    int max_seqs;           /* sequences in one step */
+    int max_batched_tokens; /* token budget of one step (--max-num-batched-tokens) */
+    int max_seqs;           /* sequences in one step (--max-num-seqs) */
     int block_size;         /* tokens per KV block */
-    int max_context;        /* tokens one sequence may reach; 0: the model's positions (at most 4096 on the host) */
+    int max_context;        /* tokens one sequence may reach (--max-model-len); 0: the model's positions (at most
+                               4096 on the host) */
     int host_kv_blocks;     /* KV blocks on a host backend; 0: four full contexts */
-    double gpu_memory_utilization;
-    int prefix_caching;
+    double gpu_memory_utilization; /* share of the device memory left for the KV cache */
+    int prefix_caching;            /* reuse the KV blocks of shared prompt prefixes */
+    int return_logits;   /* requests may ask for their logits (sizes every step for a full chunk of rows) */
     int check_integrity; /* run the cache's integrity check after every step; a violation aborts */
-    struct graph_opts graph; /* --cuda-graph-mode and its buckets (mode none by default) */
+    struct graph_opts graph; /* --cuda-graph-mode and its buckets */
 };
 
-/* Defaults: 2048 tokens, 64 sequences, blocks of 16, prefix caching on. */
+/* The defaults, the one source the command-line flags take theirs from:
+ * 2048 tokens and 64 sequences a step, blocks of 16, 90% of the free device
+ * memory, prefix caching on, no graphs (the CLI picks full graphs where the
+ * backend has them), decode buckets up to 256 with padding. */
 struct engine_opts engine_opts_default(void);
 
 struct engine_request {
@@ -43,7 +50,11 @@ struct engine_request {
     char *const *stop;               /* copied; matched on the text (needs the tokenizer) */
     int n_stop;
     int ignore_eos;
-    void *user; /* handed back in every event */
+    const int32_t *forced; /* copied: the first n_forced output tokens are these instead of draws (scoring a
+                              given continuation); no eos ends them */
+    int n_forced;
+    int return_logits; /* events carry the logits of every position (needs engine_opts.return_logits; n = 1) */
+    void *user;        /* handed back in every event */
 };
 
 /* One choice's progress: a token (with its text, possibly empty while a
@@ -65,6 +76,12 @@ struct engine_event {
     const int32_t *ids; /* when finished: every output token (an eos that stopped it included) */
     int prompt_tokens, completion_tokens;
     double queued_seconds; /* from engine_submit to the first step that ran the request */
+    /* return_logits requests: an event of its own (no token) after each
+     * step, with the f32 logits [n_logits, vocab] that the tokens fed at
+     * positions logits_from .. logits_from + n_logits - 1 produced; valid
+     * during the callback */
+    const float *logits;
+    int n_logits, logits_from;
 };
 
 typedef void (*engine_event_fn)(void *ctx, const struct engine_event *ev);
@@ -74,10 +91,10 @@ struct engine_stats {
     long prefix_hit_tokens, prefix_lookup_tokens, prefix_hit_blocks, prefix_lookup_blocks;
     long computed_tokens, preemptions, evicted_blocks, forked_blocks;
     long graph_replays, eager_steps; /* forward steps replayed as a CUDA graph, run eagerly */
-    /* seconds of the engine thread in each part of its steps: planning and
-     * building the batch, launching the forward, sampling and waiting for
-     * the device, committing the draws (events included) */
-    double plan_s, launch_s, sample_wait_s, commit_s;
+    /* seconds of the engine thread in each part of its steps: planning,
+     * running the step (building the batch, the launch, waiting for the
+     * draws), committing the draws (events included) */
+    double plan_s, run_s, commit_s;
     int kv_blocks;
     int max_context; /* tokens one sequence may reach (prompt + output) */
     /* now (as of the engine thread's last loop): choices running and
@@ -94,11 +111,14 @@ struct engine *engine_create(struct model *m, const struct tokenizer *tok, const
 
 /* Validates and queues a request (any thread). Returns its id (> 0), or -1
  * with e naming the bad field. */
-long engine_submit(struct engine *eng, const struct engine_request *rq, struct err *e);
+long engine_submit(struct engine *eng, const struct engine_request *req, struct err *e);
 
 /* Cancels a request (any thread): its choices end with FINISH_REASON_ABORT
  * and their blocks are freed. Unknown or finished ids are ignored. */
 void engine_abort(struct engine *eng, long request_id);
+
+/* The model's vocabulary size (any thread). */
+int engine_vocab_size(const struct engine *eng);
 
 /* A snapshot of the counters (any thread). */
 void engine_get_stats(struct engine *eng, struct engine_stats *out);

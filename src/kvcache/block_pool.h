@@ -1,8 +1,8 @@
 /* The KV block pool: which of the cache's fixed blocks are free, and how many
- * holders each used block has (sequences now; the radix prefix cache later).
+ * holders each used block has (sequences and the radix prefix cache).
  * Knows nothing of devices: block ids index the backend's KV arrays. The
- * first n_reserved blocks are never handed out (block 0 is the scratch block
- * that padded rows of a captured graph write into). */
+ * first n_reserved blocks are never handed out (block 0: block-table
+ * entries a step does not use may point at it, so it must hold no one's KV). */
 #ifndef INFER_KVCACHE_BLOCK_POOL_H
 #define INFER_KVCACHE_BLOCK_POOL_H
 

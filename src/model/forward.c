@@ -26,7 +26,6 @@ static int ws_layout(struct forward_ws *ws, const struct model *m, struct ws_buf
         {&ws->attn, qd, 0, act}, {&ws->o, D, 0, act},     {&ws->gate, 2 * F, 0, act},
         {&ws->up, F, 0, act},    {&ws->act, F, 0, act},
         {&ws->sel, D, 1, act},   {(void **)&ws->logits, (size_t)c->vocab_size, 1, sizeof(float)},
-        {(void **)&ws->argmax, 1, 1, sizeof(int32_t)},
     };
     int n = (int)(sizeof list / sizeof list[0]);
     memcpy(bufs, list, sizeof list);
@@ -173,7 +172,7 @@ void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store
         attention_in(m, ws, kv, meta, piece);
 }
 
-void forward_logits(const struct model *m, struct forward_ws *ws, const struct fwd_meta *meta, int skip_argmax)
+void forward_logits(const struct model *m, struct forward_ws *ws, const struct fwd_meta *meta)
 {
     const struct model_config *c = &m->cfg;
     const struct backend_ops *ops = m->be->ops;
@@ -181,25 +180,15 @@ void forward_logits(const struct model *m, struct forward_ws *ws, const struct f
         return;
     ops->gather_rows(m->be, ws->sel, ws->h, meta, c->hidden_size);
     ops->logits(m->be, ws->logits, ws->sel, &m->w.lm_head, meta->n_logits, (float)c->final_softcap);
-    if (!skip_argmax)
-        ops->argmax(m->be, ws->argmax, ws->logits, meta->n_logits, c->vocab_size);
 }
 
-int model_forward(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
-                  const struct fwd_batch *b, struct err *e)
+void model_forward(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta)
 {
-    const struct backend_ops *ops = m->be->ops;
-    if (b->n_tokens < 1 || b->n_tokens > ws->max_tokens || b->n_logits > ws->max_logits)
-        return err_set(e, "forward: step of %d tokens / %d logit rows exceeds the workspace (%d / %d)",
-                       b->n_tokens, b->n_logits, ws->max_tokens, ws->max_logits);
-    struct fwd_meta meta;
-    if (ops->batch_upload(m->be, b, &meta, e))
-        return -1;
+    CHECK(meta->n_tokens >= 1 && meta->n_tokens <= ws->max_tokens && meta->n_logits <= ws->max_logits);
     for (int i = 0; i <= m->cfg.n_layers; i++) {
-        forward_piece(m, ws, kv, &meta, i);
+        forward_piece(m, ws, kv, meta, i);
         if (i < m->cfg.n_layers)
-            forward_attention(m, ws, kv, &meta, i);
+            forward_attention(m, ws, kv, meta, i);
     }
-    forward_logits(m, ws, &meta, b->skip_argmax);
-    return 0;
+    forward_logits(m, ws, meta);
 }

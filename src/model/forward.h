@@ -22,7 +22,6 @@ struct forward_ws {
     void *act;      /* (max_tokens, F) act(gate) * up, the down projection's input */
     void *sel;      /* (max_logits, D) rows that need logits */
     float *logits;  /* (max_logits, V) */
-    int32_t *argmax; /* (max_logits) */
 };
 
 /* Allocates every buffer in be's memory. Free with forward_ws_free. */
@@ -30,17 +29,15 @@ int forward_ws_init(struct forward_ws *ws, const struct model *m, int max_tokens
                     struct err *e);
 void forward_ws_free(struct forward_ws *ws, const struct model *m);
 
-/* Runs one step: writes the new tokens' k/v into kv and leaves logits of the
- * batch's logit rows in ws->logits (and their argmax in ws->argmax unless
- * b->skip_argmax), in backend memory. Returns -1 with e set if the batch
- * does not fit ws. */
-int model_forward(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
-                  const struct fwd_batch *b, struct err *e);
+/* Queues one step over the uploaded metadata (the backend's meta_upload
+ * gave meta; its counts fit ws): writes the new tokens' k/v into kv and
+ * leaves the logits of meta's logit rows in ws->logits, in backend memory. */
+void model_forward(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta);
 
 /* The same step in pieces, for graphs captured between attention calls
- * (`--cuda-graph-mode piecewise`): after the backend's batch_upload gave
- * meta, model_forward is pieces 0 .. n_layers with forward_attention(i)
- * after piece i (i < n_layers), then forward_logits. Piece 0 embeds and
+ * (`--cuda-graph-mode piecewise`): model_forward is pieces 0 .. n_layers
+ * with forward_attention(i) after piece i (i < n_layers), then
+ * forward_logits. Piece 0 embeds and
  * makes layer 0's attention input; piece i finishes layer i - 1 (o
  * projection, MLP) and makes layer i's attention input (the last piece ends
  * with the final norm). */
@@ -48,8 +45,7 @@ void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store
                    int piece);
 void forward_attention(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
                        const struct fwd_meta *meta, int layer);
-/* The meta's logit rows (gathered from ws->h) to ws->logits, and their argmax
- * unless skip_argmax. */
-void forward_logits(const struct model *m, struct forward_ws *ws, const struct fwd_meta *meta, int skip_argmax);
+/* The meta's logit rows (gathered from ws->h) to ws->logits. */
+void forward_logits(const struct model *m, struct forward_ws *ws, const struct fwd_meta *meta);
 
 #endif

@@ -17,10 +17,10 @@ struct model {
     float *inv_freq_local;     /* [head_dim / 2] in backend memory */
 };
 
-/* Loads DIR/config.json and the checkpoint in DIR onto be. Returns NULL with
- * e set (naming the file) on failure. Free with model_free. */
-/* dir: a Hugging Face checkpoint directory (config.json + safetensors), or a
- * .gguf file (configuration from its metadata, weights dequantised). */
+/* Loads a model onto be from dir: a Hugging Face checkpoint directory
+ * (config.json + safetensors), or a .gguf file (configuration from its
+ * metadata, weights dequantised). Returns NULL with e set (naming the file)
+ * on failure. Free with model_free. */
 struct model *model_load(const char *dir, struct backend *be, struct err *e);
 /* The configuration and checkpoint model_load reads from path (either form);
  * -1 with e set. Close *ck with checkpoint_close. */

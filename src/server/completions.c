@@ -22,7 +22,7 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 33);
 }
 
-static void out_append(struct job *j, char *chunk)
+static void out_append(struct inflight *j, char *chunk)
 {
     size_t n = strlen(chunk);
     if (j->out_len + n > j->out_cap) {
@@ -35,13 +35,13 @@ static void out_append(struct job *j, char *chunk)
 }
 
 /* Formats what arrived since the last call into j->out (j->mu held). */
-static void produce(struct job *j)
+static void produce(struct inflight *j)
 {
     const struct server *s = j->srv;
     const int chat = j->req.kind == OAI_CHAT;
     int all_closed = 1;
-    for (int i = 0; i < j->req.rq.n; i++) {
-        struct job_choice *c = &j->ch[i];
+    for (int i = 0; i < j->req.submit.n; i++) {
+        struct inflight_choice *c = &j->ch[i];
         if (!c->opened) {
             c->opened = 1;
             if (chat)
@@ -67,7 +67,7 @@ static void produce(struct job *j)
     if (all_closed && !j->done_sent) {
         if (j->req.include_usage && !j->usage_sent) {
             int completion = 0;
-            for (int i = 0; i < j->req.rq.n; i++)
+            for (int i = 0; i < j->req.submit.n; i++)
                 completion += j->ch[i].completion_tokens;
             out_append(j, oai_usage_chunk(&j->req, j->id, j->created, j->prompt_tokens, completion));
             j->usage_sent = 1;
@@ -81,7 +81,7 @@ static void produce(struct job *j)
 static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
 {
     (void)pos;
-    struct job *j = cls;
+    struct inflight *j = cls;
     pthread_mutex_lock(&j->mu);
     for (;;) {
         if (j->out_pos < j->out_len) {
@@ -104,30 +104,30 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
             pthread_mutex_unlock(&j->mu);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
-        job_wait(j, POLL_SECONDS);
-        if (job_client_gone(j)) { /* stream_done aborts the request */
+        inflight_wait(j, POLL_SECONDS);
+        if (inflight_client_gone(j)) { /* stream_done aborts the request */
             pthread_mutex_unlock(&j->mu);
             return MHD_CONTENT_READER_END_WITH_ERROR;
         }
     }
 }
 
-/* The HTTP side lets go of the job: a request still running is aborted. */
-static void release(struct job *j)
+/* The HTTP side lets go of the request in flight: one still running is aborted. */
+static void release(struct inflight *j)
 {
     struct server *s = j->srv;
     pthread_mutex_lock(&j->mu);
-    int running = j->n_finished < j->req.rq.n;
+    int running = j->n_finished < j->req.submit.n;
     pthread_mutex_unlock(&j->mu);
     if (running)
         engine_abort(s->eng, j->engine_id);
-    server_job_detach(s, j);
-    job_unref(j);
+    server_inflight_detach(s, j);
+    inflight_unref(j);
 }
 
 static void stream_done(void *cls) { release(cls); }
 
-static enum MHD_Result reply_stream(struct server *s, struct conn *c, struct MHD_Connection *conn, struct job *j)
+static enum MHD_Result reply_stream(struct server *s, struct conn *c, struct MHD_Connection *conn, struct inflight *j)
 {
     (void)s;
     struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, j,
@@ -144,14 +144,14 @@ static enum MHD_Result reply_stream(struct server *s, struct conn *c, struct MHD
     return rc;
 }
 
-static enum MHD_Result reply_whole(struct server *s, struct conn *c, struct MHD_Connection *conn, struct job *j)
+static enum MHD_Result reply_whole(struct server *s, struct conn *c, struct MHD_Connection *conn, struct inflight *j)
 {
-    const int n = j->req.rq.n;
+    const int n = j->req.submit.n;
     pthread_mutex_lock(&j->mu);
     int gone = 0;
     while (j->n_finished < n && !s->stopping && !gone) {
-        job_wait(j, POLL_SECONDS);
-        gone = j->n_finished < n && job_client_gone(j);
+        inflight_wait(j, POLL_SECONDS);
+        gone = j->n_finished < n && inflight_client_gone(j);
     }
     if (j->n_finished < n) { /* the client left, or the drain ran out of time */
         pthread_mutex_unlock(&j->mu);
@@ -165,7 +165,7 @@ static enum MHD_Result reply_whole(struct server *s, struct conn *c, struct MHD_
     struct oai_choice *choices = xcalloc((size_t)n, sizeof *choices);
     int completion = 0, aborted = 0;
     for (int i = 0; i < n; i++) {
-        const struct job_choice *ch = &j->ch[i];
+        const struct inflight_choice *ch = &j->ch[i];
         choices[i] = (struct oai_choice){ch->text ? ch->text : "", ch->len, ch->finish, ch->lp, ch->n_lp};
         completion += ch->completion_tokens;
         aborted |= ch->finish == FINISH_REASON_ABORT;
@@ -186,7 +186,7 @@ static enum MHD_Result reply_whole(struct server *s, struct conn *c, struct MHD_
 
 enum MHD_Result route_completion(struct server *s, struct conn *c, struct MHD_Connection *conn, enum oai_kind kind)
 {
-    struct oai_request r;
+    struct oai_completion_request r;
     struct oai_error err;
     pthread_mutex_lock(&s->mu);
     const unsigned long serial = ++s->next_id;
@@ -202,19 +202,19 @@ enum MHD_Result route_completion(struct server *s, struct conn *c, struct MHD_Co
                       st.waiting);
         return server_reply_error(c, conn, &err);
     }
-    struct job *j = job_new(s, &r, c->arrived_at);
+    struct inflight *j = inflight_new(s, &r, c->arrived_at);
     snprintf(j->id, sizeof j->id, "%s-%016llx", kind == OAI_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)tag);
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     j->client_fd = ci ? ci->connect_fd : -1;
-    j->req.rq.user = j;
-    server_job_attach(s, j);
+    j->req.submit.user = j;
+    server_inflight_attach(s, j);
     j->submitted_at = clock_now();
     struct err e = {{0}};
-    long id = engine_submit(s->eng, &j->req.rq, &e);
+    long id = engine_submit(s->eng, &j->req.submit, &e);
     if (id < 0) {
-        server_job_detach(s, j);
-        job_unref(j); /* the engine never had it */
-        job_unref(j);
+        server_inflight_detach(s, j);
+        inflight_unref(j); /* the engine never had it */
+        inflight_unref(j);
         oai_error_set(&err, 400, NULL, "%s", e.msg);
         return server_reply_error(c, conn, &err);
     }

@@ -42,9 +42,9 @@ struct oai_context {
     int default_max_tokens; /* when the body gives none: what the context leaves, capped by this */
 };
 
-/* A parsed request. g.rq is what goes to engine_submit (it points into the
+/* A parsed request. g.submit is what goes to engine_submit (it points into the
  * owned arrays below). */
-struct oai_request {
+struct oai_completion_request {
     enum oai_kind kind;
     char *model;                 /* as given (one of the served names) */
     int stream, include_usage;   /* "stream", "stream_options": {"include_usage"} */
@@ -52,9 +52,9 @@ struct oai_request {
     int top_logprobs;            /* chat: "top_logprobs"; completions: the N of "logprobs" (0..5) */
     int echo;                    /* completions "echo": the prompt text before the completion */
     char *prompt_text;           /* completions: the prompt as text (for echo); chat: the rendered prompt */
-    struct engine_request rq;    /* prompt, n, max_tokens, sampling, stop, ignore_eos */
+    struct engine_request submit; /* prompt, n, max_tokens, sampling, stop, ignore_eos */
     int32_t *prompt;             /* owned */
-    char **stop;                 /* owned, rq.n_stop of them */
+    char **stop;                 /* owned, submit.n_stop of them */
     struct logit_bias *bias;     /* owned */
 };
 
@@ -69,8 +69,8 @@ struct oai_request {
  * "logprobs" > 5 on completions): those are 400. seed: "seed", else
  * seed_if_absent. */
 int oai_request_parse(const struct oai_context *ctx, enum oai_kind kind, const char *body, size_t len,
-                      uint64_t seed_if_absent, struct oai_request *out, struct oai_error *err);
-void oai_request_free(struct oai_request *r);
+                      uint64_t seed_if_absent, struct oai_completion_request *out, struct oai_error *err);
+void oai_request_free(struct oai_completion_request *r);
 
 /* One token's log-probs, as the engine reports them (sample_result). */
 struct oai_token_logprob {
@@ -97,7 +97,7 @@ struct oai_choice {
  * "top_logprobs": [...]}]}, "finish_reason"}; completion choices {"index", "text",
  * "logprobs": null | {"tokens", "token_logprobs", "top_logprobs", "text_offset"},
  * "finish_reason"}. Token strings are each token decoded alone (tok). */
-json_t *oai_response(const struct oai_request *r, const struct tokenizer *tok, const char *id, long created,
+json_t *oai_response(const struct oai_completion_request *r, const struct tokenizer *tok, const char *id, long created,
                      const struct oai_choice *choices, int n_choices, int prompt_tokens, int completion_tokens);
 
 /* One SSE event's data for a streamed choice ("chat.completion.chunk" /
@@ -105,11 +105,11 @@ json_t *oai_response(const struct oai_request *r, const struct tokenizer *tok, c
  * or, when finish >= 0, the choice's last chunk with "finish_reason". Chat
  * streams open each choice with a {"role": "assistant"} delta (first = 1).
  * Returns a malloc'ed "data: {...}\n\n" string. */
-char *oai_chunk(const struct oai_request *r, const struct tokenizer *tok, const char *id, long created, int index,
+char *oai_chunk(const struct oai_completion_request *r, const struct tokenizer *tok, const char *id, long created, int index,
                 int first, const char *delta, size_t delta_len, const struct oai_token_logprob *lp, int n_lp,
                 int finish);
 /* The last chunk when include_usage: "choices": [] and "usage". */
-char *oai_usage_chunk(const struct oai_request *r, const char *id, long created, int prompt_tokens,
+char *oai_usage_chunk(const struct oai_completion_request *r, const char *id, long created, int prompt_tokens,
                       int completion_tokens);
 
 /* {"error": {...}} for err. */

@@ -38,7 +38,7 @@ struct parse {
     const struct oai_context *ctx;
     enum oai_kind kind;
     const json_t *o;
-    struct oai_request *r;
+    struct oai_completion_request *r;
     struct oai_error *err;
 };
 
@@ -193,7 +193,7 @@ static int add_stop(struct parse *p, const json_t *s, const char *param)
     if (n > (size_t)p->ctx->max_stop_len)
         return BAD(p, param, "'%s': stop strings are at most %d bytes, got %zu", param, p->ctx->max_stop_len,
                    n);
-    p->r->stop[p->r->rq.n_stop++] = xstrdup(json_string_value(s));
+    p->r->stop[p->r->submit.n_stop++] = xstrdup(json_string_value(s));
     return 0;
 }
 
@@ -264,8 +264,8 @@ static int parse_bias(struct parse *p)
                        id);
         p->r->bias[n++] = (struct logit_bias){id, (float)b};
     }
-    p->r->rq.sampling.bias = p->r->bias;
-    p->r->rq.sampling.n_bias = n;
+    p->r->submit.sampling.bias = p->r->bias;
+    p->r->submit.sampling.n_bias = n;
     return 0;
 }
 
@@ -281,7 +281,7 @@ static int encode(struct parse *p, const char *param, const char *text, size_t l
         return BAD(p, param, "'%s': %s", param, e.msg);
     }
     p->r->prompt = t.ids;
-    p->r->rq.n_prompt = t.n;
+    p->r->submit.n_prompt = t.n;
     return 0;
 }
 
@@ -454,7 +454,7 @@ static int prompt_ids(struct parse *p, const json_t *a, const char *param)
         }
         p->r->prompt[i] = (int32_t)id;
     }
-    p->r->rq.n_prompt = (int)n;
+    p->r->submit.n_prompt = (int)n;
     if (p->ctx->tok) {
         char *text = NULL;
         size_t len;
@@ -513,7 +513,7 @@ static int refuse_unsupported(struct parse *p)
 
 static int parse_logprobs(struct parse *p)
 {
-    struct oai_request *r = p->r;
+    struct oai_completion_request *r = p->r;
     long long top = 0;
     int have_top = 0;
     if (p->kind == OAI_CHAT) {
@@ -531,7 +531,7 @@ static int parse_logprobs(struct parse *p)
             return BAD(p, "echo", "'echo' together with 'logprobs' is not supported");
     }
     r->top_logprobs = (int)top;
-    r->rq.sampling.top_logprobs = (int)top;
+    r->submit.sampling.top_logprobs = (int)top;
     return 0;
 }
 
@@ -555,7 +555,7 @@ static int parse_stream(struct parse *p)
 
 static int parse_sampling(struct parse *p, uint64_t seed_if_absent)
 {
-    struct sampling_params *s = &p->r->rq.sampling;
+    struct sampling_params *s = &p->r->submit.sampling;
     *s = sampling_params_default();
     s->temperature = 1.f; /* OpenAI's default */
     s->seed = seed_if_absent;
@@ -579,7 +579,7 @@ static int fit_context(struct parse *p, long long max_tokens, int given)
 {
     const struct oai_context *c = p->ctx;
     const char *what = p->kind == OAI_CHAT ? "messages" : "prompt";
-    long long n_prompt = p->r->rq.n_prompt;
+    long long n_prompt = p->r->submit.n_prompt;
     if (n_prompt == 0)
         return BAD(p, what, p->kind == OAI_CHAT ? "the messages encode to no tokens" : "the prompt is empty");
     if (given && n_prompt + max_tokens > c->max_context)
@@ -598,22 +598,22 @@ static int fit_context(struct parse *p, long long max_tokens, int given)
                        c->max_context, what, n_prompt, what);
         max_tokens = c->default_max_tokens > 0 && c->default_max_tokens < room ? c->default_max_tokens : room;
     }
-    p->r->rq.max_tokens = (int)max_tokens;
+    p->r->submit.max_tokens = (int)max_tokens;
     return 0;
 }
 
 static int parse_body(struct parse *p, uint64_t seed_if_absent)
 {
-    struct oai_request *r = p->r;
+    struct oai_completion_request *r = p->r;
     long long n = 1, max_tokens = 0, best_of = 0;
     int have_max = 0, have_best_of = 0;
     if (parse_model(p) || refuse_unsupported(p) || get_int(p, "n", 1, p->ctx->max_n, &n, NULL) ||
         get_int(p, "max_tokens", 1, INT32_MAX, &max_tokens, &have_max) ||
         get_int(p, "max_completion_tokens", 1, INT32_MAX, &max_tokens, &have_max) ||
         parse_sampling(p, seed_if_absent) || parse_logprobs(p) || parse_stream(p) ||
-        get_bool(p, "ignore_eos", &r->rq.ignore_eos) || parse_stop(p) || parse_bias(p))
+        get_bool(p, "ignore_eos", &r->submit.ignore_eos) || parse_stop(p) || parse_bias(p))
         return -1;
-    r->rq.n = (int)n;
+    r->submit.n = (int)n;
     if (p->kind == OAI_COMPLETION) {
         if (get_int(p, "best_of", 1, INT32_MAX, &best_of, &have_best_of))
             return -1;
@@ -622,7 +622,7 @@ static int parse_body(struct parse *p, uint64_t seed_if_absent)
     }
     if (p->kind == OAI_CHAT ? parse_messages(p) : parse_prompt(p))
         return -1;
-    for (int i = 0; i < r->rq.n_prompt; i++) /* a tokenizer larger than the model's vocabulary */
+    for (int i = 0; i < r->submit.n_prompt; i++) /* a tokenizer larger than the model's vocabulary */
         if (r->prompt[i] < 0 || r->prompt[i] >= p->ctx->vocab_size)
             return BAD(p, p->kind == OAI_CHAT ? "messages" : "prompt",
                        "the prompt's token %d is outside the model's vocabulary [0, %d)", r->prompt[i],
@@ -630,13 +630,13 @@ static int parse_body(struct parse *p, uint64_t seed_if_absent)
     if (fit_context(p, max_tokens, have_max))
         return -1;
     struct err e = {{0}};
-    if (sampling_params_check(&r->rq.sampling, p->ctx->vocab_size, &e)) /* a backstop: checked above */
+    if (sampling_params_check(&r->submit.sampling, p->ctx->vocab_size, &e)) /* a backstop: checked above */
         return BAD(p, "", "%s", e.msg);
     return 0;
 }
 
 int oai_request_parse(const struct oai_context *ctx, enum oai_kind kind, const char *body, size_t len,
-                      uint64_t seed_if_absent, struct oai_request *out, struct oai_error *err)
+                      uint64_t seed_if_absent, struct oai_completion_request *out, struct oai_error *err)
 {
     memset(out, 0, sizeof *out);
     memset(err, 0, sizeof *err);
@@ -666,14 +666,14 @@ int oai_request_parse(const struct oai_context *ctx, enum oai_kind kind, const c
     }
     if (!out->prompt_text)
         out->prompt_text = xstrdup("");
-    out->rq.prompt = out->prompt;
-    out->rq.stop = out->stop;
+    out->submit.prompt = out->prompt;
+    out->submit.stop = out->stop;
     return 0;
 }
 
-void oai_request_free(struct oai_request *r)
+void oai_request_free(struct oai_completion_request *r)
 {
-    for (int i = 0; i < r->rq.n_stop; i++)
+    for (int i = 0; i < r->submit.n_stop; i++)
         free(r->stop[i]);
     free(r->stop);
     free(r->prompt);

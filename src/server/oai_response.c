@@ -73,7 +73,7 @@ static size_t text_chars(const char *s, size_t n)
     return k;
 }
 
-static int n_top(const struct oai_request *r, const struct oai_token_logprob *lp)
+static int n_top(const struct oai_completion_request *r, const struct oai_token_logprob *lp)
 {
     int n = lp->n_top < r->top_logprobs ? lp->n_top : r->top_logprobs;
     return n < 0 ? 0 : n > 20 ? 20 : n;
@@ -95,7 +95,7 @@ static json_t *chat_token(const struct tokenizer *tok, int32_t id, float logprob
 }
 
 /* {"content": [{"token", "logprob", "bytes", "top_logprobs": [...]}, ...]} */
-static json_t *chat_logprobs(const struct oai_request *r, const struct tokenizer *tok,
+static json_t *chat_logprobs(const struct oai_completion_request *r, const struct tokenizer *tok,
                              const struct oai_token_logprob *lp, int n_lp)
 {
     json_t *content = json_array();
@@ -124,7 +124,7 @@ static void top_set(json_t *dict, const struct tokenizer *tok, int32_t id, float
 
 /* {"tokens", "token_logprobs", "top_logprobs": [{text: logprob}] | null, "text_offset"}:
  * each position's dict holds the N likeliest tokens and the chosen one. */
-static json_t *completion_logprobs(const struct oai_request *r, const struct tokenizer *tok,
+static json_t *completion_logprobs(const struct oai_completion_request *r, const struct tokenizer *tok,
                                    const struct oai_token_logprob *lp, int n_lp, size_t offset)
 {
     json_t *tokens = json_array(), *lps = json_array(), *offsets = json_array();
@@ -162,7 +162,7 @@ static json_t *usage(int prompt_tokens, int completion_tokens)
 }
 
 /* {"id", "object", "created", "model"} */
-static json_t *envelope(const struct oai_request *r, const char *id, long created, const char *object)
+static json_t *envelope(const struct oai_completion_request *r, const char *id, long created, const char *object)
 {
     json_t *o = json_object();
     json_object_set_new(o, "id", jtext(id, strlen(id)));
@@ -173,7 +173,7 @@ static json_t *envelope(const struct oai_request *r, const char *id, long create
 }
 
 /* The echoed prompt followed by text (a new string). */
-static json_t *with_echo(const struct oai_request *r, int echo, const char *text, size_t len)
+static json_t *with_echo(const struct oai_completion_request *r, int echo, const char *text, size_t len)
 {
     size_t pl = echo && r->prompt_text ? strlen(r->prompt_text) : 0;
     char *s = xmalloc(pl + len + 1);
@@ -186,12 +186,12 @@ static json_t *with_echo(const struct oai_request *r, int echo, const char *text
     return j;
 }
 
-static size_t echo_chars(const struct oai_request *r, int echo)
+static size_t echo_chars(const struct oai_completion_request *r, int echo)
 {
     return echo && r->prompt_text ? text_chars(r->prompt_text, strlen(r->prompt_text)) : 0;
 }
 
-json_t *oai_response(const struct oai_request *r, const struct tokenizer *tok, const char *id, long created,
+json_t *oai_response(const struct oai_completion_request *r, const struct tokenizer *tok, const char *id, long created,
                      const struct oai_choice *choices, int n_choices, int prompt_tokens,
                      int completion_tokens)
 {
@@ -238,7 +238,7 @@ static char *sse(json_t *o)
     return s;
 }
 
-char *oai_chunk(const struct oai_request *r, const struct tokenizer *tok, const char *id, long created,
+char *oai_chunk(const struct oai_completion_request *r, const struct tokenizer *tok, const char *id, long created,
                 int index, int first, const char *delta, size_t delta_len, const struct oai_token_logprob *lp,
                 int n_lp, int finish)
 {
@@ -276,7 +276,7 @@ char *oai_chunk(const struct oai_request *r, const struct tokenizer *tok, const 
     return sse(o);
 }
 
-char *oai_usage_chunk(const struct oai_request *r, const char *id, long created, int prompt_tokens,
+char *oai_usage_chunk(const struct oai_completion_request *r, const char *id, long created, int prompt_tokens,
                       int completion_tokens)
 {
     json_t *o = envelope(r, id, created, r->kind == OAI_CHAT ? "chat.completion.chunk" : "text_completion");

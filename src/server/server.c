@@ -69,9 +69,9 @@ enum MHD_Result server_reply_error(struct conn *c, struct MHD_Connection *conn, 
     return server_reply_json(c, conn, err->status, oai_error_json(err));
 }
 
-/* ---- the live-job list ---- */
+/* ---- the list of requests in flight ---- */
 
-void server_job_attach(struct server *s, struct job *j)
+void server_inflight_attach(struct server *s, struct inflight *j)
 {
     pthread_mutex_lock(&s->mu);
     j->next_live = s->live;
@@ -80,10 +80,10 @@ void server_job_attach(struct server *s, struct job *j)
     pthread_mutex_unlock(&s->mu);
 }
 
-void server_job_detach(struct server *s, struct job *j)
+void server_inflight_detach(struct server *s, struct inflight *j)
 {
     pthread_mutex_lock(&s->mu);
-    for (struct job **p = &s->live; *p; p = &(*p)->next_live)
+    for (struct inflight **p = &s->live; *p; p = &(*p)->next_live)
         if (*p == j) {
             *p = j->next_live;
             s->n_live--;
@@ -313,7 +313,7 @@ static void drain(struct server *s)
     }
     pthread_mutex_lock(&s->mu); /* whatever still waits ends now */
     s->stopping = 1;
-    for (struct job *j = s->live; j; j = j->next_live) {
+    for (struct inflight *j = s->live; j; j = j->next_live) {
         pthread_mutex_lock(&j->mu);
         pthread_cond_broadcast(&j->cv);
         pthread_mutex_unlock(&j->mu);
@@ -328,18 +328,19 @@ int server_run(struct model *m, const struct tokenizer *tok, const struct chat_t
     pthread_mutex_init(&s.mu, NULL);
     s.names[0] = so->served_name;
     s.octx = (struct oai_context){.tok = tok, .ct = ct, .model_names = s.names, .n_model_names = 1,
-                                  .vocab_size = m->cfg.vocab_size, .max_n = 16, .max_stop = 16,
+                                  .max_n = 16, .max_stop = 16,
                                   .max_stop_len = 256, .default_max_tokens = 1 << 20};
     struct sockaddr_storage addr;
     int rc = -1;
     if (resolve(so->host, so->port, &addr, e))
         goto done;
     s.metrics = metrics_create(so->served_name);
-    if (!(s.eng = engine_create(m, tok, eo, job_on_event, &s, e)))
+    if (!(s.eng = engine_create(m, tok, eo, inflight_on_event, &s, e)))
         goto done;
     struct engine_stats st;
     engine_get_stats(s.eng, &st);
     s.octx.max_context = st.max_context; /* what the engine made of --max-model-len */
+    s.octx.vocab_size = engine_vocab_size(s.eng);
     s.daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                                     (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
                                 0, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,

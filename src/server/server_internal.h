@@ -1,13 +1,13 @@
 /* The server's state, shared by its files: server.c (lifecycle, HTTP
  * plumbing), routes.c (the small routes), completions.c (the OpenAI
- * completion routes) and job.c (requests in flight). */
+ * completion routes) and inflight.c (requests in flight). */
 #ifndef INFER_SERVER_SERVER_INTERNAL_H
 #define INFER_SERVER_SERVER_INTERNAL_H
 
 #include <microhttpd.h>
 #include <pthread.h>
 
-#include "server/job.h"
+#include "server/inflight.h"
 #include "server/metrics.h"
 #include "server/server.h"
 
@@ -22,7 +22,7 @@ struct server {
     const char *names[1];
     struct MHD_Daemon *daemon;
     pthread_mutex_t mu;
-    struct job *live; /* jobs the HTTP side still holds */
+    struct inflight *live; /* requests in flight the HTTP side still holds */
     int n_live;
     int draining; /* SIGTERM: new work gets 503 */
     int stopping; /* the daemon is going down: waits end now */
@@ -57,8 +57,8 @@ enum MHD_Result route_detokenize(struct server *s, struct conn *c, struct MHD_Co
 /* completions.c */
 enum MHD_Result route_completion(struct server *s, struct conn *c, struct MHD_Connection *conn, enum oai_kind kind);
 
-/* The live-job list (server.c). */
-void server_job_attach(struct server *s, struct job *j);
-void server_job_detach(struct server *s, struct job *j);
+/* The list of requests in flight (server.c). */
+void server_inflight_attach(struct server *s, struct inflight *j);
+void server_inflight_detach(struct server *s, struct inflight *j);
 
 #endif

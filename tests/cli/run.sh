@@ -260,10 +260,10 @@ expect_fail "--cuda-graph-mode: unknown mode" "--cuda-graph-mode: unknown mode '
 expect_fail "--cuda-graph-mode full needs cuda" "--cuda-graph-mode full needs --device cuda" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode full
 expect_fail "--cuda-graph-mode piecewise needs cuda" "--cuda-graph-mode piecewise needs --device cuda" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode piecewise
 expect_fail "--cuda-graph-mode decode needs cuda" "--cuda-graph-mode decode needs --device cuda" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode decode
-expect_fail "--piecewise-cuda-graph-tokens with decode" "need --cuda-graph-mode piecewise or full" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode decode --piecewise-cuda-graph-tokens 16,32
-expect_fail "--piecewise-cuda-graph-max-tokens without a mode" "need --cuda-graph-mode piecewise or full" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --piecewise-cuda-graph-max-tokens 64
+expect_fail "--piecewise-cuda-graph-tokens with decode" "--piecewise-cuda-graph-tokens needs --cuda-graph-mode piecewise or full" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode decode --piecewise-cuda-graph-tokens 16,32
+expect_fail "--piecewise-cuda-graph-max-tokens on the cpu" "--piecewise-cuda-graph-max-tokens needs CUDA graphs (--device cpu has none)" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --piecewise-cuda-graph-max-tokens 64
 expect_fail "--piecewise-cuda-graph-tokens not a list" "piecewise-cuda-graph-tokens" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode full --piecewise-cuda-graph-tokens 16,x
-expect_fail "--cuda-graph-bs without a graph mode" "--cuda-graph-bs and --disable-cuda-graph-padding need" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-bs 1,2
+expect_fail "--cuda-graph-bs on the cpu" "--cuda-graph-bs needs CUDA graphs (--device cpu has none)" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-bs 1,2
 expect_fail "--stop with --input" "--stop: give \"stop\" in each line of --input instead" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/batch.jsonl" --stop x
 expect_fail "--stop empty" "--stop: the text is empty" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --stop ""
 expect_fail "--stop without a tokenizer" "--stop: $FIX/tiny-llama has no tokenizer to match the text with" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --stop x
@@ -350,6 +350,14 @@ expect_fail "gpu memory utilization not a number" "--gpu-memory-utilization" "$I
 expect_fail "unknown device" "--device" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1 --device tpu
 expect_fail "missing --config" "--config" "$INFER" mkmodel --out "$TMP/x"
 expect_fail "unknown command" "unknown command" "$INFER" frobnicate
+
+# every flag's bad values through every subcommand that takes it
+if INFER="$INFER" python3 "$ROOT/tests/cli/bad_flags.py" >"$TMP/bad_flags" 2>&1; then
+    ok "$(tail -n 1 "$TMP/bad_flags"): each exits non-zero naming its flag, nothing printed or written"
+else
+    bad "bad flags: $(grep -E 'FAIL|SKIP' "$TMP/bad_flags" | head -n 20)"
+fi
+grep SKIP "$TMP/bad_flags" || true
 
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

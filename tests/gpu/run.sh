@@ -62,20 +62,27 @@ if has bench; then
     for cfg in "$CONFIGS"/*/config.json; do
         name=$(basename "$(dirname "$cfg")")
         [ -f "$MODELS/$name/model.safetensors" ] || $B/infer mkmodel --config "$cfg" --out "$MODELS/$name" >/dev/null
-        for p in 512 2048 8192; do
-            $B/infer bench --model "$MODELS/$name" --prompt-len $p --decode-steps 64 2>&1 | tee -a "$OUT/bench.jsonl"
+        $B/infer bench --model "$MODELS/$name" --device cuda --batch 1,8,32 --prompt-len 512 2>/dev/null |
+            tee -a "$OUT/bench.jsonl"
+        for p in 2048 8192; do
+            $B/infer bench --model "$MODELS/$name" --device cuda --batch 0 --prompt-len $p \
+                --max-num-batched-tokens $p 2>/dev/null | tee -a "$OUT/bench.jsonl"
         done
     done
     note "bench: $(wc -l <"$OUT/bench.jsonl") runs in bench.jsonl"
     python3 - "$OUT/bench.jsonl" <<'PY'
 import json, sys
-print(f"{'model':20} {'prompt':>6} {'prefill ms':>10} {'TFLOP/s':>8} {'decode wall ms':>14} {'graph ms':>9} {'floor ms':>9} {'x floor':>7}")
-for line in open(sys.argv[1]):
-    if not line.startswith("{"):
-        continue
-    r = json.loads(line)
-    print(f"{r['model']:20} {r['prompt_len']:6} {r['prefill_ms']:10.2f} {r['prefill_tflops']:8.1f} "
-          f"{r['decode_wall_ms']:14.3f} {r['graph_step_ms']:9.3f} {r['floor_ms']:9.3f} {r['graph_over_floor']:7.2f}")
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+print(f"{'model':20} {'batch':>5} {'output tok/s':>12} {'step ms':>8} {'floor ms':>9} {'x floor':>7}")
+for r in rows:
+    if r["workload"] == "decode":
+        print(f"{r['model']:20} {r['batch']:5} {r['output_tok_s']:12.1f} {r['step_ms']:8.3f} {r['floor_ms']:9.3f} "
+              f"{r['step_over_floor']:7.2f}")
+print(f"{'model':20} {'prompt':>6} {'prefill ms':>10} {'tok/s':>9} {'TFLOP/s':>8}")
+for r in rows:
+    if r["workload"] == "prefill":
+        print(f"{r['model']:20} {r['prompt_len']:6} {r['prefill_ms']:10.2f} {r['prefill_tok_s']:9.0f} "
+              f"{r['prefill_tflops']:8.1f}")
 PY
 fi
 

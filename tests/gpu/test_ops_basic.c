@@ -1,5 +1,5 @@
 /* CUDA vs CPU for the simple ops: embedding, RMSNorm (both conventions),
- * fused add + RMSNorm, gated activations, row gather, argmax, and the fused
+ * fused add + RMSNorm, gated activations, row gather, and the fused
  * q/k-norm + RoPE + KV write. Inputs are bf16-representable; the CUDA side
  * rounds intermediates to bf16 as a bf16 model does, so the bound is a few
  * bf16 ulps (relative to the largest output). Outputs start poisoned (NaN). */
@@ -169,9 +169,9 @@ GPU_TEST(gated_act_silu_and_gelu)
     return 0;
 }
 
-GPU_TEST(gather_rows_and_argmax)
+GPU_TEST(gather_rows)
 {
-    const int T = 50, D = 2560, V = 262144;
+    const int T = 50, D = 2560;
     size_t n = (size_t)T * D;
     float *x = gpu_rand_f32(ctx, n, 1.0f);
     int32_t rows[5] = {0, 7, 8, 31, 49};
@@ -187,24 +187,6 @@ GPU_TEST(gather_rows_and_argmax)
     free(got);
     free(oc);
     free(x);
-    /* argmax over a large vocabulary, with planted maxima and a tie */
-    const int R = 3;
-    float *l = gpu_rand_f32(ctx, (size_t)R * V, 1.0f);
-    l[5] = 50.f;
-    l[(size_t)V + V - 1] = 60.f;
-    l[2 * (size_t)V + 1000] = 70.f;
-    l[2 * (size_t)V + 77] = 70.f; /* tie: the lower index wins */
-    int32_t want[3], got_ids[3];
-    ctx->cpu->ops->argmax(ctx->cpu, want, l, R, V);
-    int32_t *dg = gpu_upload(ctx, got_ids, sizeof got_ids);
-    ctx->cuda->ops->argmax(ctx->cuda, dg, gpu_upload(ctx, l, (size_t)R * V * sizeof(float)), R, V);
-    gpu_download(ctx, got_ids, dg, sizeof got_ids);
-    free(l);
-    if (want[0] != 5 || want[1] != V - 1 || want[2] != 77)
-        GPU_FAIL("CPU argmax wrong: %d %d %d", want[0], want[1], want[2]);
-    for (int i = 0; i < R; i++)
-        if (got_ids[i] != want[i])
-            GPU_FAIL("row %d: argmax %d, CPU %d", i, got_ids[i], want[i]);
     return 0;
 }
 

@@ -1,4 +1,4 @@
-/* The CUDA sample op against sample_token (the CPU sampler, fed the raw
+/* The CUDA sampler ops against sample_token (the CPU sampler, fed the raw
  * history rather than the compact seen lists the device gets, so the lists
  * are checked too). Random logits of several vocabulary sizes, every
  * parameter alone and combined, greedy rows, planted and bf16-made ties.
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/sample_seen.h"
-#include "backend/sampling.h"
+#include "sampling/sample_seen.h"
+#include "sampling/sampling.h"
 #include "core/bf16.h"
 #include "gpu_test.h"
 
@@ -32,6 +32,17 @@ static int ensure_init(struct gpu_ctx *ctx)
     }
     done = 1;
     return 0;
+}
+
+/* One draw through the three sampler ops (stage, enqueue, finish), as an
+ * eager step runs them. */
+static int sample_rows(struct backend *be, const float *logits, int n, int vocab, const struct sample_row *rows,
+                       struct sample_result *out, struct err *e)
+{
+    return be->ops->sample_stage(be, n, n, vocab, rows, e) || be->ops->sample_enqueue(be, logits, n, vocab, e) ||
+                   be->ops->sample_finish(be, n, out, e)
+               ? -1
+               : 0;
 }
 
 struct row_case {
@@ -99,7 +110,7 @@ static int compare(struct gpu_ctx *ctx, const float *logits, int V, struct row_c
     memset(got, 0xa5, sizeof got); /* poison: NaN logprobs, odd ids */
     float *dl = gpu_upload(ctx, logits, (size_t)n * V * sizeof(float));
     long allocs = cuda_backend_device_allocs(ctx->cuda);
-    if (ctx->cuda->ops->sample(ctx->cuda, dl, n, V, rows, got, &e))
+    if (sample_rows(ctx->cuda, dl, n, V, rows, got, &e))
         GPU_FAIL("%s: sample failed: %.400s", what, e.msg);
     if (cuda_backend_device_allocs(ctx->cuda) != allocs)
         GPU_FAIL("%s: sample allocated device memory", what);
@@ -309,13 +320,13 @@ GPU_TEST(sampling_refuses_what_it_cannot_hold)
     float *zeros = calloc(10000, sizeof(float));
     float *dl = gpu_upload(ctx, zeros, 10000 * sizeof(float));
     free(zeros);
-    if (ctx->cuda->ops->sample(ctx->cuda, dl, 1, 10000, &row, &out, &e) == 0)
+    if (sample_rows(ctx->cuda, dl, 1, 10000, &row, &out, &e) == 0)
         GPU_FAIL("a row over SAMPLE_MAX_SEEN was accepted");
     struct sample_row rows[MAX_ROWS + 1];
     for (int i = 0; i <= MAX_ROWS; i++)
         rows[i] = (struct sample_row){&p, 0, seen, 0};
     struct sample_result outs[MAX_ROWS + 1];
-    if (ctx->cuda->ops->sample(ctx->cuda, dl, MAX_ROWS + 1, 10, rows, outs, &e) == 0)
+    if (sample_rows(ctx->cuda, dl, MAX_ROWS + 1, 10, rows, outs, &e) == 0)
         GPU_FAIL("more rows than sample_init sized were accepted");
     return 0;
 }
@@ -332,7 +343,7 @@ static void bench_call(void *a)
 {
     struct bench_arg *b = a;
     struct err e;
-    CHECK(b->ctx->cuda->ops->sample(b->ctx->cuda, b->dl, b->n, b->V, b->rows, b->out, &e) == 0);
+    CHECK(sample_rows(b->ctx->cuda, b->dl, b->n, b->V, b->rows, b->out, &e) == 0);
 }
 
 /* Milliseconds per call (upload, kernel, download) for greedy, plain

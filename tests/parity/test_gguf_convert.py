@@ -1,12 +1,12 @@
-"""GGUF loading against safetensors, on the tiny fixture models of all three architectures
-(issue 7): each fixture is written as a GGUF file the way llama.cpp's converter writes one —
+"""GGUF loading against safetensors, on the tiny fixture models of all three architectures:
+each fixture is written as a GGUF file the way llama.cpp's converter writes one —
 Hugging Face names mapped to GGUF's, Gemma's RMSNorm weights with +1 folded in, Llama's q and
 k rows permuted within each head for ggml's RoPE — using the Python `gguf` package's writer, and
 `infer logits` on the GGUF must equal `infer logits` on the checkpoint directory exactly (CPU).
 This proves the name map and the two layout conventions the loader undoes.
 
 What GGUF cannot say is taken out of the fixture first (a copy of its directory): Llama 3 RoPE
-scaling (llama.cpp writes it as frequency factors, which the loader refuses for now), and
+scaling (llama.cpp writes it as frequency factors, which the loader refuses), and
 Gemma's query_pre_attn_scalar when it is not head_dim (llama.cpp assumes head_dim).
 """
 import json

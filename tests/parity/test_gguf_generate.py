@@ -1,5 +1,5 @@
 """Greedy generation of the embedded default model on the CPU backend against Hugging Face
-transformers (issue 7): 32 tokens for each of 5 chat prompts must equal transformers' greedy
+transformers: 32 tokens for each of 5 chat prompts must equal transformers' greedy
 output token for token.
 
 The fixture (tests/fixtures/gguf_golden/gemma-3-270m-q4_k_m.json) comes from

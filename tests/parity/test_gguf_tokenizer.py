@@ -1,4 +1,4 @@
-"""The tokenizer infer builds from a GGUF file's metadata (issue 7), against the Python
+"""The tokenizer infer builds from a GGUF file's metadata, against the Python
 `tokenizers` library on the same family's tokenizer.json:
 
 - Gemma 3 ("llama" SentencePiece vocabulary with scores and byte fallback): the real embedded

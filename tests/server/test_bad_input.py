@@ -1,4 +1,4 @@
-"""Issue 8's bad-input suite: malformed and hostile requests against one `infer serve` (the tiny
+"""The bad-input suite: malformed and hostile requests against one `infer serve` (the tiny
 random Gemma GGUF with the real 262,144-token Gemma 3 tokenizer, context 2048) started with
 --check-integrity (the engine checks its KV block accounting after every step and aborts the
 process on a violation) and --max-body-mb 4.

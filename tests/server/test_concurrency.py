@@ -1,4 +1,4 @@
-"""Many clients at once (issue 8): 100 concurrent streaming requests, a third of them hanging up
+"""Many clients at once: 100 concurrent streaming requests, a third of them hanging up
 mid-stream. The others must get exactly the text `infer generate` gives for their requests, the
 server must stay up with its KV accounting checked after every step (--check-integrity aborts the
 process on a violation), and once all is done every KV block must be free or held by the prefix

@@ -1,4 +1,4 @@
-"""`infer serve` driven by the official `openai` Python client (issue 8): chat and completions,
+"""`infer serve` driven by the official `openai` Python client: chat and completions,
 streaming and not, n=2, stop strings, logprobs and usage, on a tiny random Gemma GGUF with the real
 Gemma 3 tokenizer and on the real Gemma 3 270M. Every answer must equal what `infer generate`
 gives for the same request (the same engine, the same seeds)."""

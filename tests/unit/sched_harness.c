@@ -2,41 +2,43 @@
 
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "engine/greedy.h"
-
-void harness_init(struct harness *h, struct model *m, int n_blocks, int budget, int max_seqs, int prefix_cache)
+void harness_init(struct harness *h, struct model *m, int n_blocks, int budget, int max_seqs,
+                  int prefix_cache)
 {
     struct err e = {{0}};
+    memset(h, 0, sizeof *h);
     h->m = m;
     h->n_blocks = n_blocks;
-    h->steps = 0;
-    cr_assert_eq(kv_store_init(&h->kv, &m->cfg, m->be, n_blocks, HARNESS_BS, &e), 0, "%s", e.msg);
+    /* a block table as wide as the pool: no sequence holds more */
+    const int table = (n_blocks - 1) * HARNESS_BS;
+    const struct runner_opts ro = {.max_tokens = budget,
+                                   .max_seqs = max_seqs,
+                                   .max_context = table < m->cfg.max_positions ? table : m->cfg.max_positions,
+                                   .block_size = HARNESS_BS,
+                                   .host_kv_blocks = n_blocks,
+                                   .gpu_memory_utilization = 0.9};
+    cr_assert_eq(runner_init(&h->runner, m, &ro, &e), 0, "%s", e.msg);
+    cr_assert_eq(h->runner.kv.n_blocks, n_blocks);
     block_pool_init(&h->pool, n_blocks, 1);
-    cr_assert_eq(forward_ws_init(&h->ws, m, budget, max_seqs, &e), 0, "%s", e.msg);
-    struct meta_caps caps = {budget, max_seqs, n_blocks, max_seqs};
-    step_builder_init(&h->sb, &caps, HARNESS_BS);
     scheduler_init(&h->s, &h->pool, HARNESS_BS, budget, max_seqs, m->cfg.max_positions, m->cfg.eos_ids,
                    m->cfg.n_eos);
     if (prefix_cache)
         scheduler_enable_prefix_cache(&h->s);
-    h->q = calloc((size_t)max_seqs, sizeof *h->q);
-    h->rq = calloc((size_t)max_seqs, sizeof *h->rq);
-    cr_assert_eq(step_sampler_init(&h->sampler, m->be, max_seqs, m->cfg.vocab_size, &e), 0, "%s", e.msg);
+    h->work = calloc((size_t)max_seqs, sizeof *h->work);
+    h->seqs = calloc((size_t)max_seqs, sizeof *h->seqs);
     h->drawn = calloc((size_t)max_seqs, sizeof *h->drawn);
 }
 
 int harness_step(struct harness *h)
 {
     struct err e = {{0}};
-    int n = scheduler_plan(&h->s, h->q, h->rq);
+    int n = scheduler_plan(&h->s, h->work, h->seqs);
     if (n == 0)
         return 0;
-    struct fwd_batch b;
-    cr_assert_eq(step_build(&h->sb, h->q, n, &b, &e), 0, "%s", e.msg);
-    cr_assert_eq(model_forward(h->m, &h->ws, &h->kv, &b, &e), 0, "%s", e.msg);
-    cr_assert(step_sample(&h->sampler, h->m->be, h->ws.logits, h->rq, h->q, n, h->drawn, &e) >= 0, "%s", e.msg);
-    scheduler_commit(&h->s, h->q, h->rq, n, h->drawn);
+    cr_assert_eq(runner_step(&h->runner, h->work, n, h->drawn, &e), 0, "%s", e.msg);
+    scheduler_commit(&h->s, h->work, h->seqs, n, h->drawn);
     cr_assert_eq(scheduler_check(&h->s, &e), 0, "step %ld: %s", h->steps, e.msg);
     h->steps++;
     return 1;
@@ -55,29 +57,35 @@ void harness_free(struct harness *h)
     struct err e = {{0}};
     cr_assert_eq(scheduler_check(&h->s, &e), 0, "%s", e.msg);
     int cached = h->s.prefix_caching ? h->s.radix.n_nodes : 0;
-    cr_assert_eq(block_pool_n_free(&h->pool) + cached, h->n_blocks - 1, "blocks leaked: %d free, %d cached of %d",
-                 block_pool_n_free(&h->pool), cached, h->n_blocks - 1);
-    free(h->q), free(h->rq), free(h->drawn);
-    step_sampler_free(&h->sampler);
+    cr_assert_eq(block_pool_n_free(&h->pool) + cached, h->n_blocks - 1,
+                 "blocks leaked: %d free, %d cached of %d", block_pool_n_free(&h->pool), cached,
+                 h->n_blocks - 1);
+    free(h->work), free(h->seqs), free(h->drawn);
     scheduler_free(&h->s);
-    cr_assert_eq(block_pool_n_free(&h->pool), h->n_blocks - 1, "the cache's blocks come back when it is freed");
-    step_builder_free(&h->sb);
-    forward_ws_free(&h->ws, h->m);
+    cr_assert_eq(block_pool_n_free(&h->pool), h->n_blocks - 1,
+                 "the cache's blocks come back when it is freed");
     block_pool_free(&h->pool);
-    kv_store_free(&h->kv, h->m->be);
+    runner_free(&h->runner);
 }
 
 int32_t *alone_greedy(struct model *m, const int32_t *prompt, int n_prompt, int max_tokens, int *n,
                       enum finish_reason *finish)
 {
-    struct err e = {{0}};
-    struct seq_runner r;
-    cr_assert_eq(seq_runner_init(&r, m, n_prompt + max_tokens, 128, 1, HARNESS_BS, &e), 0, "%s", e.msg);
-    struct greedy_result g;
-    cr_assert_eq(greedy_generate(&r, prompt, n_prompt, max_tokens, 0, &g, &e), 0, "%s", e.msg);
-    seq_runner_free(&r);
-    *n = g.n_ids;
+    struct harness h;
+    const int blocks = (n_prompt + max_tokens) / HARNESS_BS + 2;
+    harness_init(&h, m, blocks, 128, 1, 0);
+    struct sequence seq = {.prompt = prompt,
+                           .n_prompt = n_prompt,
+                           .max_tokens = max_tokens,
+                           .sampling = sampling_params_default()};
+    scheduler_add(&h.s, &seq);
+    harness_run(&h);
+    int32_t *ids = malloc((size_t)(seq.n_out ? seq.n_out : 1) * sizeof *ids);
+    memcpy(ids, seq.out, (size_t)seq.n_out * sizeof *ids);
+    *n = seq.n_out;
     if (finish)
-        *finish = g.finish;
-    return g.ids;
+        *finish = seq.finish;
+    sequence_free(&seq);
+    harness_free(&h);
+    return ids;
 }

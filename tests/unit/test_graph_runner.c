@@ -1,14 +1,15 @@
 /* The graph runner's host side: the bucket schedule and its validation
  * (errors name the flag), --cuda-graph-mode parsing, a backend without
- * graphs refusing decode mode, and the padding contract replays rest on
- * (on the CPU backend). Replays against eager are checked on the GPU
- * machine: tools/engine_check.py. */
+ * graphs refusing the graph modes, the choice of graph per step shape, and
+ * the padding contract replays rest on (the step builder's padding, on the
+ * CPU backend). Replays against eager are checked on the GPU machine:
+ * tools/engine_check.py. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/graph_runner.h"
+#include "runner/runner.h"
 #include "test_util.h"
 
 static void expect_buckets(const struct graph_opts *o, int max_seqs, int max_tokens, const int *want, int n_want)
@@ -126,125 +127,171 @@ Test(graph_runner, modes_parse)
     cr_assert(strstr(e.msg, "--cuda-graph-mode") && strstr(e.msg, "unknown"), "%s", e.msg);
 }
 
+static struct runner_opts small_opts(void)
+{
+    return (struct runner_opts){.max_tokens = 32, .max_seqs = 8, .max_context = 16, .block_size = 4,
+                                .host_kv_blocks = 40, .gpu_memory_utilization = 0.9};
+}
+
 Test(graph_runner, cpu_backend_refuses_graphs)
 {
+    struct backend *be;
+    struct model *m = test_load_model("tiny-llama", &be);
     struct err e = {{0}};
-    struct backend *be = backend_create(BACKEND_KIND_CPU, 1, &e);
-    cr_assert(be, "%s", e.msg);
-    struct model m = {0};
-    m.be = be;
-    struct graph_runner gr;
-    struct graph_opts o = {.mode = GRAPH_MODE_DECODE, .max_bs = 8, .padding = 1};
-    cr_assert_neq(graph_runner_init(&gr, &m, NULL, NULL, &o, 8, 64, 4, &e), 0);
-    cr_assert(strstr(e.msg, "--device cuda"), "%s", e.msg);
-    o.mode = GRAPH_MODE_FULL;
-    cr_assert_neq(graph_runner_init(&gr, &m, NULL, NULL, &o, 8, 64, 4, &e), 0);
+    struct runner r;
+    struct runner_opts o = small_opts();
+    o.graph = (struct graph_opts){.mode = GRAPH_MODE_DECODE, .max_bs = 8, .padding = 1};
+    cr_assert_neq(runner_init(&r, m, &o, &e), 0);
+    cr_assert(strstr(e.msg, "--cuda-graph-mode decode needs --device cuda"), "%s", e.msg);
+    o.graph.mode = GRAPH_MODE_FULL;
+    cr_assert_neq(runner_init(&r, m, &o, &e), 0);
     cr_assert(strstr(e.msg, "--cuda-graph-mode full needs --device cuda"), "%s", e.msg);
-    o.mode = GRAPH_MODE_NONE;
-    cr_assert_eq(graph_runner_init(&gr, &m, NULL, NULL, &o, 8, 64, 4, &e), 0);
-    cr_assert_eq(gr.n_buckets, 0);
-    graph_runner_free(&gr);
-    backend_free(be);
-}
-
-/* One step of n sequences: sequence s has its blocks at 1 + 4s.. (block
- * size 4), new tokens at positions pos[s].. */
-struct steps {
-    int32_t tok[32], pos[32], slot[32], seq[32], qs[9], kvl[8], tables[8 * 4], rows[32];
-};
-
-static struct fwd_batch step_of(struct steps *st, int n, const int *first, const int *count, int with_logits)
-{
-    int t = 0, nl = 0;
-    for (int s = 0; s < n; s++) {
-        st->qs[s] = t;
-        for (int b = 0; b < 4; b++)
-            st->tables[s * 4 + b] = 1 + 4 * s + b;
-        for (int j = 0; j < count[s]; j++, t++) {
-            const int p = first[s] + j;
-            st->tok[t] = (int32_t)((s * 37 + p * 11 + 3) % 200);
-            st->pos[t] = p;
-            st->slot[t] = st->tables[s * 4 + p / 4] * 4 + p % 4;
-            st->seq[t] = s;
-        }
-        st->kvl[s] = first[s] + count[s];
-        if (with_logits)
-            st->rows[nl++] = t - 1;
-    }
-    st->qs[n] = t;
-    return (struct fwd_batch){.n_tokens = t, .n_seqs = n, .n_logits = nl, .max_blocks_per_seq = 4,
-                              .token_ids = st->tok, .positions = st->pos, .slot_mapping = st->slot,
-                              .seq_of_token = st->seq, .query_start = st->qs, .kv_len = st->kvl,
-                              .block_tables = st->tables, .logit_rows = st->rows};
-}
-
-/* Frees what the padding tests set up. */
-static void teardown(struct graph_runner *gr, struct kv_store *kv, struct kv_store *kv2, struct forward_ws *ws,
-                     struct model *m, struct backend *be)
-{
-    graph_runner_free(gr);
-    kv_store_free(kv, be);
-    kv_store_free(kv2, be);
-    forward_ws_free(ws, m);
+    o.graph.mode = GRAPH_MODE_NONE;
+    cr_assert_eq(runner_init(&r, m, &o, &e), 0, "%s", e.msg);
+    cr_assert_eq(r.graphs.n_buckets, 0);
+    runner_free(&r);
     test_free_model(m, be);
 }
 
-/* The contract replays rest on: a decode batch padded to a bucket with
- * graph_runner_pad gives its real rows exactly the logits the unpadded
- * batch gives, and the padding rows write nothing (a second unpadded step
- * afterwards still matches a run that never saw padding). */
+/* The choice per step, on a schedule set by hand (no capture needed). */
+Test(graph_runner, plans_pick_bucket_and_padding)
+{
+    int dec[] = {1, 2, 4, 8}, tok[] = {16, 32}, seqs[] = {1, 2, 4, 9};
+    void *marks[8 * 4] = {0};
+    for (int i = 0; i < 8; i++)
+        marks[i] = &marks[i]; /* any non-NULL graph */
+    struct graph_runner gr = {.mode = GRAPH_MODE_FULL, .padding = 1, .n_layers = 2, .buckets = dec, .n_buckets = 4,
+                              .graphs = marks, .tok_buckets = tok, .n_tok_buckets = 2, .seq_buckets = seqs,
+                              .n_seq_buckets = 4, .full = marks, .max_draws = 8};
+    struct step_plan p;
+    struct step_shape decode3 = {.n_tokens = 3, .n_seqs = 3, .n_draws = 3, .n_logits = 3, .decode = 1};
+    graph_runner_plan(&gr, &decode3, &p);
+    cr_assert_eq(p.path, STEP_PATH_DECODE);
+    cr_assert(p.padded.n_tokens == 4 && p.padded.n_seqs == 4 && p.padded.n_logits == 4 && p.draw_rows == 4);
+    /* a mixed step of 20 tokens in 3 sequences: tokens 32, sequences 4 (3 + one for padding) */
+    struct step_shape mixed = {.n_tokens = 20, .n_seqs = 3, .n_draws = 2, .n_logits = 2};
+    graph_runner_plan(&gr, &mixed, &p);
+    cr_assert_eq(p.path, STEP_PATH_FULL);
+    cr_assert(p.padded.n_tokens == 32 && p.padded.n_seqs == 4 && p.padded.n_logits == 4 && p.draw_rows == 4,
+              "padded %d %d %d, draws %d", p.padded.n_tokens, p.padded.n_seqs, p.padded.n_logits, p.draw_rows);
+    /* returning more logit rows than the graph draws: eager, said why */
+    struct step_shape scoring = {.n_tokens = 10, .n_seqs = 1, .n_draws = 1, .n_logits = 11};
+    graph_runner_plan(&gr, &scoring, &p);
+    cr_assert_eq(p.path, STEP_PATH_EAGER);
+    cr_assert(p.why_eager && strstr(p.why_eager, "logit rows"));
+    cr_assert(p.padded.n_tokens == 10 && p.padded.n_logits == 11 && p.draw_rows == 1);
+    /* past the largest token bucket */
+    struct step_shape big = {.n_tokens = 33, .n_seqs = 2, .n_draws = 2, .n_logits = 2};
+    graph_runner_plan(&gr, &big, &p);
+    cr_assert_eq(p.path, STEP_PATH_EAGER);
+    /* without padding only exact sizes replay */
+    gr.padding = 0;
+    graph_runner_plan(&gr, &decode3, &p);
+    cr_assert_eq(p.path, STEP_PATH_EAGER);
+    /* decode mode leaves mixed steps eager; piecewise pads them by tokens only */
+    gr.padding = 1, gr.mode = GRAPH_MODE_DECODE;
+    graph_runner_plan(&gr, &mixed, &p);
+    cr_assert(p.path == STEP_PATH_EAGER && strstr(p.why_eager, "decode mode"));
+    gr.mode = GRAPH_MODE_PIECEWISE, gr.pieces = marks;
+    graph_runner_plan(&gr, &mixed, &p);
+    cr_assert_eq(p.path, STEP_PATH_PIECEWISE);
+    cr_assert(p.padded.n_tokens == 32 && p.padded.n_seqs == 4 && p.padded.n_logits == 2 && p.draw_rows == 2);
+}
+
+/* Sequence s of a hand-made step: blocks 1 + 4s .. 4 + 4s (block size 4),
+ * tokens from position pos[s]. */
+struct hand {
+    struct seq_blocks blocks[8];
+    int32_t ids[8][4];
+    int32_t tok[8][16];
+    struct step_seq seqs[8];
+};
+
+static void hand_init(struct hand *h)
+{
+    memset(h, 0, sizeof *h);
+    for (int s = 0; s < 8; s++) {
+        for (int b = 0; b < 4; b++)
+            h->ids[s][b] = 1 + 4 * s + b;
+        h->blocks[s] = (struct seq_blocks){.ids = h->ids[s], .n = 4, .cap = 4};
+        for (int p = 0; p < 16; p++)
+            h->tok[s][p] = (int32_t)((s * 37 + p * 11 + 3) % 200);
+    }
+}
+
+static const struct step_seq *hand_step(struct hand *h, int n, const int *first, const int *count, int draw)
+{
+    for (int s = 0; s < n; s++)
+        h->seqs[s] = (struct step_seq){.blocks = &h->blocks[s], .tokens = h->tok[s] + first[s],
+                                       .n_tokens = count[s], .start_pos = first[s], .draw = draw};
+    return h->seqs;
+}
+
+/* Builds seqs padded to `padded` (or as they are) and runs the forward. */
+static void forward(struct runner *r, const struct step_seq *seqs, int n, const struct step_shape *padded)
+{
+    struct err e = {{0}};
+    struct step_shape real;
+    step_shape_of(seqs, n, &real);
+    const struct step_shape *shape = padded ? padded : &real;
+    cr_assert_eq(step_build(&r->builder, seqs, n, shape, &e), 0, "%s", e.msg);
+    cr_assert_eq(runner_enqueue_step(r, shape, 0, &e), 0, "%s", e.msg);
+}
+
+static void expect_rows(const struct runner *r, const float *ref, int rows, const char *what)
+{
+    const size_t bytes = (size_t)rows * r->m->cfg.vocab_size * sizeof(float);
+    cr_assert_eq(memcmp(r->ws.logits, ref, bytes), 0, "%s: real rows changed by padding", what);
+}
+
+static float *copy_rows(const struct runner *r, int rows)
+{
+    const size_t bytes = (size_t)rows * r->m->cfg.vocab_size * sizeof(float);
+    float *p = malloc(bytes);
+    memcpy(p, r->ws.logits, bytes);
+    return p;
+}
+
+/* The contract replays rest on: a decode step padded to a bucket gives its
+ * real rows exactly the logits the unpadded step gives, and the padding
+ * rows write nothing (a second unpadded step afterwards still matches a run
+ * that never saw padding). */
 Test(graph_runner, padding_rows_leave_real_rows_exact)
 {
     struct backend *be;
     struct model *m = test_load_model("tiny-qwen3", &be);
-    const int V = m->cfg.vocab_size, n = 3;
     struct err e = {{0}};
-    struct forward_ws ws;
-    struct kv_store kv;
-    struct meta_caps caps = {32, 8, 4, 8};
-    cr_assert_eq(forward_ws_init(&ws, m, 32, 8, &e), 0, "%s", e.msg);
-    cr_assert_eq(be->ops->meta_init(be, &caps, &e), 0, "%s", e.msg);
-    cr_assert_eq(kv_store_init(&kv, &m->cfg, be, 40, 4, &e), 0, "%s", e.msg);
-    struct steps st;
-    const int zero[3] = {0, 0, 0}, plen[3] = {5, 6, 7}, one[3] = {1, 1, 1};
-    struct fwd_batch b = step_of(&st, n, zero, plen, 0); /* prefill */
-    cr_assert_eq(model_forward(m, &ws, &kv, &b, &e), 0, "%s", e.msg);
-    b = step_of(&st, n, plen, one, 1); /* decode, eager */
-    cr_assert_eq(model_forward(m, &ws, &kv, &b, &e), 0, "%s", e.msg);
-    float *ref = malloc((size_t)n * V * sizeof(float)), *got = malloc((size_t)8 * V * sizeof(float));
-    cr_assert_eq(be->ops->copy_to_host(be, ref, ws.logits, (size_t)n * V * sizeof(float), &e), 0);
-
-    struct graph_runner gr = {0};
-    graph_runner_init_padding(&gr, m, &ws, &kv, 8, 8, 4);
-    struct fwd_batch p;
-    graph_runner_pad(&gr, &b, 8, 8, 8, &p); /* the same decode step again (same KV writes), padded */
-    cr_assert_eq(p.n_tokens, 8);
-    cr_assert_eq(p.slot_mapping[5], -1);
-    cr_assert_eq(p.kv_len[5], 0);
-    cr_assert_eq(model_forward(m, &ws, &kv, &p, &e), 0, "%s", e.msg);
-    cr_assert_eq(be->ops->copy_to_host(be, got, ws.logits, (size_t)8 * V * sizeof(float), &e), 0);
-    cr_assert_eq(memcmp(got, ref, (size_t)n * V * sizeof(float)), 0, "real rows changed by padding");
-    for (long i = (long)n * V; i < 8L * V; i++)
-        cr_assert(isfinite(got[i]), "padding row logit %ld is not finite", i);
+    struct runner r, fresh;
+    const struct runner_opts o = small_opts();
+    cr_assert_eq(runner_init(&r, m, &o, &e), 0, "%s", e.msg);
+    cr_assert_eq(runner_init(&fresh, m, &o, &e), 0, "%s", e.msg);
+    struct hand h;
+    hand_init(&h);
+    const int zero[3] = {0, 0, 0}, plen[3] = {5, 6, 7}, one[3] = {1, 1, 1}, two[3] = {6, 7, 8};
+    forward(&r, hand_step(&h, 3, zero, plen, 0), 3, NULL); /* prefill */
+    forward(&r, hand_step(&h, 3, plen, one, 1), 3, NULL); /* decode, eager */
+    float *ref = copy_rows(&r, 3);
+    const struct step_shape padded = {.n_tokens = 8, .n_seqs = 8, .n_draws = 8, .n_logits = 8, .decode = 1};
+    forward(&r, hand_step(&h, 3, plen, one, 1), 3, &padded); /* the same decode step again (same KV writes) */
+    const struct meta_layout *l = &r.meta.layout;
+    cr_assert_eq(r.meta.host[l->slot_mapping + 5], -1);
+    cr_assert_eq(r.meta.host[l->kv_len + 5], 0);
+    cr_assert_eq(r.meta.host[l->seq_of_token + 5], 5);
+    cr_assert_eq(r.meta.host[l->query_start + 8], 8);
+    expect_rows(&r, ref, 3, "decode");
+    for (long i = 3L * m->cfg.vocab_size; i < 8L * m->cfg.vocab_size; i++)
+        cr_assert(isfinite(r.ws.logits[i]), "padding row logit %ld is not finite", i);
 
     /* the next step, unpadded: padding wrote no KV, so it equals a fresh run's */
-    const int two[3] = {6, 7, 8};
-    struct fwd_batch b2 = step_of(&st, n, two, one, 1);
-    cr_assert_eq(model_forward(m, &ws, &kv, &b2, &e), 0, "%s", e.msg);
-    cr_assert_eq(be->ops->copy_to_host(be, got, ws.logits, (size_t)n * V * sizeof(float), &e), 0);
-    struct kv_store kv2;
-    cr_assert_eq(kv_store_init(&kv2, &m->cfg, be, 40, 4, &e), 0, "%s", e.msg);
-    b = step_of(&st, n, zero, plen, 0);
-    cr_assert_eq(model_forward(m, &ws, &kv2, &b, &e), 0, "%s", e.msg);
-    b = step_of(&st, n, plen, one, 0);
-    cr_assert_eq(model_forward(m, &ws, &kv2, &b, &e), 0, "%s", e.msg);
-    b2 = step_of(&st, n, two, one, 1);
-    cr_assert_eq(model_forward(m, &ws, &kv2, &b2, &e), 0, "%s", e.msg);
-    cr_assert_eq(be->ops->copy_to_host(be, ref, ws.logits, (size_t)n * V * sizeof(float), &e), 0);
-    cr_assert_eq(memcmp(got, ref, (size_t)n * V * sizeof(float)), 0, "padding rows left a trace in the KV cache");
-
+    forward(&r, hand_step(&h, 3, two, one, 1), 3, NULL);
+    float *got = copy_rows(&r, 3);
+    forward(&fresh, hand_step(&h, 3, zero, plen, 0), 3, NULL);
+    forward(&fresh, hand_step(&h, 3, plen, one, 1), 3, NULL);
+    forward(&fresh, hand_step(&h, 3, two, one, 1), 3, NULL);
+    expect_rows(&fresh, got, 3, "padding left a trace in the KV cache:");
     free(ref), free(got);
-    teardown(&gr, &kv, &kv2, &ws, m, be);
+    runner_free(&r), runner_free(&fresh);
+    test_free_model(m, be);
 }
 
 /* Mixed steps (a prefill chunk beside decode rows) padded the two ways the
@@ -254,85 +301,67 @@ Test(graph_runner, padding_rows_leave_real_rows_exact)
  * - piecewise: padded to 12 tokens and one padding sequence, the pieces on
  *   the padded step with attention and logits on the real counts.
  * Padding writes no KV: the next step still equals a run that never saw it. */
-static void mixed_prefix(struct model *m, struct forward_ws *ws, struct kv_store *kv, struct steps *st,
-                         struct fwd_batch *mixed)
+static void mixed_prefix(struct runner *r, struct hand *h)
 {
-    struct err e = {{0}};
     const int zero[3] = {0, 0, 0}, plen[3] = {5, 6, 7}, cnt[3] = {3, 1, 1};
-    struct fwd_batch b = step_of(st, 3, zero, plen, 0);
-    cr_assert_eq(model_forward(m, ws, kv, &b, &e), 0, "%s", e.msg);
-    *mixed = step_of(st, 3, plen, cnt, 1); /* 5 tokens: 3 of a chunk, 2 decode rows */
-    mixed->skip_argmax = 1;
-    cr_assert_eq(model_forward(m, ws, kv, mixed, &e), 0, "%s", e.msg);
-}
-
-static void expect_rows(struct backend *be, const struct forward_ws *ws, const float *ref, int rows, int V,
-                        const char *what)
-{
-    struct err e = {{0}};
-    float *got = malloc((size_t)rows * V * sizeof(float));
-    cr_assert_eq(be->ops->copy_to_host(be, got, ws->logits, (size_t)rows * V * sizeof(float), &e), 0);
-    cr_assert_eq(memcmp(got, ref, (size_t)rows * V * sizeof(float)), 0, "%s: real rows changed by padding", what);
-    free(got);
+    forward(r, hand_step(h, 3, zero, plen, 0), 3, NULL);
+    forward(r, hand_step(h, 3, plen, cnt, 1), 3, NULL); /* 5 tokens: 3 of a chunk, 2 decode rows */
 }
 
 Test(graph_runner, mixed_padding_full_and_piecewise_exact)
 {
     struct backend *be;
     struct model *m = test_load_model("tiny-gemma3", &be);
-    const int V = m->cfg.vocab_size;
     struct err e = {{0}};
-    struct forward_ws ws;
-    struct kv_store kv, kv2;
-    struct meta_caps caps = {32, 8, 4, 8};
-    cr_assert_eq(forward_ws_init(&ws, m, 32, 8, &e), 0, "%s", e.msg);
-    cr_assert_eq(be->ops->meta_init(be, &caps, &e), 0, "%s", e.msg);
-    cr_assert_eq(kv_store_init(&kv, &m->cfg, be, 40, 4, &e), 0, "%s", e.msg);
-    cr_assert_eq(kv_store_init(&kv2, &m->cfg, be, 40, 4, &e), 0, "%s", e.msg);
-    struct steps st;
-    struct fwd_batch b;
-    mixed_prefix(m, &ws, &kv, &st, &b);
-    float *ref = malloc((size_t)3 * V * sizeof(float));
-    cr_assert_eq(be->ops->copy_to_host(be, ref, ws.logits, (size_t)3 * V * sizeof(float), &e), 0);
+    struct runner r, fresh;
+    const struct runner_opts o = small_opts();
+    cr_assert_eq(runner_init(&r, m, &o, &e), 0, "%s", e.msg);
+    cr_assert_eq(runner_init(&fresh, m, &o, &e), 0, "%s", e.msg);
+    struct hand h;
+    hand_init(&h);
+    mixed_prefix(&r, &h);
+    float *ref = copy_rows(&r, 3);
+    const int plen[3] = {5, 6, 7}, cnt[3] = {3, 1, 1};
+    const struct step_seq *mixed = hand_step(&h, 3, plen, cnt, 1);
+    const struct step_shape full = {.n_tokens = 12, .n_seqs = 5, .n_draws = 5, .n_logits = 5};
+    forward(&r, mixed, 3, &full); /* full: the same step again, padded */
+    const struct meta_layout *l = &r.meta.layout;
+    const int32_t *hs = r.meta.host;
+    cr_assert_eq(hs[l->query_start + 3], 5);
+    cr_assert_eq(hs[l->query_start + 4], 6); /* padding sequence 3 holds token 5, sequence 4 the rest */
+    cr_assert_eq(hs[l->query_start + 5], 12);
+    cr_assert_eq(hs[l->seq_of_token + 11], 4);
+    cr_assert_eq(hs[l->slot_mapping + 8], -1);
+    cr_assert_eq(hs[l->kv_len + 4], 0);
+    cr_assert_eq(hs[l->logit_rows + 3], 5);
+    expect_rows(&r, ref, 3, "full");
 
-    struct graph_runner gr = {0};
-    graph_runner_init_padding(&gr, m, &ws, &kv, 16, 8, 4);
-    struct fwd_batch p;
-    graph_runner_pad(&gr, &b, 12, 5, 5, &p); /* full: the same step again, padded */
-    cr_assert_eq(p.query_start[3], 5);
-    cr_assert_eq(p.query_start[4], 6); /* padding sequence 3 holds token 5, sequence 4 the rest */
-    cr_assert_eq(p.query_start[5], 12);
-    cr_assert_eq(p.seq_of_token[11], 4);
-    cr_assert_eq(p.slot_mapping[8], -1);
-    cr_assert_eq(p.kv_len[4], 0);
-    cr_assert_eq(p.logit_rows[3], 5);
-    cr_assert_eq(model_forward(m, &ws, &kv, &p, &e), 0, "%s", e.msg);
-    expect_rows(be, &ws, ref, 3, V, "full");
-
-    graph_runner_pad(&gr, &b, 12, 4, 3, &p); /* piecewise */
+    /* piecewise: the pieces over the padded step, attention and logits as it is */
+    struct step_shape real, padded;
+    step_shape_of(mixed, 3, &real);
+    padded = real;
+    padded.n_tokens = 12, padded.n_seqs = 4;
+    cr_assert_eq(step_build(&r.builder, mixed, 3, &padded, &e), 0, "%s", e.msg);
     struct fwd_meta meta;
-    cr_assert_eq(be->ops->batch_upload(be, &p, &meta, &e), 0, "%s", e.msg);
-    struct fwd_meta real = meta;
-    real.n_tokens = b.n_tokens, real.n_seqs = b.n_seqs, real.n_logits = b.n_logits;
+    cr_assert_eq(be->ops->meta_upload(be, &r.meta, padded.n_tokens, padded.n_seqs, padded.n_logits, &meta, &e), 0);
+    struct fwd_meta as_is = meta;
+    as_is.n_tokens = real.n_tokens, as_is.n_seqs = real.n_seqs, as_is.n_logits = real.n_logits;
     for (int i = 0; i <= m->cfg.n_layers; i++) {
-        forward_piece(m, &ws, &kv, &meta, i);
+        forward_piece(m, &r.ws, &r.kv, &meta, i);
         if (i < m->cfg.n_layers)
-            forward_attention(m, &ws, &kv, &real, i);
+            forward_attention(m, &r.ws, &r.kv, &as_is, i);
     }
-    forward_logits(m, &ws, &real, 1);
-    expect_rows(be, &ws, ref, 3, V, "piecewise");
+    forward_logits(m, &r.ws, &as_is);
+    expect_rows(&r, ref, 3, "piecewise");
 
     /* the next decode step equals the one of a run without padding */
     const int at[3] = {8, 7, 8}, one[3] = {1, 1, 1};
-    struct fwd_batch nxt = step_of(&st, 3, at, one, 1);
-    cr_assert_eq(model_forward(m, &ws, &kv, &nxt, &e), 0, "%s", e.msg);
-    float *got = malloc((size_t)3 * V * sizeof(float));
-    cr_assert_eq(be->ops->copy_to_host(be, got, ws.logits, (size_t)3 * V * sizeof(float), &e), 0);
-    mixed_prefix(m, &ws, &kv2, &st, &b);
-    nxt = step_of(&st, 3, at, one, 1);
-    cr_assert_eq(model_forward(m, &ws, &kv2, &nxt, &e), 0, "%s", e.msg);
-    expect_rows(be, &ws, got, 3, V, "padding left a trace in the KV cache:");
-
+    forward(&r, hand_step(&h, 3, at, one, 1), 3, NULL);
+    float *got = copy_rows(&r, 3);
+    mixed_prefix(&fresh, &h);
+    forward(&fresh, hand_step(&h, 3, at, one, 1), 3, NULL);
+    expect_rows(&fresh, got, 3, "padding left a trace in the KV cache:");
     free(ref), free(got);
-    teardown(&gr, &kv, &kv2, &ws, m, be);
+    runner_free(&r), runner_free(&fresh);
+    test_free_model(m, be);
 }

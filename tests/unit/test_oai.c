@@ -104,18 +104,18 @@ static void teardown(void)
     tokenizer_free(tok);
 }
 
-static int parse_len(enum oai_kind k, const char *body, size_t len, struct oai_request *r,
+static int parse_len(enum oai_kind k, const char *body, size_t len, struct oai_completion_request *r,
                      struct oai_error *e)
 {
     return oai_request_parse(&ctx, k, body, len, 42, r, e);
 }
 
-static int parse(enum oai_kind k, const char *body, struct oai_request *r, struct oai_error *e)
+static int parse(enum oai_kind k, const char *body, struct oai_completion_request *r, struct oai_error *e)
 {
     return parse_len(k, body, strlen(body), r, e);
 }
 
-static void parse_ok(enum oai_kind k, const char *body, struct oai_request *r)
+static void parse_ok(enum oai_kind k, const char *body, struct oai_completion_request *r)
 {
     struct oai_error e;
     cr_assert_eq(parse(k, body, r, &e), 0, "refused (%d, %s): %s\nbody: %s", e.status, e.param, e.message,
@@ -123,13 +123,13 @@ static void parse_ok(enum oai_kind k, const char *body, struct oai_request *r)
 }
 
 /* The ids of text as the server encodes it. */
-static void expect_ids(const struct oai_request *r, const char *text, int add_special)
+static void expect_ids(const struct oai_completion_request *r, const char *text, int add_special)
 {
     struct token_ids t = {0};
     struct err e = {{0}};
     cr_assert_eq(tokenizer_encode(tok, text, strlen(text), add_special, &t, &e), 0, "%s", e.msg);
-    cr_assert_eq(r->rq.n_prompt, t.n, "%d prompt tokens, expected %d", r->rq.n_prompt, t.n);
-    cr_assert(r->rq.prompt == r->prompt);
+    cr_assert_eq(r->submit.n_prompt, t.n, "%d prompt tokens, expected %d", r->submit.n_prompt, t.n);
+    cr_assert(r->submit.prompt == r->prompt);
     for (int i = 0; i < t.n; i++)
         cr_assert_eq(r->prompt[i], t.ids[i], "token %d: %d, expected %d", i, r->prompt[i], t.ids[i]);
     token_ids_free(&t);
@@ -146,7 +146,7 @@ TestSuite(oai_response, .init = setup, .fini = teardown);
 
 Test(oai_request, chat_every_field)
 {
-    struct oai_request r;
+    struct oai_completion_request r;
     parse_ok(
         OAI_CHAT,
         "{\"model\": \"alias\", \"messages\": [{\"role\": \"developer\", \"content\": \"be brief\"}, "
@@ -164,9 +164,9 @@ Test(oai_request, chat_every_field)
     cr_assert_str_eq(r.prompt_text, want);
     expect_ids(&r, want, 0);
     cr_assert_eq(r.prompt[0], BOS, "the template's BOS is the only one");
-    cr_assert_eq(r.rq.n, 2);
-    cr_assert_eq(r.rq.max_tokens, 5);
-    const struct sampling_params *s = &r.rq.sampling;
+    cr_assert_eq(r.submit.n, 2);
+    cr_assert_eq(r.submit.max_tokens, 5);
+    const struct sampling_params *s = &r.submit.sampling;
     cr_assert_float_eq(s->temperature, 0.5f, 1e-6);
     cr_assert_float_eq(s->top_p, 0.9f, 1e-6);
     cr_assert_eq(s->top_k, 40);
@@ -180,51 +180,51 @@ Test(oai_request, chat_every_field)
     cr_assert(s->bias == r.bias);
     cr_assert(s->bias[0].token == 5 && s->bias[0].bias == -100.f);
     cr_assert(s->bias[1].token == 7 && s->bias[1].bias == 2.5f);
-    cr_assert_eq(r.rq.n_stop, 2);
-    cr_assert(r.rq.stop == r.stop);
+    cr_assert_eq(r.submit.n_stop, 2);
+    cr_assert(r.submit.stop == r.stop);
     cr_assert_str_eq(r.stop[0], "ab");
     cr_assert_str_eq(r.stop[1], "cd");
-    cr_assert(r.logprobs && r.top_logprobs == 3 && r.stream && r.include_usage && r.rq.ignore_eos);
+    cr_assert(r.logprobs && r.top_logprobs == 3 && r.stream && r.include_usage && r.submit.ignore_eos);
     oai_request_free(&r);
 }
 
 Test(oai_request, chat_defaults)
 {
-    struct oai_request r;
+    struct oai_completion_request r;
     parse_ok(OAI_CHAT, CHAT(""), &r);
     const char *want = "<s><|user|>hi\n<|assistant|>";
     cr_assert_str_eq(r.prompt_text, want);
     expect_ids(&r, want, 0);
-    cr_assert_eq(r.rq.n, 1);
-    cr_assert_eq(r.rq.max_tokens, 16, "default_max_tokens caps what the context leaves");
-    const struct sampling_params *s = &r.rq.sampling;
+    cr_assert_eq(r.submit.n, 1);
+    cr_assert_eq(r.submit.max_tokens, 16, "default_max_tokens caps what the context leaves");
+    const struct sampling_params *s = &r.submit.sampling;
     cr_assert(s->temperature == 1.f && s->top_p == 1.f && s->top_k == 0 && s->min_p == 0.f);
     cr_assert(s->presence_penalty == 0.f && s->frequency_penalty == 0.f && s->repetition_penalty == 1.f);
     cr_assert_eq(s->seed, 42, "seed_if_absent");
-    cr_assert(s->n_bias == 0 && s->top_logprobs == 0 && r.rq.n_stop == 0);
-    cr_assert(!r.stream && !r.include_usage && !r.logprobs && !r.echo && !r.rq.ignore_eos);
+    cr_assert(s->n_bias == 0 && s->top_logprobs == 0 && r.submit.n_stop == 0);
+    cr_assert(!r.stream && !r.include_usage && !r.logprobs && !r.echo && !r.submit.ignore_eos);
     oai_request_free(&r);
 }
 
 Test(oai_request, nulls_are_absent_and_integral_reals_count)
 {
-    struct oai_request r;
+    struct oai_completion_request r;
     parse_ok(OAI_CHAT,
              CHAT(", \"temperature\": null, \"max_tokens\": null, \"n\": 2.0, \"top_k\": -1, "
                   "\"seed\": -3, \"stream_options\": null, \"logit_bias\": null, \"tools\": null, \"stop\": "
                   "\"zz\""),
              &r);
-    cr_assert_eq(r.rq.sampling.temperature, 1.f);
-    cr_assert_eq(r.rq.n, 2);
-    cr_assert_eq(r.rq.sampling.top_k, 0, "-1 is off");
-    cr_assert_eq(r.rq.sampling.seed, (uint64_t)-3);
-    cr_assert(r.rq.n_stop == 1 && !strcmp(r.stop[0], "zz"));
+    cr_assert_eq(r.submit.sampling.temperature, 1.f);
+    cr_assert_eq(r.submit.n, 2);
+    cr_assert_eq(r.submit.sampling.top_k, 0, "-1 is off");
+    cr_assert_eq(r.submit.sampling.seed, (uint64_t)-3);
+    cr_assert(r.submit.n_stop == 1 && !strcmp(r.stop[0], "zz"));
     oai_request_free(&r);
 }
 
 Test(oai_request, max_tokens_and_the_context)
 {
-    struct oai_request r;
+    struct oai_completion_request r;
     struct oai_error e;
     /* "<s><|user|>" + 40 chars + "\n<|assistant|>" = 44 tokens; 20 left */
     char body[512];
@@ -232,19 +232,19 @@ Test(oai_request, max_tokens_and_the_context)
     snprintf(body, sizeof body,
              "{\"model\": \"m1\", \"messages\": [{\"role\": \"user\", \"content\": \"%s\"}]}", fill);
     parse_ok(OAI_CHAT, body, &r);
-    cr_assert_eq(r.rq.n_prompt, 44);
-    cr_assert_eq(r.rq.max_tokens, 16);
+    cr_assert_eq(r.submit.n_prompt, 44);
+    cr_assert_eq(r.submit.max_tokens, 16);
     oai_request_free(&r);
     ctx.default_max_tokens = 0; /* none: everything the context leaves */
     parse_ok(OAI_CHAT, body, &r);
-    cr_assert_eq(r.rq.max_tokens, 20);
+    cr_assert_eq(r.submit.max_tokens, 20);
     oai_request_free(&r);
     snprintf(
         body, sizeof body,
         "{\"model\": \"m1\", \"max_tokens\": 20, \"messages\": [{\"role\": \"user\", \"content\": \"%s\"}]}",
         fill);
     parse_ok(OAI_CHAT, body, &r); /* exactly fits */
-    cr_assert_eq(r.rq.max_tokens, 20);
+    cr_assert_eq(r.submit.max_tokens, 20);
     oai_request_free(&r);
     snprintf(
         body, sizeof body,
@@ -262,13 +262,13 @@ Test(oai_request, max_tokens_and_the_context)
              "\"user\", \"content\": \"%s\"}]}",
              fill);
     parse_ok(OAI_CHAT, body, &r);
-    cr_assert_eq(r.rq.max_tokens, 7, "max_completion_tokens wins over the deprecated max_tokens");
+    cr_assert_eq(r.submit.max_tokens, 7, "max_completion_tokens wins over the deprecated max_tokens");
     oai_request_free(&r);
 }
 
 Test(oai_request, chat_message_forms)
 {
-    struct oai_request r;
+    struct oai_completion_request r;
     parse_ok(
         OAI_CHAT,
         "{\"model\": \"m1\", \"chat_template_kwargs\": {\"x\": true}, \"messages\": [{\"role\": \"user\", "
@@ -283,7 +283,7 @@ Test(oai_request, chat_message_forms)
 
 Test(oai_request, completion_text_prompt)
 {
-    struct oai_request r;
+    struct oai_completion_request r;
     parse_ok(OAI_COMPLETION,
              CMPL(", \"echo\": true, \"n\": 3, \"best_of\": 3, \"suffix\": \"\", \"max_tokens\": 4, "
                   "\"stream\": true"),
@@ -292,11 +292,11 @@ Test(oai_request, completion_text_prompt)
     cr_assert_str_eq(r.prompt_text, "hi");
     expect_ids(&r, "hi", 1);
     cr_assert_eq(r.prompt[0], BOS, "text prompts get the post-processor's BOS");
-    cr_assert(r.echo && r.stream && !r.logprobs && r.rq.n == 3 && r.rq.max_tokens == 4);
+    cr_assert(r.echo && r.stream && !r.logprobs && r.submit.n == 3 && r.submit.max_tokens == 4);
     oai_request_free(&r);
     parse_ok(OAI_COMPLETION, "{\"model\": \"m1\", \"prompt\": [\"hi\"], \"logprobs\": 3}", &r);
     expect_ids(&r, "hi", 1);
-    cr_assert(r.logprobs && r.top_logprobs == 3 && r.rq.sampling.top_logprobs == 3);
+    cr_assert(r.logprobs && r.top_logprobs == 3 && r.submit.sampling.top_logprobs == 3);
     oai_request_free(&r);
     parse_ok(OAI_COMPLETION, CMPL(", \"logprobs\": 0"), &r);
     cr_assert(r.logprobs && r.top_logprobs == 0, "logprobs 0: the chosen tokens only");
@@ -309,12 +309,12 @@ Test(oai_request, completion_token_prompt)
                             "{\"model\": \"m1\", \"prompt\": [[0, 268, 269]]}",
                             "{\"model\": \"m1\", \"prompt\": [0, 268.0, 269]}"};
     for (size_t b = 0; b < sizeof bodies / sizeof bodies[0]; b++) {
-        struct oai_request r;
+        struct oai_completion_request r;
         parse_ok(OAI_COMPLETION, bodies[b], &r);
-        cr_assert_eq(r.rq.n_prompt, 3);
+        cr_assert_eq(r.submit.n_prompt, 3);
         cr_assert(r.prompt[0] == 0 && r.prompt[1] == 268 && r.prompt[2] == 269);
         cr_assert_str_eq(r.prompt_text, "<s>hi", "decoded for echo");
-        cr_assert_eq(r.rq.max_tokens, 16);
+        cr_assert_eq(r.submit.max_tokens, 16);
         oai_request_free(&r);
     }
 }
@@ -500,7 +500,7 @@ Test(oai_reject, table)
 {
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         const struct bad *b = &BAD[i];
-        struct oai_request r;
+        struct oai_completion_request r;
         struct oai_error e;
         memset(&r, 0x5a, sizeof r);
         int rc = parse(b->kind, b->body, &r, &e);
@@ -522,7 +522,7 @@ Test(oai_reject, table)
 Test(oai_reject, nul_byte_in_body)
 {
     static const char body[] = "{\"model\": \"m1\"\0, \"messages\": []}";
-    struct oai_request r;
+    struct oai_completion_request r;
     struct oai_error e;
     cr_assert_eq(parse_len(OAI_CHAT, body, sizeof body - 1, &r, &e), -1);
     cr_assert_eq(e.status, 400);
@@ -530,7 +530,7 @@ Test(oai_reject, nul_byte_in_body)
 
 Test(oai_reject, no_chat_template_or_tokenizer)
 {
-    struct oai_request r;
+    struct oai_completion_request r;
     struct oai_error e;
     ctx.ct = NULL;
     cr_assert_eq(parse(OAI_CHAT, CHAT(""), &r, &e), -1);
@@ -559,7 +559,7 @@ Test(oai_reject, deep_nesting)
         for (int i = 0; i < levels; i++)
             body[len++] = ']';
         body[len++] = '}';
-        struct oai_request r;
+        struct oai_completion_request r;
         struct oai_error e;
         int rc = parse_len(OAI_COMPLETION, body, len, &r, &e);
         cr_assert_eq(rc, levels == 63 ? 0 : -1, "%d levels: %s", levels + 1, e.message);
@@ -573,7 +573,7 @@ Test(oai_reject, deep_nesting)
     for (int i = 0; i < 200; i++)
         body[len++] = i % 2 ? '{' : '[';
     len += (size_t)snprintf(body + len, cap - len, "\\\"]\"}");
-    struct oai_request r;
+    struct oai_completion_request r;
     struct oai_error e;
     cr_assert_eq(parse_len(OAI_COMPLETION, body, len, &r, &e), -1);
     cr_assert(strstr(e.message, "context length"), "the string is parsed, then too long: %s", e.message);
@@ -613,7 +613,7 @@ Test(oai_reject, ten_megabyte_prompt)
     len += (size_t)snprintf(body + len, cap - len, "\"}");
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    struct oai_request r;
+    struct oai_completion_request r;
     struct oai_error e;
     cr_assert_eq(parse_len(OAI_COMPLETION, body, len, &r, &e), -1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
@@ -641,7 +641,7 @@ Test(oai_reject, truncations_and_mutations)
         size_t n = strlen(bodies[b]);
         char *buf = malloc(n);
         for (size_t cut = 0; cut <= n; cut++) {
-            struct oai_request r;
+            struct oai_completion_request r;
             struct oai_error e;
             memcpy(buf, bodies[b], n);
             total++;
@@ -652,7 +652,7 @@ Test(oai_reject, truncations_and_mutations)
         }
         for (size_t i = 0; i < n; i++)
             for (size_t c = 0; c < sizeof repl - 1; c++) {
-                struct oai_request r;
+                struct oai_completion_request r;
                 struct oai_error e;
                 memcpy(buf, bodies[b], n);
                 buf[i] = repl[c];
@@ -698,9 +698,9 @@ static json_t *chunk_json(char *chunk)
     return o;
 }
 
-static struct oai_request request(enum oai_kind k, const char *body)
+static struct oai_completion_request request(enum oai_kind k, const char *body)
 {
-    struct oai_request r;
+    struct oai_completion_request r;
     parse_ok(k, body, &r);
     return r;
 }
@@ -734,7 +734,7 @@ static struct oai_token_logprob tlp(int32_t token, float logprob, int n_top, con
 
 Test(oai_response, chat)
 {
-    struct oai_request r = request(OAI_CHAT, CHAT(", \"n\": 2, \"logprobs\": true, \"top_logprobs\": 2"));
+    struct oai_completion_request r = request(OAI_CHAT, CHAT(", \"n\": 2, \"logprobs\": true, \"top_logprobs\": 2"));
     const int32_t top_ids[] = {TOK_A, TOK_B};
     const float top_lps[] = {-0.1f, -2.5f};
     struct oai_token_logprob lp[] = {tlp(TOK_A, -0.1f, 2, top_ids, top_lps),
@@ -782,7 +782,7 @@ Test(oai_response, chat)
 
 Test(oai_response, completion_logprobs_shape)
 {
-    struct oai_request r = request(OAI_COMPLETION, CMPL(", \"logprobs\": 2"));
+    struct oai_completion_request r = request(OAI_COMPLETION, CMPL(", \"logprobs\": 2"));
     const int32_t ids0[] = {TOK_B, TOK_H}, ids1[] = {TOK_A, TOK_B};
     const float lps0[] = {-0.5f, -1.0f}, lps1[] = {-0.2f, -0.3f};
     /* the chosen token is not among the top two at position 0: the dict has three entries */
@@ -833,7 +833,7 @@ Test(oai_response, completion_logprobs_shape)
 
 Test(oai_response, chat_stream_chunks)
 {
-    struct oai_request r =
+    struct oai_completion_request r =
         request(OAI_CHAT, CHAT(", \"stream\": true, \"stream_options\": {\"include_usage\": true}"));
     json_t *o = chunk_json(oai_chunk(&r, tok, "chatcmpl-x", 9, 0, 1, "", 0, NULL, 0, -1));
     cr_assert_str_eq(str(o, "object"), "chat.completion.chunk");
@@ -891,7 +891,7 @@ Test(oai_response, chat_stream_chunks)
 
 Test(oai_response, completion_stream_chunks)
 {
-    struct oai_request r = request(OAI_COMPLETION, CMPL(", \"stream\": true, \"echo\": true"));
+    struct oai_completion_request r = request(OAI_COMPLETION, CMPL(", \"stream\": true, \"echo\": true"));
     json_t *o = chunk_json(oai_chunk(&r, tok, "cmpl-z", 3, 0, 1, "ab", 2, NULL, 0, -1));
     cr_assert_str_eq(str(o, "object"), "text_completion");
     const json_t *c = json_array_get(json_object_get(o, "choices"), 0);
@@ -925,7 +925,7 @@ Test(oai_response, completion_stream_chunks)
 
 Test(oai_response, invalid_utf8_text_stays_valid_json)
 {
-    struct oai_request r = request(OAI_CHAT, CHAT(""));
+    struct oai_completion_request r = request(OAI_CHAT, CHAT(""));
     struct oai_choice ch = {"ok\xe2\x82", 4, FINISH_REASON_LENGTH, NULL, 0};
     json_t *o = roundtrip(oai_response(&r, tok, "chatcmpl-q", 1, &ch, 1, 1, 1));
     cr_assert_str_eq(
@@ -938,7 +938,7 @@ Test(oai_response, invalid_utf8_text_stays_valid_json)
 
 Test(oai_response, error_json)
 {
-    struct oai_request r;
+    struct oai_completion_request r;
     struct oai_error e;
     cr_assert_eq(parse(OAI_CHAT, "{\"model\": \"nope\", \"messages\": []}", &r, &e), -1);
     json_t *o = roundtrip(oai_error_json(&e));

@@ -1,15 +1,30 @@
 /* Paged decode over the block pool gives the same logits as recomputing the
- * whole sequence in one prefill: with a small block size, blocks handed out
- * out of order, and chunked prefill, for every architecture. */
+ * whole sequence in one prefill: through the step runner, with a small
+ * block size, blocks handed out out of order, and chunked prefill, for
+ * every architecture. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "engine/seq_runner.h"
+#include "runner/runner.h"
 #include "test_util.h"
 
 #define PROMPT 37
 #define STEPS 10
 #define BLOCK 4
+
+/* One step of seq's tokens [at, at + n) with its logits returned. */
+static const float *step(struct runner *r, struct seq_blocks *blocks, struct block_pool *pool,
+                         const int32_t *ids, int at, int n)
+{
+    struct err e = {{0}};
+    struct sample_result none;
+    cr_assert_eq(seq_blocks_reserve(blocks, pool, at + n, BLOCK), 0);
+    const struct step_seq q = {
+        .blocks = blocks, .tokens = ids + at, .n_tokens = n, .start_pos = at, .return_logits = 1};
+    cr_assert_eq(runner_step(r, &q, 1, &none, &e), 0, "%s", e.msg);
+    return runner_returned_logits(r, &q, 1, 0);
+}
 
 static void check_arch(const char *fixture)
 {
@@ -22,44 +37,68 @@ static void check_arch(const char *fixture)
         ids[i] = (int32_t)((i * 7919 + 13) % V);
 
     /* incremental: prefill in chunks of 8, then one token per step */
-    struct seq_runner inc;
-    /* room for the blocks held below besides the sequence's own */
-    cr_assert_eq(seq_runner_init(&inc, m, total + 8 * BLOCK, 8, 8, BLOCK, &e), 0, "%s", e.msg);
+    struct runner inc;
+    const struct runner_opts o = {.max_tokens = 8,
+                                  .max_seqs = 1,
+                                  .max_context = total,
+                                  .block_size = BLOCK,
+                                  .host_kv_blocks = total / BLOCK + 16,
+                                  .gpu_memory_utilization = 0.9,
+                                  .return_logits = 1};
+    cr_assert_eq(runner_init(&inc, m, &o, &e), 0, "%s", e.msg);
+    struct block_pool pool;
+    block_pool_init(&pool, inc.kv.n_blocks, 1);
     /* scramble the pool: take blocks, give back every other one */
     int32_t held[8];
     for (int i = 0; i < 8; i++)
-        held[i] = block_pool_alloc(&inc.pool);
+        held[i] = block_pool_alloc(&pool);
     for (int i = 0; i < 8; i += 2)
-        block_pool_unref(&inc.pool, held[i]);
+        block_pool_unref(&pool, held[i]);
+    struct seq_blocks blocks = {0};
+    for (int at = 0; at < PROMPT; at += 8)
+        step(&inc, &blocks, &pool, ids, at, PROMPT - at < 8 ? PROMPT - at : 8);
     float *step_logits = malloc((size_t)STEPS * V * sizeof(float));
-    cr_assert_eq(seq_runner_feed(&inc, ids, PROMPT, 0, NULL, NULL, &e), 0, "%s", e.msg);
     for (int s = 0; s < STEPS; s++)
-        cr_assert_eq(seq_runner_feed(&inc, ids + PROMPT + s, 1, 0, step_logits + (size_t)s * V, NULL, &e),
-                     0, "%s", e.msg);
+        memcpy(step_logits + (size_t)s * V, step(&inc, &blocks, &pool, ids, PROMPT + s, 1),
+               (size_t)V * sizeof(float));
     int contiguous = 1;
-    for (int i = 1; i < inc.blocks.n; i++)
-        contiguous &= inc.blocks.ids[i] == inc.blocks.ids[i - 1] + 1;
+    for (int i = 1; i < blocks.n; i++)
+        contiguous &= blocks.ids[i] == blocks.ids[i - 1] + 1;
     cr_assert(!contiguous, "the test meant to exercise a scattered block table");
 
     /* recompute: the whole sequence in one step, logits for every row */
-    struct seq_runner full;
-    cr_assert_eq(seq_runner_init(&full, m, total, total, total, 16, &e), 0, "%s", e.msg);
-    float *all = malloc((size_t)total * V * sizeof(float));
-    cr_assert_eq(seq_runner_feed(&full, ids, total, 1, all, NULL, &e), 0, "%s", e.msg);
+    struct runner full;
+    struct runner_opts fo = o;
+    fo.max_tokens = total;
+    fo.block_size = 16;
+    fo.host_kv_blocks = total / 16 + 2;
+    cr_assert_eq(runner_init(&full, m, &fo, &e), 0, "%s", e.msg);
+    struct block_pool full_pool;
+    block_pool_init(&full_pool, full.kv.n_blocks, 1);
+    struct seq_blocks full_blocks = {0};
+    cr_assert_eq(seq_blocks_reserve(&full_blocks, &full_pool, total, 16), 0);
+    struct sample_result none;
+    const struct step_seq q = {.blocks = &full_blocks, .tokens = ids, .n_tokens = total, .return_logits = 1};
+    cr_assert_eq(runner_step(&full, &q, 1, &none, &e), 0, "%s", e.msg);
+    const float *all = runner_returned_logits(&full, &q, 1, 0);
     for (int s = 0; s < STEPS; s++) {
         double err = max_rel_err(step_logits + (size_t)s * V, all + (size_t)(PROMPT + s) * V, V);
         cr_assert(err <= 1e-5, "%s: decode step %d differs from recompute: rel err %.3g", fixture, s, err);
     }
     struct err ie;
     for (int i = 1; i < 8; i += 2)
-        block_pool_unref(&inc.pool, held[i]);
-    seq_runner_reset(&inc);
-    cr_assert_eq(block_pool_check(&inc.pool, &ie), 0, "%s", ie.msg);
-    cr_assert_eq(block_pool_n_free(&inc.pool), block_pool_n_usable(&inc.pool));
+        block_pool_unref(&pool, held[i]);
+    seq_blocks_release(&blocks, &pool);
+    seq_blocks_free(&blocks);
+    cr_assert_eq(block_pool_check(&pool, &ie), 0, "%s", ie.msg);
+    cr_assert_eq(block_pool_n_free(&pool), block_pool_n_usable(&pool));
+    seq_blocks_release(&full_blocks, &full_pool);
+    seq_blocks_free(&full_blocks);
+    block_pool_free(&pool);
+    block_pool_free(&full_pool);
     free(step_logits);
-    free(all);
-    seq_runner_free(&inc);
-    seq_runner_free(&full);
+    runner_free(&inc);
+    runner_free(&full);
     test_free_model(m, be);
 }
 

@@ -23,13 +23,13 @@ static int32_t *user_prompt(int i, int vocab, int *n)
 
 /* Request 0 alone, then the rest (so that the system prompt is cached when
  * they arrive). Outputs land in reqs. */
-static struct scheduler_stats run_users(struct model *m, int32_t **prompts, const int *n_prompt, struct request *reqs,
+static struct scheduler_stats run_users(struct model *m, int32_t **prompts, const int *n_prompt, struct sequence *reqs,
                                         int prefix_cache)
 {
     struct harness h;
     harness_init(&h, m, 128, 64, 8, prefix_cache);
     for (int i = 0; i < N_USERS; i++) {
-        reqs[i] = (struct request){.id = i, .prompt = prompts[i], .n_prompt = n_prompt[i], .max_tokens = 12,
+        reqs[i] = (struct sequence){.id = i, .prompt = prompts[i], .n_prompt = n_prompt[i], .max_tokens = 12,
                                    .sampling = sampling_params_default()};
         scheduler_add(&h.s, &reqs[i]);
         if (i == 0)
@@ -49,7 +49,7 @@ static void system_prompt_reuse(const char *fixture)
     int n_prompt[N_USERS];
     for (int i = 0; i < N_USERS; i++)
         prompts[i] = user_prompt(i, m->cfg.vocab_size, &n_prompt[i]);
-    static struct request off[N_USERS], on[N_USERS];
+    static struct sequence off[N_USERS], on[N_USERS];
     struct scheduler_stats a = run_users(m, prompts, n_prompt, off, 0);
     struct scheduler_stats b = run_users(m, prompts, n_prompt, on, 1);
     /* the 6 full blocks of the system prompt, for each of the 7 later requests */
@@ -68,8 +68,8 @@ static void system_prompt_reuse(const char *fixture)
         cr_assert_eq(on[i].n_out, off[i].n_out);
         cr_assert_eq(memcmp(on[i].out, off[i].out, (size_t)on[i].n_out * sizeof(int32_t)), 0,
                      "%s request %d: output differs with the prefix cache", fixture, i);
-        request_free(&on[i]);
-        request_free(&off[i]);
+        sequence_free(&on[i]);
+        sequence_free(&off[i]);
         free(prompts[i]);
     }
     test_free_model(m, be);
@@ -89,9 +89,9 @@ Test(prefix_cache, fully_cached_prompt_computes_its_last_token)
         prompt[j] = (int32_t)((j * 29 + 1) % m->cfg.vocab_size);
     struct harness h;
     harness_init(&h, m, 32, 64, 4, 1);
-    struct request r[2];
+    struct sequence r[2];
     for (int i = 0; i < 2; i++) {
-        r[i] = (struct request){.id = i, .prompt = prompt, .n_prompt = 64, .max_tokens = 5,
+        r[i] = (struct sequence){.id = i, .prompt = prompt, .n_prompt = 64, .max_tokens = 5,
                                 .sampling = sampling_params_default()};
         scheduler_add(&h.s, &r[i]);
         harness_run(&h);
@@ -102,8 +102,8 @@ Test(prefix_cache, fully_cached_prompt_computes_its_last_token)
     cr_assert_eq(r[1].n_out, r[0].n_out);
     cr_assert_eq(memcmp(r[0].out, r[1].out, (size_t)r[0].n_out * sizeof(int32_t)), 0);
     harness_free(&h);
-    request_free(&r[0]);
-    request_free(&r[1]);
+    sequence_free(&r[0]);
+    sequence_free(&r[1]);
     test_free_model(m, be);
 }
 
@@ -117,7 +117,7 @@ Test(prefix_cache, eviction_pressure_keeps_integrity_and_outputs)
     struct model *m = test_load_model("tiny-llama", &be);
     enum { N = 40 };
     static int32_t prompts[N][90];
-    static struct request a[N], b[N];
+    static struct sequence a[N], b[N];
     int n_prompt[N];
     for (int i = 0; i < N; i++) {
         n_prompt[i] = 20 + (i * 13) % 70;
@@ -127,11 +127,11 @@ Test(prefix_cache, eviction_pressure_keeps_integrity_and_outputs)
     }
     struct scheduler_stats st[2];
     for (int pass = 0; pass < 2; pass++) {
-        struct request *reqs = pass ? b : a;
+        struct sequence *reqs = pass ? b : a;
         struct harness h;
         harness_init(&h, m, 24, 48, 4, pass);
         for (int i = 0; i < N; i++) {
-            reqs[i] = (struct request){.id = i, .prompt = prompts[i], .n_prompt = n_prompt[i],
+            reqs[i] = (struct sequence){.id = i, .prompt = prompts[i], .n_prompt = n_prompt[i],
                                        .max_tokens = 1 + i % 9, .sampling = sampling_params_default()};
             scheduler_add(&h.s, &reqs[i]);
         }
@@ -144,8 +144,8 @@ Test(prefix_cache, eviction_pressure_keeps_integrity_and_outputs)
     for (int i = 0; i < N; i++) {
         cr_assert_eq(a[i].n_out, b[i].n_out);
         cr_assert_eq(memcmp(a[i].out, b[i].out, (size_t)a[i].n_out * sizeof(int32_t)), 0, "request %d", i);
-        request_free(&a[i]);
-        request_free(&b[i]);
+        sequence_free(&a[i]);
+        sequence_free(&b[i]);
     }
     test_free_model(m, be);
 }
@@ -153,13 +153,13 @@ Test(prefix_cache, eviction_pressure_keeps_integrity_and_outputs)
 /* n = 3 choices: the prompt's full blocks are prefilled once and shared;
  * each choice draws from its own stream (seed, choice), so each equals the
  * same choice run on its own, and the choices differ. */
-static void run_choices(struct model *m, const int32_t *prompt, int n_prompt, struct request *r, int n, int fork,
+static void run_choices(struct model *m, const int32_t *prompt, int n_prompt, struct sequence *r, int n, int fork,
                         int prefix_cache, struct scheduler_stats *st)
 {
     struct harness h;
     harness_init(&h, m, 64, 256, 8, prefix_cache);
     for (int i = 0; i < n; i++) {
-        r[i] = (struct request){.id = i, .prompt = prompt, .n_prompt = n_prompt, .max_tokens = 10,
+        r[i] = (struct sequence){.id = i, .prompt = prompt, .n_prompt = n_prompt, .max_tokens = 10,
                                 .sampling = sampling_params_default(), .choice = i,
                                 .fork_parent = fork && i ? &r[0] : NULL, .ignore_eos = 1};
         r[i].sampling.temperature = 1.0f;
@@ -178,7 +178,7 @@ Test(prefix_cache, n_choices_share_the_prompt_and_have_their_own_streams)
     int32_t prompt[50];
     for (int j = 0; j < 50; j++)
         prompt[j] = (int32_t)((j * 41 + 9) % m->cfg.vocab_size);
-    struct request forked[3], alone[3];
+    struct sequence forked[3], alone[3];
     struct scheduler_stats st, st_alone;
     run_choices(m, prompt, 50, forked, 3, 1, 0, &st);
     cr_assert_eq(st.forked_blocks, 2 * 3, "choices 1 and 2 share 3 blocks each, got %ld", st.forked_blocks);
@@ -186,11 +186,11 @@ Test(prefix_cache, n_choices_share_the_prompt_and_have_their_own_streams)
     cr_assert_eq(st.computed_tokens, 50 + 2 * 2 + 3 * 9, "%ld tokens computed", st.computed_tokens);
     int differ = 0;
     for (int i = 0; i < 3; i++) {
-        struct request one[3];
+        struct sequence one[3];
         run_choices(m, prompt, 50, one, i + 1, 0, 0, &st_alone);
         alone[i] = one[i];
         for (int j = 0; j < i; j++)
-            request_free(&one[j]);
+            sequence_free(&one[j]);
         cr_assert_eq(forked[i].n_out, alone[i].n_out);
         cr_assert_eq(memcmp(forked[i].out, alone[i].out, (size_t)alone[i].n_out * sizeof(int32_t)), 0,
                      "choice %d differs from itself run alone", i);
@@ -198,14 +198,14 @@ Test(prefix_cache, n_choices_share_the_prompt_and_have_their_own_streams)
     }
     cr_assert(differ > 0, "the choices drew the same tokens: streams are not independent");
     /* with the prefix cache on as well, the fork still takes precedence */
-    struct request cached[3];
+    struct sequence cached[3];
     run_choices(m, prompt, 50, cached, 3, 1, 1, &st);
     cr_assert_eq(st.forked_blocks, 6);
     for (int i = 0; i < 3; i++) {
         cr_assert_eq(memcmp(cached[i].out, forked[i].out, (size_t)forked[i].n_out * sizeof(int32_t)), 0);
-        request_free(&cached[i]);
-        request_free(&forked[i]);
-        request_free(&alone[i]);
+        sequence_free(&cached[i]);
+        sequence_free(&forked[i]);
+        sequence_free(&alone[i]);
     }
     test_free_model(m, be);
 }
@@ -221,16 +221,16 @@ Test(prefix_cache, abort_frees_blocks)
         prompt[j] = (int32_t)(j * 3 + 1);
     struct harness h;
     harness_init(&h, m, 32, 64, 2, 1);
-    struct request r[4];
+    struct sequence r[4];
     for (int i = 0; i < 4; i++) {
-        r[i] = (struct request){.id = i, .prompt = prompt + i, .n_prompt = 36, .max_tokens = 20,
+        r[i] = (struct sequence){.id = i, .prompt = prompt + i, .n_prompt = 36, .max_tokens = 20,
                                 .sampling = sampling_params_default(), .ignore_eos = 1};
         scheduler_add(&h.s, &r[i]);
     }
     for (int k = 0; k < 3; k++)
         harness_step(&h);
-    cr_assert_eq(r[0].state, REQUEST_RUNNING);
-    cr_assert_eq(r[3].state, REQUEST_WAITING);
+    cr_assert_eq(r[0].state, SEQUENCE_RUNNING);
+    cr_assert_eq(r[3].state, SEQUENCE_WAITING);
     int free_before = block_pool_n_free(&h.pool) + radix_evictable(&h.s.radix);
     scheduler_abort(&h.s, &r[0]);
     scheduler_abort(&h.s, &r[3]);
@@ -245,6 +245,6 @@ Test(prefix_cache, abort_frees_blocks)
     cr_assert_eq(r[3].n_out, 0);
     harness_free(&h);
     for (int i = 0; i < 4; i++)
-        request_free(&r[i]);
+        sequence_free(&r[i]);
     test_free_model(m, be);
 }

@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "backend/ops.h"
-#include "backend/sample_seen.h"
+#include "sampling/sample_seen.h"
 #include "core/rng.h"
-#include "engine/step_sample.h"
+#include "runner/sampler.h"
 
 #define V 300
 #define HIST 200
@@ -123,25 +123,26 @@ Test(sample_seen, cpu_sample_op_is_sample_token)
         rows[r] = (struct sample_row){&p[r], (uint64_t)r, seen[r], n};
         sample_token(l + r * V, V, &p[r], prompt, np, output, no, (uint64_t)r, scratch, &want[r]);
     }
-    cr_assert_eq(be->ops->sample(be, l, 4, V, rows, got, &e), 0, "%s", e.msg);
+    cr_assert_eq(be->ops->sample_stage(be, 4, 4, V, rows, &e), 0, "%s", e.msg);
+    cr_assert_eq(be->ops->sample_enqueue(be, l, 4, V, &e), 0, "%s", e.msg);
+    cr_assert_eq(be->ops->sample_finish(be, 4, got, &e), 0, "%s", e.msg);
     cr_assert_eq(memcmp(want, got, sizeof want), 0);
     rows[2].n_seen = SAMPLE_MAX_SEEN + 1;
-    cr_assert_eq(be->ops->sample(be, l, 4, V, rows, got, &e), -1, "the op's limit holds on the CPU too");
+    cr_assert_eq(be->ops->sample_stage(be, 4, 4, V, rows, &e), -1, "the op's limit holds on the CPU too");
     cr_assert(strstr(e.msg, "row 2"), "%s", e.msg);
     backend_free(be);
 }
 
-/* A request whose prompt has more distinct tokens than the op's lists hold
- * is drawn on the host, with the same result. */
-Test(sample_seen, step_sample_falls_back_to_the_host)
+/* A sequence whose prompt has more distinct tokens than the op's lists
+ * hold is drawn on the host, with the same result. */
+Test(sample_seen, sampler_falls_back_to_the_host)
 {
     enum { BIGV = SAMPLE_MAX_SEEN + 100 };
     struct err e = {{0}};
     struct backend *be = backend_create(BACKEND_KIND_CPU, 1, &e);
     cr_assert(be, "%s", e.msg);
-    struct step_sampler ss;
-    cr_assert_eq(step_sampler_init(&ss, be, 2, BIGV, &e), 0, "%s", e.msg);
-    cr_assert(ss.on_backend);
+    struct sampler smp;
+    cr_assert_eq(sampler_init(&smp, be, 2, BIGV, &e), 0, "%s", e.msg);
     static float l[2 * BIGV];
     static int32_t toks[2][SAMPLE_MAX_SEEN + 10];
     static float scratch[2 * BIGV];
@@ -149,36 +150,34 @@ Test(sample_seen, step_sample_falls_back_to_the_host)
     rng_seed(&g, 9, 0, 0);
     for (int i = 0; i < 2 * BIGV; i++)
         l[i] = (float)rng_normal(&g);
-    struct request rq[2];
-    struct request *req[2] = {&rq[0], &rq[1]};
+    struct sampling_params params[2];
     struct step_seq q[2];
-    memset(rq, 0, sizeof rq);
     memset(q, 0, sizeof q);
     for (int r = 0; r < 2; r++) {
         int n = r ? SAMPLE_MAX_SEEN + 10 : 50; /* distinct tokens: row 1 does not fit */
         for (int i = 0; i < n; i++)
             toks[r][i] = i;
-        rq[r].tokens = toks[r];
-        rq[r].n_prompt = n;
-        rq[r].out = toks[r] + n;
-        rq[r].sampling = sampling_params_default();
-        rq[r].sampling.temperature = 1.f;
-        rq[r].sampling.repetition_penalty = 1.5f;
-        rq[r].sampling.seed = 77;
-        rq[r].choice = r;
-        q[r].want_logits = 1;
+        params[r] = sampling_params_default();
+        params[r].temperature = 1.f;
+        params[r].repetition_penalty = 1.5f;
+        params[r].seed = 77;
+        q[r].draw = 1;
+        q[r].sample = (struct sample_input){.params = &params[r], .prompt = toks[r], .n_prompt = n,
+                                            .output = toks[r] + n, .step = (uint64_t)r << 32};
     }
     struct sample_result got[2], want;
     for (int pass = 0; pass < 2; pass++) {
         int n = pass ? 2 : 1; /* row 0 alone fits the op */
-        cr_assert_eq(step_sample(&ss, be, l, req, q, n, got, &e), n, "%s", e.msg);
-        cr_assert_eq(ss.host_draws, pass);
+        cr_assert_eq(sampler_stage(&smp, q, n, n, &e), 0, "%s", e.msg);
+        cr_assert_eq(sampler_enqueue(&smp, l, n, &e), 0, "%s", e.msg);
+        cr_assert_eq(sampler_collect(&smp, l, got, &e), 0, "%s", e.msg);
+        cr_assert_eq(smp.host_draws, pass);
         for (int r = 0; r < n; r++) {
-            sample_token(l + (size_t)r * BIGV, BIGV, &rq[r].sampling, rq[r].tokens, rq[r].n_prompt, NULL, 0,
+            sample_token(l + (size_t)r * BIGV, BIGV, &params[r], toks[r], q[r].sample.n_prompt, NULL, 0,
                          (uint64_t)r << 32, scratch, &want);
             cr_assert_eq(memcmp(&want, &got[r], sizeof want), 0, "pass %d row %d", pass, r);
         }
     }
-    step_sampler_free(&ss);
+    sampler_free(&smp);
     backend_free(be);
 }

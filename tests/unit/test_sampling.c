@@ -5,7 +5,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "backend/sampling.h"
+#include "sampling/sampling.h"
 
 #define V 8
 

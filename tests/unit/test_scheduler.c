@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/greedy.h"
-#include "engine/scheduler.h"
-#include "engine/step_builder.h"
+#
+#include "sched/scheduler.h"
+#
 #include "sched_harness.h"
 #include "test_util.h"
 
@@ -41,13 +41,13 @@ static void make_workload(struct workload *w, int vocab, int shared)
 
 /* Runs all requests through the scheduler (integrity checked after every
  * step); outputs land in reqs[i].out. Returns the scheduler's preemptions. */
-static long run_engine(struct model *m, struct workload *w, struct request *reqs, int n_blocks, int budget,
+static long run_engine(struct model *m, struct workload *w, struct sequence *reqs, int n_blocks, int budget,
                        int max_seqs, float temperature, int prefix_cache, struct scheduler_stats *stats)
 {
     struct harness h;
     harness_init(&h, m, n_blocks, budget, max_seqs, prefix_cache);
     for (int i = 0; i < N_REQ; i++) {
-        reqs[i] = (struct request){.id = i, .prompt = w->prompts[i], .n_prompt = w->n_prompt[i],
+        reqs[i] = (struct sequence){.id = i, .prompt = w->prompts[i], .n_prompt = w->n_prompt[i],
                                    .max_tokens = w->max_tokens[i], .sampling = sampling_params_default()};
         reqs[i].sampling.temperature = temperature;
         reqs[i].sampling.seed = 1000 + (uint64_t)i;
@@ -67,7 +67,7 @@ static void check_greedy(const char *fixture, int prefix_cache)
     struct model *m = test_load_model(fixture, &be);
     struct workload w;
     make_workload(&w, m->cfg.vocab_size, prefix_cache);
-    static struct request reqs[N_REQ];
+    static struct sequence reqs[N_REQ];
     struct scheduler_stats st;
     /* 40 blocks of 16 = 640 tokens for 16 sequences of up to 324: preemption */
     long pre = run_engine(m, &w, reqs, 40, 96, 16, 0.f, prefix_cache, &st);
@@ -85,7 +85,7 @@ static void check_greedy(const char *fixture, int prefix_cache)
                      reqs[i].n_preempted);
         cr_assert_eq(reqs[i].finish, finish);
         free(ids);
-        request_free(&reqs[i]);
+        sequence_free(&reqs[i]);
         free(w.prompts[i]);
     }
     cr_log_info("%s: %d requests, %ld preemptions, prefix cache %s (%ld of %ld blocks hit, %ld evicted), greedy "
@@ -108,7 +108,7 @@ Test(scheduler, seeded_sampling_is_independent_of_the_batch_mix)
     struct model *m = test_load_model("tiny-qwen3", &be);
     struct workload w;
     make_workload(&w, m->cfg.vocab_size, 1);
-    static struct request a[N_REQ], b[N_REQ];
+    static struct sequence a[N_REQ], b[N_REQ];
     run_engine(m, &w, a, 40, 96, 16, 0.8f, 0, NULL);
     run_engine(m, &w, b, 64, 37, 5, 0.8f, 1, NULL);
     int multi_token_requests = 0;
@@ -117,8 +117,8 @@ Test(scheduler, seeded_sampling_is_independent_of_the_batch_mix)
         cr_assert_eq(memcmp(a[i].out, b[i].out, (size_t)a[i].n_out * sizeof(int32_t)), 0,
                      "request %d: seeded tokens depend on the batch mix", i);
         multi_token_requests += a[i].n_out > 1;
-        request_free(&a[i]);
-        request_free(&b[i]);
+        sequence_free(&a[i]);
+        sequence_free(&b[i]);
         free(w.prompts[i]);
     }
     cr_assert(multi_token_requests > 10);

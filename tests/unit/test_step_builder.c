@@ -1,31 +1,72 @@
 /* Continuous batching's core property on the CPU reference: sequences run
  * together in one step (prefills of different lengths, a prompt split into
  * chunks, decode rows mixed with a prefill chunk) give exactly the logits
- * each gives alone. */
+ * each gives alone, through the step builder and the runner. And the
+ * builder refuses steps past its capacities, naming the limit. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/seq_runner.h"
-#include "engine/step_builder.h"
+#include "runner/runner.h"
 #include "test_util.h"
 
 enum { N_SEQ = 4, DECODE = 5, BS = 4 };
 static const int prompt_len[N_SEQ] = {1, 7, 23, 40};
+
+static void init_runner(struct runner *r, struct model *m, int n_seqs, struct block_pool *pool)
+{
+    struct err e = {{0}};
+    const struct runner_opts o = {.max_tokens = 128,
+                                  .max_seqs = n_seqs,
+                                  .max_context = 64,
+                                  .block_size = BS,
+                                  .host_kv_blocks = 64,
+                                  .gpu_memory_utilization = 0.9,
+                                  .return_logits = 1};
+    cr_assert_eq(runner_init(r, m, &o, &e), 0, "%s", e.msg);
+    block_pool_init(pool, r->kv.n_blocks, 1);
+}
+
+/* One sequence's entry: its tokens [at, at + n), its logits returned when
+ * want is set. */
+static struct step_seq entry(struct seq_blocks *blocks, struct block_pool *pool, const int32_t *toks, int at,
+                             int n, int want)
+{
+    cr_assert_eq(seq_blocks_reserve(blocks, pool, at + n, BS), 0);
+    return (struct step_seq){
+        .blocks = blocks, .tokens = toks, .n_tokens = n, .start_pos = at, .return_logits = want};
+}
+
+/* The last row of entry i's returned logits. */
+static const float *last_row(const struct runner *r, const struct step_seq *q, int n, int i)
+{
+    return runner_returned_logits(r, q, n, i) + (size_t)(q[i].n_tokens - 1) * r->m->cfg.vocab_size;
+}
 
 /* Logits of each sequence alone: after the prompt, then after each decode token. */
 static void run_alone(struct model *m, int32_t **prompts, int32_t dec[N_SEQ][DECODE], float *want)
 {
     const int V = m->cfg.vocab_size;
     struct err e = {{0}};
+    struct sample_result none;
     for (int s = 0; s < N_SEQ; s++) {
-        struct seq_runner r;
-        cr_assert_eq(seq_runner_init(&r, m, prompt_len[s] + DECODE, 64, 1, BS, &e), 0, "%s", e.msg);
+        struct runner r;
+        struct block_pool pool;
+        struct seq_blocks blocks = {0};
+        init_runner(&r, m, 1, &pool);
         float *row = want + (size_t)s * (DECODE + 1) * V;
-        cr_assert_eq(seq_runner_feed(&r, prompts[s], prompt_len[s], 0, row, NULL, &e), 0, "%s", e.msg);
-        for (int d = 0; d < DECODE; d++)
-            cr_assert_eq(seq_runner_feed(&r, &dec[s][d], 1, 0, row + (size_t)(d + 1) * V, NULL, &e), 0, "%s", e.msg);
-        seq_runner_free(&r);
+        struct step_seq q = entry(&blocks, &pool, prompts[s], 0, prompt_len[s], 1);
+        cr_assert_eq(runner_step(&r, &q, 1, &none, &e), 0, "%s", e.msg);
+        memcpy(row, last_row(&r, &q, 1, 0), (size_t)V * sizeof(float));
+        for (int d = 0; d < DECODE; d++) {
+            q = entry(&blocks, &pool, &dec[s][d], prompt_len[s] + d, 1, 1);
+            cr_assert_eq(runner_step(&r, &q, 1, &none, &e), 0, "%s", e.msg);
+            memcpy(row + (size_t)(d + 1) * V, last_row(&r, &q, 1, 0), (size_t)V * sizeof(float));
+        }
+        seq_blocks_release(&blocks, &pool);
+        seq_blocks_free(&blocks);
+        block_pool_free(&pool);
+        runner_free(&r);
     }
 }
 
@@ -46,19 +87,13 @@ static void check_arch(const char *fixture)
     float *want = malloc((size_t)N_SEQ * (DECODE + 1) * V * sizeof(float));
     run_alone(m, prompts, dec, want);
 
-    /* together: one pool and cache for all sequences */
-    struct kv_store kv;
+    /* together: one runner, pool and cache for all sequences */
+    struct runner r;
     struct block_pool pool;
-    struct forward_ws ws;
-    const int n_blocks = 64;
-    cr_assert_eq(kv_store_init(&kv, &m->cfg, be, n_blocks, BS, &e), 0, "%s", e.msg);
-    block_pool_init(&pool, n_blocks, 1);
-    cr_assert_eq(forward_ws_init(&ws, m, 128, N_SEQ, &e), 0, "%s", e.msg);
-    struct meta_caps caps = {128, N_SEQ, 16, N_SEQ};
-    struct step_builder sb;
-    step_builder_init(&sb, &caps, BS);
+    init_runner(&r, m, N_SEQ, &pool);
     struct seq_blocks blocks[N_SEQ] = {{0}};
     int done[N_SEQ] = {0}; /* positions in the cache */
+    struct sample_result none[N_SEQ];
 
     /* step 1: three whole prompts and the first half of the fourth (no logits for it yet)
      * step 2: decode rows of the first three and the rest of the fourth prompt (a mixed step)
@@ -82,26 +117,21 @@ static void check_arch(const char *fixture)
                 count = 1;
                 want_row = d + 1;
             }
-            cr_assert_eq(seq_blocks_reserve(&blocks[s], &pool, done[s] + count, BS), 0);
-            q[n] = (struct step_seq){&blocks[s], toks, count, done[s], want_row >= 0};
+            q[n] = entry(&blocks[s], &pool, toks, done[s], count, want_row >= 0);
             owner[n] = s;
             row_of[n] = want_row;
             n++;
         }
-        struct fwd_batch b;
-        cr_assert_eq(step_build(&sb, q, n, &b, &e), 0, "%s", e.msg);
-        cr_assert_eq(model_forward(m, &ws, &kv, &b, &e), 0, "%s", e.msg);
-        int logit = 0;
+        cr_assert_eq(runner_step(&r, q, n, none, &e), 0, "%s", e.msg);
         for (int i = 0; i < n; i++) {
             int s = owner[i];
             done[s] += q[i].n_tokens;
             if (row_of[i] < 0)
                 continue;
-            const float *a = ws.logits + (size_t)logit++ * V;
             const float *ref = want + ((size_t)s * (DECODE + 1) + row_of[i]) * V;
-            double err = max_rel_err(a, ref, V);
-            cr_assert(err <= 1e-6, "%s: step %d sequence %d row %d: rel err %.3g against running alone", fixture,
-                      step, s, row_of[i], err);
+            double err = max_rel_err(last_row(&r, q, n, i), ref, V);
+            cr_assert(err <= 1e-6, "%s: step %d sequence %d row %d: rel err %.3g against running alone",
+                      fixture, step, s, row_of[i], err);
         }
     }
     for (int s = 0; s < N_SEQ; s++) {
@@ -112,10 +142,8 @@ static void check_arch(const char *fixture)
     struct err ie;
     cr_assert_eq(block_pool_check(&pool, &ie), 0, "%s", ie.msg);
     free(want);
-    step_builder_free(&sb);
-    forward_ws_free(&ws, m);
     block_pool_free(&pool);
-    kv_store_free(&kv, be);
+    runner_free(&r);
     test_free_model(m, be);
 }
 
@@ -125,26 +153,40 @@ Test(step_builder, gemma3_batched_equals_alone) { check_arch("tiny-gemma3"); }
 
 Test(step_builder, limits_are_refused)
 {
+    struct backend *be = backend_create(BACKEND_KIND_CPU, 1, NULL);
     struct block_pool pool;
     block_pool_init(&pool, 8, 1);
     struct seq_blocks blk = {0};
     cr_assert_eq(seq_blocks_reserve(&blk, &pool, 4, 4), 0);
     struct meta_caps caps = {4, 1, 2, 1};
-    struct step_builder sb;
-    step_builder_init(&sb, &caps, 4);
-    int32_t toks[8] = {0};
-    struct fwd_batch b;
+    struct meta_buffer mb;
     struct err e;
-    struct step_seq q = {&blk, toks, 5, 0, 1};
-    cr_assert_eq(step_build(&sb, &q, 1, &b, &e), -1, "more tokens than the capacity");
+    cr_assert_eq(be->ops->meta_init(be, &caps, &mb, &e), 0);
+    struct step_builder sb;
+    step_builder_init(&sb, &mb, 4);
+    int32_t toks[8] = {0};
+    struct step_seq q = {.blocks = &blk, .tokens = toks, .n_tokens = 5, .draw = 1};
+    struct step_shape s;
+    step_shape_of(&q, 1, &s);
+    cr_assert_eq(step_build(&sb, &q, 1, &s, &e), -1, "more tokens than the capacity");
+    cr_assert(strstr(e.msg, "tokens"), "%s", e.msg);
     q.n_tokens = 2;
     q.start_pos = 3; /* position 4 is not covered by one block of 4 */
-    cr_assert_eq(step_build(&sb, &q, 1, &b, &e), -1);
+    step_shape_of(&q, 1, &s);
+    cr_assert_eq(step_build(&sb, &q, 1, &s, &e), -1);
     cr_assert(strstr(e.msg, "block table"), "%s", e.msg);
-    struct step_seq two[2] = {{&blk, toks, 1, 0, 1}, {&blk, toks, 1, 1, 1}};
-    cr_assert_eq(step_build(&sb, two, 2, &b, &e), -1, "more sequences than the capacity");
-    step_builder_free(&sb);
+    struct step_seq two[2] = {{.blocks = &blk, .tokens = toks, .n_tokens = 1, .draw = 1},
+                              {.blocks = &blk, .tokens = toks, .n_tokens = 1, .start_pos = 1, .draw = 1}};
+    step_shape_of(two, 2, &s);
+    cr_assert_eq(step_build(&sb, two, 2, &s, &e), -1, "more sequences than the capacity");
+    cr_assert(strstr(e.msg, "sequences"), "%s", e.msg);
+    q = (struct step_seq){.blocks = &blk, .tokens = toks, .n_tokens = 1, .draw = 1, .return_logits = 1};
+    step_shape_of(&q, 1, &s);
+    cr_assert_eq(step_build(&sb, &q, 1, &s, &e), -1, "more logit rows than the capacity");
+    cr_assert(strstr(e.msg, "logit rows"), "%s", e.msg);
+    be->ops->meta_free(be, &mb);
     seq_blocks_release(&blk, &pool);
     seq_blocks_free(&blk);
     block_pool_free(&pool);
+    backend_free(be);
 }

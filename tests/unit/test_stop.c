@@ -119,10 +119,10 @@ Test(stop, eos_id_mid_batch)
             prompts[i][j] = (int32_t)((i * 71 + j * 13 + 4) % m->cfg.vocab_size);
     struct harness h;
     harness_init(&h, m, 64, 128, 4, 1);
-    struct request r[4];
+    struct sequence r[4];
     struct logit_bias bias = {eos, 100.f};
     for (int i = 0; i < 4; i++) {
-        r[i] = (struct request){.id = i, .prompt = prompts[i], .n_prompt = 20, .max_tokens = 8,
+        r[i] = (struct sequence){.id = i, .prompt = prompts[i], .n_prompt = 20, .max_tokens = 8,
                                 .sampling = sampling_params_default()};
         scheduler_add(&h.s, &r[i]);
     }
@@ -135,11 +135,11 @@ Test(stop, eos_id_mid_batch)
     r[3].sampling.n_bias = 1;
     r[3].ignore_eos = 1;
     harness_step(&h);
-    cr_assert_eq(r[1].state, REQUEST_FINISHED);
+    cr_assert_eq(r[1].state, SEQUENCE_FINISHED);
     cr_assert_eq(r[1].finish, FINISH_REASON_STOP);
     cr_assert_eq(r[1].n_out, 3);
     cr_assert_eq(r[1].out[2], eos, "the eos that stopped it is the last token");
-    cr_assert_eq(r[0].state, REQUEST_RUNNING);
+    cr_assert_eq(r[0].state, SEQUENCE_RUNNING);
     harness_run(&h);
     cr_assert_eq(r[3].n_out, 8);
     cr_assert_eq(r[3].finish, FINISH_REASON_LENGTH);
@@ -152,7 +152,7 @@ Test(stop, eos_id_mid_batch)
     }
     harness_free(&h);
     for (int i = 0; i < 4; i++)
-        request_free(&r[i]);
+        sequence_free(&r[i]);
     test_free_model(m, be);
 }
 
@@ -168,11 +168,11 @@ Test(stop, context_length_ends_a_request)
     struct harness h;
     harness_init(&h, m, 64, 128, 2, 1);
     h.s.max_context = 32;
-    struct request r = {.id = 0, .prompt = prompt, .n_prompt = 20, .max_tokens = 100,
+    struct sequence r = {.id = 0, .prompt = prompt, .n_prompt = 20, .max_tokens = 100,
                         .sampling = sampling_params_default(), .ignore_eos = 1};
     scheduler_add(&h.s, &r);
     harness_run(&h);
-    cr_assert_eq(r.state, REQUEST_FINISHED);
+    cr_assert_eq(r.state, SEQUENCE_FINISHED);
     cr_assert_eq(r.finish, FINISH_REASON_LENGTH);
     cr_assert_eq(r.n_out, 12, "20 prompt + 12 output tokens fill the 32-token context, got %d", r.n_out);
     int n;
@@ -181,6 +181,6 @@ Test(stop, context_length_ends_a_request)
     cr_assert_eq(memcmp(r.out, ids, (size_t)n * sizeof(int32_t)), 0);
     free(ids);
     harness_free(&h);
-    request_free(&r);
+    sequence_free(&r);
     test_free_model(m, be);
 }

@@ -49,6 +49,11 @@ static void *cpu_alloc(struct backend *be, enum mem_region region, size_t bytes,
     return p;
 }
 
+static void cpu_release(struct backend *be, enum mem_region region)
+{
+    (void)be, (void)region; /* allocations are freed one by one */
+}
+
 static void cpu_mem_info(struct backend *be, size_t *free_bytes, size_t *total_bytes)
 {
     (void)be;
@@ -113,20 +118,27 @@ static int cpu_copy(struct backend *be, void *dst, const void *src, size_t bytes
     return 0;
 }
 
-static int cpu_meta_init(struct backend *be, const struct meta_caps *caps, struct err *e)
+/* The staging is the buffer kernels read: an upload copies nothing. */
+static int cpu_meta_init(struct backend *be, const struct meta_caps *caps, struct meta_buffer *mb, struct err *e)
 {
-    (void)be, (void)caps, (void)e;
+    (void)be, (void)e;
+    meta_layout_init(&mb->layout, caps);
+    mb->host = mb->device = xcalloc(mb->layout.n_ints, sizeof(int32_t));
     return 0;
 }
 
-static int cpu_batch_upload(struct backend *be, const struct fwd_batch *b, struct fwd_meta *m,
-                            struct err *e)
+static void cpu_meta_free(struct backend *be, struct meta_buffer *mb)
 {
     (void)be;
-    (void)e;
-    *m = (struct fwd_meta){b->n_tokens,     b->n_seqs,      b->n_logits,  b->max_blocks_per_seq,
-                           b->token_ids,    b->positions,   b->slot_mapping, b->seq_of_token,
-                           b->query_start,  b->kv_len,      b->block_tables, b->logit_rows};
+    free(mb->host);
+    memset(mb, 0, sizeof *mb);
+}
+
+static int cpu_meta_upload(struct backend *be, const struct meta_buffer *mb, int n_tokens, int n_seqs, int n_logits,
+                           struct fwd_meta *m, struct err *e)
+{
+    (void)be, (void)e;
+    *m = meta_layout_point(&mb->layout, mb->device, n_tokens, n_seqs, n_logits);
     return 0;
 }
 
@@ -142,15 +154,17 @@ static const struct backend_ops cpu_ops = {
     .reserve = cpu_reserve,
     .alloc = cpu_alloc,
     .free = cpu_free,
+    .release = cpu_release,
     .mem_info = cpu_mem_info,
     .weight_upload = cpu_weight_upload,
     .weight_free = cpu_weight_free,
     .weight_upload_concat = cpu_weight_upload_concat,
     .copy_to_device = cpu_copy,
     .copy_to_host = cpu_copy,
-    .meta_init = cpu_meta_init,
-    .batch_upload = cpu_batch_upload,
     .synchronize = cpu_synchronize,
+    .meta_init = cpu_meta_init,
+    .meta_free = cpu_meta_free,
+    .meta_upload = cpu_meta_upload,
     .embed = cpu_embed,
     .rmsnorm = cpu_rmsnorm,
     .add_rmsnorm = cpu_add_rmsnorm,
@@ -161,15 +175,17 @@ static const struct backend_ops cpu_ops = {
     .gated_matmul = cpu_gated_matmul,
     .gather_rows = cpu_gather_rows,
     .logits = cpu_logits,
-    .argmax = cpu_argmax,
     .sample_init = cpu_sample_init,
-    .sample = cpu_sample,
+    .sample_stage = cpu_sample_stage,
+    .sample_enqueue = cpu_sample_enqueue,
+    .sample_finish = cpu_sample_finish,
 };
 
 static void cpu_backend_free(struct backend *be)
 {
     struct cpu_backend *cb = be->impl;
     threadpool_free(cb->pool);
+    cpu_sample_release(be);
     for (int i = 0; i < cb->n_owned; i++)
         free(cb->owned[i]);
     free(cb->owned);

@@ -7,10 +7,13 @@
 #include "backend/ops.h"
 #include "core/threadpool.h"
 
+struct cpu_sampler;
+
 struct cpu_backend {
     struct threadpool *pool;
     void **owned; /* buffers of stacked (fused) weights, freed with the backend */
     int n_owned;
+    struct cpu_sampler *sampler; /* cpu_sample.c's state between stage and finish */
 };
 
 static inline struct threadpool *cpu_pool(struct backend *be)
@@ -47,9 +50,11 @@ void cpu_gated_act(struct backend *be, void *out, const void *gate, const void *
                    int n_cols, int in_stride, enum act_fn act);
 void cpu_gather_rows(struct backend *be, void *out, const void *x, const struct fwd_meta *m,
                      int n_cols);
-void cpu_argmax(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols);
 int cpu_sample_init(struct backend *be, int max_rows, int vocab, struct err *e);
-int cpu_sample(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
-               struct sample_result *out, struct err *e);
+int cpu_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
+                     struct err *e);
+int cpu_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e);
+int cpu_sample_finish(struct backend *be, int n_rows, struct sample_result *out, struct err *e);
+void cpu_sample_release(struct backend *be);
 
 #endif

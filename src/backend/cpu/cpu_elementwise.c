@@ -1,4 +1,4 @@
-/* Small per-row ops: embedding lookup, gated activations, row gather, argmax. */
+/* Small per-row ops: embedding lookup, gated activations, row gather. */
 #include <math.h>
 #include <string.h>
 
@@ -47,17 +47,4 @@ void cpu_gather_rows(struct backend *be, void *out, const void *x, const struct 
     for (int i = 0; i < m->n_logits; i++)
         memmove((float *)out + (int64_t)i * n_cols,
                 (const float *)x + (int64_t)m->logit_rows[i] * n_cols, (size_t)n_cols * sizeof(float));
-}
-
-void cpu_argmax(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols)
-{
-    (void)be;
-    for (int r = 0; r < n_rows; r++) {
-        const float *l = logits + (int64_t)r * n_cols;
-        int best = 0;
-        for (int i = 1; i < n_cols; i++)
-            if (l[i] > l[best])
-                best = i;
-        out[r] = best;
-    }
 }

@@ -1,45 +1,103 @@
-/* The CPU sample op: sample_token per row, on the history rebuilt from the
- * row's compact list (sample_seen_expand), which the penalties read exactly
- * as they read the real one. It keeps the op's limits (SAMPLE_MAX_SEEN,
- * SAMPLE_MAX_BIAS) so that callers see one contract on every backend. */
+/* The CPU sampler ops: sample_token per row, on the history rebuilt from
+ * the row's compact list (sample_seen_expand), which the penalties read
+ * exactly as they read the real one. The three parts of the protocol run
+ * at once here (there are no graphs): stage remembers the rows, enqueue
+ * draws, finish hands the draws over. It keeps the ops' limits
+ * (SAMPLE_MAX_SEEN, SAMPLE_MAX_BIAS, the sized rows) so that callers see
+ * one contract on every backend. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
 
+struct cpu_sampler {
+    int max_rows, vocab;
+    const struct sample_row *rows; /* staged, the caller's until finish */
+    int n_rows;
+    struct sample_result *out; /* [max_rows] */
+    float *scratch;            /* [2 * vocab] */
+    int32_t *prompt, *output;  /* a row's rebuilt history */
+    size_t cap_output;
+};
+
 int cpu_sample_init(struct backend *be, int max_rows, int vocab, struct err *e)
 {
-    (void)be, (void)max_rows, (void)vocab, (void)e;
-    return 0; /* buffers are allocated per call */
+    if (max_rows < 1 || vocab < 1)
+        return err_set(e, "cpu backend: sample_init needs rows and a vocabulary, got %d and %d", max_rows,
+                       vocab);
+    cpu_sample_release(be);
+    struct cpu_sampler *s = xcalloc(1, sizeof *s);
+    s->max_rows = max_rows;
+    s->vocab = vocab;
+    s->out = xcalloc((size_t)max_rows, sizeof *s->out);
+    s->scratch = xmalloc(2 * (size_t)vocab * sizeof(float));
+    s->prompt = xmalloc(SAMPLE_MAX_SEEN * sizeof *s->prompt);
+    ((struct cpu_backend *)be->impl)->sampler = s;
+    return 0;
 }
 
-int cpu_sample(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
-               struct sample_result *out, struct err *e)
+void cpu_sample_release(struct backend *be)
 {
-    (void)be;
+    struct cpu_sampler *s = ((struct cpu_backend *)be->impl)->sampler;
+    if (!s)
+        return;
+    free(s->out), free(s->scratch), free(s->prompt), free(s->output);
+    free(s);
+    ((struct cpu_backend *)be->impl)->sampler = NULL;
+}
+
+int cpu_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
+                     struct err *e)
+{
+    struct cpu_sampler *s = ((struct cpu_backend *)be->impl)->sampler;
+    if (!s)
+        return err_set(e, "cpu backend: sample before sample_init");
+    if (n_rows > pad_rows || pad_rows > s->max_rows || vocab > s->vocab)
+        return err_set(e, "sample: %d rows (padded to %d) of %d logits exceed the sampler's %d of %d", n_rows,
+                       pad_rows, vocab, s->max_rows, s->vocab);
     for (int r = 0; r < n_rows; r++)
         if (rows[r].n_seen > SAMPLE_MAX_SEEN || rows[r].params->n_bias > SAMPLE_MAX_BIAS)
             return err_set(e, "sample: row %d has %d seen tokens and %d biases (at most %d and %d)", r,
                            rows[r].n_seen, rows[r].params->n_bias, SAMPLE_MAX_SEEN, SAMPLE_MAX_BIAS);
-    float *scratch = xmalloc(2 * (size_t)vocab * sizeof(float));
-    int32_t *prompt = NULL, *output = NULL;
-    size_t cap_output = 0;
-    for (int r = 0; r < n_rows; r++) {
-        const struct sample_row *row = &rows[r];
+    s->rows = rows;
+    s->n_rows = n_rows;
+    return 0;
+}
+
+/* Padding rows draw nothing here: their draws are ignored anyway. */
+int cpu_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e)
+{
+    struct cpu_sampler *s = ((struct cpu_backend *)be->impl)->sampler;
+    if (!s)
+        return err_set(e, "cpu backend: sample before sample_init");
+    if (pad_rows < s->n_rows || vocab != s->vocab)
+        return err_set(e, "sample: %d rows of %d logits enqueued for %d staged rows of %d", pad_rows, vocab,
+                       s->n_rows, s->vocab);
+    for (int r = 0; r < s->n_rows; r++) {
+        const struct sample_row *row = &s->rows[r];
         size_t n_out = 0;
         for (int i = 0; i < row->n_seen; i++)
             n_out += sample_seen_n_output(&row->seen[i]);
-        if (n_out > cap_output || !output) {
-            cap_output = n_out > 16 ? n_out : 16;
-            output = xrealloc(output, cap_output * sizeof *output);
+        if (n_out > s->cap_output || !s->output) {
+            s->cap_output = n_out > 16 ? n_out : 16;
+            s->output = xrealloc(s->output, s->cap_output * sizeof *s->output);
         }
-        prompt = xrealloc(prompt, (size_t)(row->n_seen > 0 ? row->n_seen : 1) * sizeof *prompt);
         int np, no;
-        sample_seen_expand(row->seen, row->n_seen, prompt, &np, output, &no);
-        sample_token(logits + (size_t)r * vocab, vocab, row->params, prompt, np, output, no, row->step, scratch,
-                     &out[r]);
+        sample_seen_expand(row->seen, row->n_seen, s->prompt, &np, s->output, &no);
+        sample_token(logits + (size_t)r * vocab, vocab, row->params, s->prompt, np, s->output, no, row->step,
+                     s->scratch, &s->out[r]);
     }
-    free(prompt);
-    free(output);
-    free(scratch);
+    return 0;
+}
+
+int cpu_sample_finish(struct backend *be, int n_rows, struct sample_result *out, struct err *e)
+{
+    struct cpu_sampler *s = ((struct cpu_backend *)be->impl)->sampler;
+    if (!s)
+        return err_set(e, "cpu backend: sample before sample_init");
+    if (n_rows > s->n_rows)
+        return err_set(e, "sample: %d draws asked of %d staged rows", n_rows, s->n_rows);
+    memcpy(out, s->out, (size_t)n_rows * sizeof *out);
+    s->rows = NULL;
     return 0;
 }

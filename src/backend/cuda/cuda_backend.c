@@ -1,7 +1,7 @@
 /* The CUDA backend's device context and memory plan: device 0, one stream,
  * the cuBLASLt handle and its workspace, one slab per memory region (weights,
- * workspace, metadata, KV cache) carved by alloc, and the fixed metadata
- * buffers a step is uploaded into with one host-to-device copy.
+ * workspace, metadata, KV cache) carved by alloc, and the metadata buffers
+ * a step is uploaded into with one host-to-device copy.
  * Activations and the KV cache are bf16. Nothing calls cudaMalloc after
  * start-up: n_device_allocs counts every call so tests can check it. */
 #include <stdio.h>
@@ -68,7 +68,21 @@ static void *cuda_alloc(struct backend *be, enum mem_region region, size_t bytes
 
 static void cuda_free(struct backend *be, void *p)
 {
-    (void)be, (void)p; /* carved memory is released with the backend */
+    (void)be, (void)p; /* carved memory goes with its region */
+}
+
+static void cuda_release(struct backend *be, enum mem_region region)
+{
+    struct cuda_slab *s = &impl(be)->slabs[region], *old = s->older;
+    if (s->base)
+        cudaFree(s->base); /* waits for the device */
+    while (old) {
+        struct cuda_slab *next = old->older;
+        cudaFree(old->base);
+        free(old);
+        old = next;
+    }
+    memset(s, 0, sizeof *s);
 }
 
 static void cuda_mem_info(struct backend *be, size_t *free_bytes, size_t *total_bytes)
@@ -156,74 +170,41 @@ static int cuda_synchronize(struct backend *be, struct err *e)
     return 0;
 }
 
-static size_t meta_ints(const struct meta_caps *c)
+/* A metadata buffer: the device copy carved from the metadata region (one
+ * region per buffer, reserved here), the staging pinned so that the upload
+ * is one asynchronous copy a graph can hold. */
+static int cuda_meta_init(struct backend *be, const struct meta_caps *caps, struct meta_buffer *mb, struct err *e)
 {
-    return 4 * (size_t)c->max_tokens + 2 * (size_t)c->max_seqs + 1 +
-           (size_t)c->max_seqs * (size_t)c->max_blocks_per_seq + (size_t)c->max_logits;
-}
-
-static int cuda_meta_init(struct backend *be, const struct meta_caps *caps, struct err *e)
-{
-    struct cuda_meta *mt = &impl(be)->meta;
-    if (mt->host)
-        return err_set(e, "cuda backend: metadata buffers are already sized");
-    mt->caps = *caps;
-    mt->n_ints = meta_ints(caps);
-    size_t bytes = mt->n_ints * sizeof(int32_t);
+    memset(mb, 0, sizeof *mb);
+    meta_layout_init(&mb->layout, caps);
+    const size_t bytes = mb->layout.n_ints * sizeof(int32_t);
     if (cuda_reserve(be, MEM_REGION_METADATA, bytes, e) ||
-        !(mt->device = cuda_alloc(be, MEM_REGION_METADATA, bytes, e)))
+        !(mb->device = cuda_alloc(be, MEM_REGION_METADATA, bytes, e)))
         return -1;
-    CUDA_TRY(cudaHostAlloc((void **)&mt->host, bytes, cudaHostAllocDefault), e);
-    memset(mt->host, 0, bytes);
+    CUDA_TRY(cudaHostAlloc((void **)&mb->host, bytes, cudaHostAllocDefault), e);
+    memset(mb->host, 0, bytes);
     return 0;
 }
 
-/* Writes a step's metadata into the pinned staging buffer (the source of
- * batch_upload's one copy, which a captured graph replays). */
-static int cuda_batch_stage(struct backend *be, const struct fwd_batch *b, struct err *e)
+static void cuda_meta_free(struct backend *be, struct meta_buffer *mb)
 {
-    struct cuda_meta *mt = &impl(be)->meta;
-    const struct meta_caps *c = &mt->caps;
-    if (!mt->host)
-        return err_set(e, "cuda backend: batch_upload before meta_init");
-    if (b->n_tokens > c->max_tokens || b->n_seqs > c->max_seqs || b->max_blocks_per_seq > c->max_blocks_per_seq ||
-        b->n_logits > c->max_logits)
-        return err_set(e, "step (%d tokens, %d sequences, %d blocks, %d logit rows) exceeds the metadata "
-                          "buffers (%d, %d, %d, %d)",
-                       b->n_tokens, b->n_seqs, b->max_blocks_per_seq, b->n_logits, c->max_tokens, c->max_seqs,
-                       c->max_blocks_per_seq, c->max_logits);
-    int32_t *h = mt->host;
-    const size_t T = (size_t)c->max_tokens, S = (size_t)c->max_seqs, B = (size_t)c->max_blocks_per_seq;
-    const size_t n = (size_t)b->n_tokens, ns = (size_t)b->n_seqs;
-    memcpy(h, b->token_ids, n * 4);
-    memcpy(h + T, b->positions, n * 4);
-    memcpy(h + 2 * T, b->slot_mapping, n * 4);
-    memcpy(h + 3 * T, b->seq_of_token, n * 4);
-    memcpy(h + 4 * T, b->query_start, (ns + 1) * 4);
-    memcpy(h + 4 * T + S + 1, b->kv_len, ns * 4);
-    int32_t *tables = h + 4 * T + 2 * S + 1;
-    for (size_t i = 0; i < ns; i++) /* re-stride rows to the buffers' fixed stride */
-        memcpy(tables + i * B, b->block_tables + i * (size_t)b->max_blocks_per_seq,
-               (size_t)b->max_blocks_per_seq * 4);
-    int32_t *logit_rows = tables + S * B;
-    if (b->n_logits)
-        memcpy(logit_rows, b->logit_rows, (size_t)b->n_logits * 4);
-    return 0;
+    (void)be; /* the device copy goes with its region */
+    if (mb->host)
+        cudaFreeHost(mb->host);
+    memset(mb, 0, sizeof *mb);
 }
 
-static int cuda_batch_upload(struct backend *be, const struct fwd_batch *b, struct fwd_meta *m, struct err *e)
+static int cuda_meta_upload(struct backend *be, const struct meta_buffer *mb, int n_tokens, int n_seqs,
+                            int n_logits, struct fwd_meta *m, struct err *e)
 {
-    struct cuda_meta *mt = &impl(be)->meta;
-    const struct meta_caps *c = &mt->caps;
-    if (cuda_batch_stage(be, b, e))
-        return -1;
-    int32_t *h = mt->host, *d = mt->device;
-    const size_t T = (size_t)c->max_tokens, S = (size_t)c->max_seqs, B = (size_t)c->max_blocks_per_seq;
-    CUDA_TRY(cudaMemcpyAsync(d, h, mt->n_ints * 4, cudaMemcpyHostToDevice, impl(be)->stream), e);
-    *m = (struct fwd_meta){b->n_tokens, b->n_seqs, b->n_logits, (int)B,
-                           d,           d + T,     d + 2 * T,   d + 3 * T,
-                           d + 4 * T,   d + 4 * T + S + 1,     d + 4 * T + 2 * S + 1,
-                           d + 4 * T + 2 * S + 1 + S * B};
+    const struct meta_caps *c = &mb->layout.caps;
+    if (n_tokens > c->max_tokens || n_seqs > c->max_seqs || n_logits > c->max_logits)
+        return err_set(e, "step (%d tokens, %d sequences, %d logit rows) exceeds the metadata buffer (%d, %d, %d)",
+                       n_tokens, n_seqs, n_logits, c->max_tokens, c->max_seqs, c->max_logits);
+    CUDA_TRY(cudaMemcpyAsync(mb->device, mb->host, meta_layout_ints(&mb->layout, n_seqs) * sizeof(int32_t),
+                             cudaMemcpyHostToDevice, impl(be)->stream),
+             e);
+    *m = meta_layout_point(&mb->layout, mb->device, n_tokens, n_seqs, n_logits);
     return 0;
 }
 
@@ -278,16 +259,17 @@ static const struct backend_ops cuda_ops = {
     .reserve = cuda_reserve,
     .alloc = cuda_alloc,
     .free = cuda_free,
+    .release = cuda_release,
     .mem_info = cuda_mem_info,
     .weight_upload = cuda_weight_upload,
     .weight_free = cuda_weight_free,
     .weight_upload_concat = cuda_weight_upload_concat,
     .copy_to_device = cuda_copy_to_device,
     .copy_to_host = cuda_copy_to_host,
-    .meta_init = cuda_meta_init,
-    .batch_upload = cuda_batch_upload,
-    .batch_stage = cuda_batch_stage,
     .synchronize = cuda_synchronize,
+    .meta_init = cuda_meta_init,
+    .meta_free = cuda_meta_free,
+    .meta_upload = cuda_meta_upload,
     .graph_begin = cuda_graph_begin,
     .graph_end = cuda_graph_end,
     .graph_replay = cuda_graph_replay,
@@ -303,9 +285,7 @@ static const struct backend_ops cuda_ops = {
     .gated_matmul = cuda_op_gated_matmul,
     .gather_rows = cuda_op_gather_rows,
     .logits = cuda_op_logits,
-    .argmax = cuda_op_argmax,
     .sample_init = cuda_op_sample_init,
-    .sample = cuda_op_sample,
     .sample_stage = cuda_op_sample_stage,
     .sample_enqueue = cuda_op_sample_enqueue,
     .sample_finish = cuda_op_sample_finish,
@@ -318,19 +298,8 @@ static void cuda_backend_destroy(struct backend *be)
         cudaStreamSynchronize(cb->stream);
     cuda_gemm_release(be);
     cuda_sample_release(be);
-    for (int r = 0; r < MEM_REGION_COUNT; r++) {
-        struct cuda_slab *s = cb->slabs[r].older;
-        if (cb->slabs[r].base)
-            cudaFree(cb->slabs[r].base);
-        while (s) {
-            struct cuda_slab *next = s->older;
-            cudaFree(s->base);
-            free(s);
-            s = next;
-        }
-    }
-    if (cb->meta.host)
-        cudaFreeHost(cb->meta.host);
+    for (int r = 0; r < MEM_REGION_COUNT; r++)
+        cuda_release(be, (enum mem_region)r);
     if (cb->lt_workspace)
         cudaFree(cb->lt_workspace);
     if (cb->attn_scratch)

@@ -18,21 +18,9 @@ struct cuda_slab {
     struct cuda_slab *older; /* previous slabs of the region, freed with the backend */
 };
 
-/* batch_upload's fixed buffers: pinned host staging and its device twin,
- * both laid out as token_ids | positions | slot_mapping | seq_of_token
- * (max_tokens each) | query_start (max_seqs + 1) | kv_len (max_seqs) |
- * block_tables (max_seqs x max_blocks_per_seq) | logit_rows (max_logits). */
-struct cuda_meta {
-    struct meta_caps caps;
-    int32_t *host;   /* pinned */
-    int32_t *device; /* in the metadata region */
-    size_t n_ints;
-};
-
 struct cuda_backend {
     int device;
     struct cuda_slab slabs[MEM_REGION_COUNT];
-    struct cuda_meta meta;
     long n_device_allocs; /* cudaMalloc calls so far (tests check it stops growing) */
     cudaStream_t stream;
     cublasLtHandle_t lt;

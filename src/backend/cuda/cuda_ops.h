@@ -24,7 +24,6 @@ void cuda_op_qk_rope_kv_write(struct backend *be, void *q_out, const void *q_in,
 void cuda_op_gated_act(struct backend *be, void *out, const void *gate, const void *up, int n_rows, int n_cols,
                        int in_stride, enum act_fn act);
 void cuda_op_gather_rows(struct backend *be, void *out, const void *x, const struct fwd_meta *m, int n_cols);
-void cuda_op_argmax(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols);
 
 /* cuda_gemm.c: cuBLASLt (and a small-M GEMV kernel) */
 void cuda_op_matmul(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows);
@@ -42,10 +41,8 @@ void cuda_op_attention(struct backend *be, void *out, const void *q, const struc
                        const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
                        float softcap);
 
-/* cuda_sampling.c: the sample op (kernels in sampling.cu) */
+/* cuda_sampling.c: the sampler ops (kernels in sampling.cu) */
 int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err *e);
-int cuda_op_sample(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
-                   struct sample_result *out, struct err *e);
 int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
                          struct err *e);
 int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e);

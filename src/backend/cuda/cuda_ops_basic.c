@@ -56,8 +56,3 @@ void cuda_op_gather_rows(struct backend *be, void *out, const void *x, const str
 {
     CUDA_CHECK(launch_gather_rows(out, x, m->logit_rows, m->n_logits, n_cols, cuda_stream(be)));
 }
-
-void cuda_op_argmax(struct backend *be, int32_t *out, const float *logits, int n_rows, int n_cols)
-{
-    CUDA_CHECK(launch_argmax(out, logits, n_rows, n_cols, cuda_stream(be)));
-}

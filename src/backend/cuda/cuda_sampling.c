@@ -1,4 +1,4 @@
-/* The CUDA sample op's host side: buffers sized once by sample_init, the
+/* The CUDA sampler ops' host side: buffers sized once by sample_init, the
  * per-call packing of rows into pinned staging, and the launch.
  *
  * Layout, the same in pinned host memory and on the device:
@@ -36,8 +36,7 @@ static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err *e)
 {
     struct cuda_backend *cb = cuda_impl(be);
-    if (cb->sampler)
-        return err_set(e, "cuda backend: the sampler is already sized");
+    cuda_sample_release(be); /* sized again: the old buffers go */
     if (max_rows < 1 || vocab < 1)
         return err_set(e, "cuda backend: sample_init needs rows and a vocabulary, got %d and %d", max_rows, vocab);
     struct cuda_sampler *s = xcalloc(1, sizeof *s);
@@ -177,16 +176,4 @@ int cuda_op_sample_finish(struct backend *be, int n_rows, struct sample_result *
     CUDA_TRY(cudaStreamSynchronize(cuda_stream(be)), e);
     memcpy(out, s->host + s->at_out, (size_t)n_rows * sizeof *out);
     return 0;
-}
-
-int cuda_op_sample(struct backend *be, const float *logits, int n_rows, int vocab, const struct sample_row *rows,
-                   struct sample_result *out, struct err *e)
-{
-    if (n_rows == 0)
-        return check_call(cuda_impl(be)->sampler, 0, vocab, rows, 0, e);
-    return cuda_op_sample_stage(be, n_rows, n_rows, vocab, rows, e) ||
-                   cuda_op_sample_enqueue(be, logits, n_rows, vocab, e) ||
-                   cuda_op_sample_finish(be, n_rows, out, e)
-               ? -1
-               : 0;
 }

@@ -1,5 +1,5 @@
 // Small per-element and per-row kernels: embedding lookup, gated
-// activations, row gather, logit soft-capping, argmax.
+// activations, row gather, logit soft-capping.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
 
@@ -21,7 +21,7 @@ extern "C" cudaError_t launch_embed(void *out, const int32_t *ids, int n_tokens,
     // The scale (Gemma's sqrt(hidden)) in f32, as the CPU backend (the oracle), llama.cpp and
     // transformers in f32 apply it. transformers in bf16 rounds it to bf16 first (25.25 for 25.30
     // at hidden 640), a 0.2% bias on every embedding that the CPU does not have (docs/benchmarks.md,
-    // issue 7).
+    // "GGUF: the embedded default model").
     embed_kernel<<<n_tokens, 256, 0, stream>>>((bf16 *)out, ids, (const bf16 *)table, vocab, d, scale);
     return cudaGetLastError();
 }
@@ -86,52 +86,5 @@ __global__ void softcap_kernel(float *x, int64_t n, float cap)
 extern "C" cudaError_t launch_softcap(float *logits, int64_t n, float cap, cudaStream_t stream)
 {
     softcap_kernel<<<grid_for(n, 256), 256, 0, stream>>>(logits, n, cap);
-    return cudaGetLastError();
-}
-
-// One block per row; each thread scans a strided slice, then the block
-// reduces (value, index) pairs, preferring the lower index on ties.
-__global__ void argmax_kernel(int32_t *out, const float *logits, int n_cols)
-{
-    const float *row = logits + (int64_t)blockIdx.x * n_cols;
-    float best = -INFINITY;
-    int idx = 0x7fffffff;
-    for (int i = threadIdx.x; i < n_cols; i += blockDim.x) {
-        float v = row[i];
-        if (v > best || (v == best && i < idx)) {
-            best = v;
-            idx = i;
-        }
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-        float ov = __shfl_xor_sync(0xffffffffu, best, o);
-        int oi = __shfl_xor_sync(0xffffffffu, idx, o);
-        if (ov > best || (ov == best && oi < idx)) {
-            best = ov;
-            idx = oi;
-        }
-    }
-    __shared__ float sv[32];
-    __shared__ int si[32];
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) {
-        sv[warp] = best;
-        si[warp] = idx;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        for (int w = 1; w < (int)(blockDim.x >> 5); w++)
-            if (sv[w] > best || (sv[w] == best && si[w] < idx)) {
-                best = sv[w];
-                idx = si[w];
-            }
-        out[blockIdx.x] = idx == 0x7fffffff ? 0 : idx;
-    }
-}
-
-extern "C" cudaError_t launch_argmax(int32_t *out, const float *logits, int rows, int n_cols, cudaStream_t stream)
-{
-    if (rows > 0)
-        argmax_kernel<<<rows, 1024, 0, stream>>>(out, logits, n_cols);
     return cudaGetLastError();
 }

@@ -41,8 +41,6 @@ cudaError_t launch_gated_act(void *out, const void *gate, const void *up, int ro
 cudaError_t launch_gather_rows(void *out, const void *x, const int32_t *rows, int n, int d, cudaStream_t stream);
 /* logits[i] = tanh(logits[i] / cap) * cap */
 cudaError_t launch_softcap(float *logits, int64_t n, float cap, cudaStream_t stream);
-/* out[r] = argmax of logits[r, 0:n_cols] (lowest index on ties) */
-cudaError_t launch_argmax(int32_t *out, const float *logits, int rows, int n_cols, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,7 @@
 #include <math.h>
 
 #include "backend/cuda/common.cuh"
-#include "backend/philox.h"
+#include "sampling/philox.h"
 #include "backend/cuda/sampling.h"
 
 #define NT 1024

@@ -7,8 +7,8 @@
 #include <cuda_runtime_api.h>
 #include <stdint.h>
 
-#include "backend/sample_seen.h"
-#include "backend/sampling.h"
+#include "sampling/sample_seen.h"
+#include "sampling/sampling.h"
 
 /* One row's parameters, as sample_token reads them from sampling_params. */
 struct sample_row_dev {

@@ -1,0 +1,72 @@
+/* Token sampling: the parameters a request gives, and sample_token, the host
+ * sampler that every backend's sampler follows exactly (the CPU backend runs
+ * it; the CUDA sampler, src/backend/cuda/sampling.cu, is its twin):
+ * logit bias, repetition / presence / frequency penalties, temperature,
+ * top-k, top-p, min-p, then a draw that depends only on (seed, step): the
+ * Gumbel-max trick with counter-based Philox noise per token id, so the same
+ * seed gives the same tokens whatever else shares the batch. Temperature 0
+ * is greedy (lowest id wins ties). Log-probabilities are of the model's
+ * distribution (log-softmax of the raw logits), as OpenAI-style APIs report. */
+#ifndef INFER_SAMPLING_SAMPLING_H
+#define INFER_SAMPLING_SAMPLING_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+
+struct logit_bias {
+    int32_t token;
+    float bias;
+};
+
+struct sampling_params {
+    float temperature;        /* 0: greedy */
+    int top_k;                /* 0: off */
+    float top_p;              /* 1: off */
+    float min_p;              /* 0: off */
+    float repetition_penalty; /* 1: off; divides positive logits of seen tokens, multiplies negative ones */
+    float presence_penalty;   /* 0: off; subtracted once from tokens the output contains */
+    float frequency_penalty;  /* 0: off; subtracted per occurrence in the output */
+    uint64_t seed;
+    const struct logit_bias *bias;
+    int n_bias;
+    int top_logprobs; /* how many alternatives to report (0..20) */
+};
+
+/* Defaults: greedy, every filter off. */
+struct sampling_params sampling_params_default(void);
+/* Refuses values an API must reject (NaN, negative temperature, top_p outside
+ * (0, 1], ...), naming the field. */
+int sampling_params_check(const struct sampling_params *p, int vocab_size, struct err *e);
+
+struct sample_result {
+    int32_t token;
+    float logprob;          /* of the chosen token */
+    int32_t top_ids[20];    /* top_logprobs alternatives, most likely first */
+    float top_logprobs[20];
+};
+
+/* Samples from logits[vocab] (not modified; scratch holds 2 * vocab floats).
+ * prompt / output: the sequence so far, for the penalties (repetition looks
+ * at both, presence and frequency at the output). step: the RNG counter —
+ * the index of the token being drawn in the output, with the choice index
+ * (n > 1) in the high 32 bits so that each choice has its own stream. */
+void sample_token(const float *logits, int vocab, const struct sampling_params *p, const int32_t *prompt,
+                  int n_prompt, const int32_t *output, int n_output, uint64_t step, float *scratch,
+                  struct sample_result *out);
+
+/* What one draw reads besides the logits: the parameters, the sequence so
+ * far (the penalties read it) and the RNG counter (sample_token's step). */
+struct sample_input {
+    const struct sampling_params *params;
+    const int32_t *prompt;
+    int n_prompt;
+    const int32_t *output;
+    int n_output;
+    uint64_t step;
+};
+
+/* Philox4x32-10: four 32-bit random words for (key, counter). */
+void philox4x32(uint64_t key, uint64_t counter_hi, uint64_t counter_lo, uint32_t out[4]);
+
+#endif

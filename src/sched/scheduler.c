@@ -1,0 +1,197 @@
+#include "sched/scheduler.h"
+
+#include "sched/sched_cache.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+const char *finish_reason_name(enum finish_reason f)
+{
+    return f == FINISH_REASON_STOP ? "stop" : f == FINISH_REASON_ABORT ? "abort" : "length";
+}
+
+void scheduler_init(struct scheduler *s, struct block_pool *pool, int block_size, int max_batched_tokens,
+                    int max_seqs, int max_context, const int32_t *eos_ids, int n_eos)
+{
+    memset(s, 0, sizeof *s);
+    CHECK(block_size > 0 && max_batched_tokens > 0 && max_seqs > 0);
+    s->pool = pool;
+    s->block_size = block_size;
+    s->max_batched_tokens = max_batched_tokens;
+    s->max_seqs = max_seqs;
+    s->max_context = max_context;
+    s->eos_ids = eos_ids;
+    s->n_eos = n_eos;
+    s->running = xcalloc((size_t)max_seqs, sizeof *s->running);
+}
+
+void scheduler_enable_prefix_cache(struct scheduler *s)
+{
+    CHECK(!s->prefix_caching && scheduler_idle(s));
+    radix_init(&s->radix, s->pool, s->block_size);
+    s->prefix_caching = 1;
+}
+
+void scheduler_free(struct scheduler *s)
+{
+    if (s->prefix_caching)
+        radix_free(&s->radix);
+    free(s->running);
+    free(s->waiting);
+    memset(s, 0, sizeof *s);
+}
+
+void sequence_free(struct sequence *seq)
+{
+    seq_blocks_free(&seq->blocks);
+    free(seq->tokens);
+    seq->tokens = seq->out = NULL;
+}
+
+static void waiting_insert(struct scheduler *s, struct sequence *seq, int at_front)
+{
+    if (s->n_waiting == s->cap_waiting) {
+        s->cap_waiting = s->cap_waiting ? 2 * s->cap_waiting : 16;
+        s->waiting = xrealloc(s->waiting, (size_t)s->cap_waiting * sizeof *s->waiting);
+    }
+    if (at_front) {
+        memmove(s->waiting + 1, s->waiting, (size_t)s->n_waiting * sizeof *s->waiting);
+        s->waiting[0] = seq;
+    } else {
+        s->waiting[s->n_waiting] = seq;
+    }
+    s->n_waiting++;
+    seq->state = SEQUENCE_WAITING;
+}
+
+void scheduler_add(struct scheduler *s, struct sequence *seq)
+{
+    CHECK(seq->n_prompt > 0 && seq->max_tokens > 0 && seq->n_forced <= seq->max_tokens);
+    seq->tokens = xmalloc((size_t)(seq->n_prompt + seq->max_tokens) * sizeof(int32_t));
+    memcpy(seq->tokens, seq->prompt, (size_t)seq->n_prompt * sizeof(int32_t));
+    seq->out = seq->tokens + seq->n_prompt;
+    seq->n_out = 0;
+    seq->n_cached = 0;
+    seq->n_offered = 0;
+    seq->n_preempted = 0;
+    memset(&seq->blocks, 0, sizeof seq->blocks);
+    waiting_insert(s, seq, 0);
+}
+
+int scheduler_idle(const struct scheduler *s) { return s->n_running == 0 && s->n_waiting == 0; }
+
+/* Recompute later: the blocks go back (the computed ones stay cached when
+ * the prefix cache is on, for the recompute to find); prompt and output are
+ * kept. */
+static void preempt_newest(struct scheduler *s)
+{
+    struct sequence *v = s->running[--s->n_running];
+    sched_offer_blocks(s, v);
+    seq_blocks_release(&v->blocks, s->pool);
+    v->n_cached = 0;
+    v->n_preempted++;
+    s->n_preemptions++;
+    waiting_insert(s, v, 1);
+}
+
+/* The RNG counter of seq's next token: its output index, with the choice
+ * index in the high word so that each choice has its own stream. */
+static uint64_t rng_step(const struct sequence *seq)
+{
+    return (uint64_t)(uint32_t)seq->choice << 32 | (uint32_t)seq->n_out;
+}
+
+static void plan_entry(struct step_seq *w, struct sequence *seq, int count)
+{
+    const int draw = seq->n_cached + count == sequence_known(seq);
+    *w = (struct step_seq){.blocks = &seq->blocks,
+                           .tokens = seq->tokens + seq->n_cached,
+                           .n_tokens = count,
+                           .start_pos = seq->n_cached,
+                           .draw = draw,
+                           .return_logits = seq->return_logits,
+                           .sample = {.params = &seq->sampling,
+                                      .prompt = seq->tokens,
+                                      .n_prompt = seq->n_prompt,
+                                      .output = seq->out,
+                                      .n_output = seq->n_out,
+                                      .step = rng_step(seq)}};
+}
+
+int scheduler_plan(struct scheduler *s, struct step_seq *work, struct sequence **seqs)
+{
+    int budget = s->max_batched_tokens, n = 0;
+    for (int i = 0; i < s->n_running && budget > 0; i++) {
+        struct sequence *seq = s->running[i];
+        int count = sequence_known(seq) - seq->n_cached;
+        count = count < budget ? count : budget;
+        int preempted_self = 0;
+        while (sched_reserve(s, seq, seq->n_cached + count)) {
+            preempted_self = s->running[s->n_running - 1] == seq;
+            preempt_newest(s);
+            if (preempted_self)
+                break;
+        }
+        if (preempted_self)
+            break; /* seq was the newest; everything after it is gone too */
+        plan_entry(&work[n], seq, count);
+        seqs[n++] = seq;
+        budget -= count;
+    }
+    while (s->n_waiting > 0 && budget > 0 && s->n_running < s->max_seqs) {
+        struct sequence *seq = s->waiting[0];
+        if (sched_fork_pending(s, seq))
+            break; /* its choice 0 is still prefilling the prompt they share */
+        int forked, shared = sched_share_prefix(s, seq, &forked);
+        int count = sequence_known(seq) - shared < budget ? sequence_known(seq) - shared : budget;
+        if (sched_reserve(s, seq, shared + count)) {
+            seq_blocks_release(&seq->blocks, s->pool); /* admission never preempts */
+            seq->n_cached = 0;
+            break;
+        }
+        sched_count_admission(s, seq, shared, forked);
+        memmove(s->waiting, s->waiting + 1, (size_t)--s->n_waiting * sizeof *s->waiting);
+        seq->state = SEQUENCE_RUNNING;
+        s->running[s->n_running++] = seq;
+        plan_entry(&work[n], seq, count);
+        seqs[n++] = seq;
+        budget -= count;
+    }
+    return n;
+}
+
+void scheduler_commit(struct scheduler *s, const struct step_seq *work, struct sequence **seqs, int n,
+                      const struct sample_result *drawn)
+{
+    int row = 0;
+    for (int i = 0; i < n; i++) {
+        struct sequence *seq = seqs[i];
+        seq->n_cached += work[i].n_tokens;
+        s->stats.computed_tokens += work[i].n_tokens;
+        sched_offer_blocks(s, seq);
+        if (!work[i].draw)
+            continue;
+        struct sample_result res = drawn[row++];
+        const int forced = seq->n_out < seq->n_forced;
+        if (forced) /* a given continuation: its token, not the draw (whose log-probs no longer apply) */
+            res = (struct sample_result){.token = seq->forced[seq->n_out]};
+        seq->out[seq->n_out++] = res.token;
+        int finish = -1;
+        if (!forced && !seq->ignore_eos && token_is_eos(s->eos_ids, s->n_eos, res.token))
+            finish = FINISH_REASON_STOP;
+        else if (seq->n_out == seq->max_tokens || sequence_known(seq) >= s->max_context)
+            finish = FINISH_REASON_LENGTH;
+        if (s->on_token)
+            finish = s->on_token(s->on_token_ctx, seq, &res, finish);
+        if (finish < 0)
+            continue;
+        seq->finish = (enum finish_reason)finish;
+        seq->state = SEQUENCE_FINISHED;
+        seq_blocks_release(&seq->blocks, s->pool);
+    }
+    int k = 0; /* keep admission order */
+    for (int i = 0; i < s->n_running; i++)
+        if (s->running[i]->state == SEQUENCE_RUNNING)
+            s->running[k++] = s->running[i];
+    s->n_running = k;
+}
