@@ -16,7 +16,7 @@
 
 #include "core/fs.h"
 #include "io/gguf.h"
-#include "tokenizer/template/template.h"
+#include "template/template.h"
 
 #define MAX_TEMPLATES 16
 #define MAX_CONFIG_BYTES (64u << 20)

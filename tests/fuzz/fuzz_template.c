@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/template/template.h"
+#include "template/template.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

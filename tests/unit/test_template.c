@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "tokenizer/chat_template.h"
-#include "tokenizer/template/template.h"
+#include "template/template.h"
 
 #define VARS                                                                                                 \
     "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": "     \

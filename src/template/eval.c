@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "tokenizer/template/internal.h"
+#include "template/internal.h"
 
 int tmpl_err(struct rctx *c, int line, const char *fmt, ...)
 {
@@ -20,19 +20,19 @@ int tmpl_err(struct rctx *c, int line, const char *fmt, ...)
     return err_set(c->e, "template line %d: %s", line, msg);
 }
 
-int tev_undefined_error(struct rctx *c, int line, struct tval u)
+int template_eval_undefined_error(struct rctx *c, int line, struct tval u)
 {
     return tmpl_err(c, line, "%s", u.k == TV_UNDEF && u.u.s ? u.u.s->s : "value is undefined");
 }
 
 /* ---------------------------------------------------------------- calls */
 
-int tev_call(struct rctx *c, int line, struct tval fn, const struct targs *a, struct tval *out)
+int template_eval_call(struct rctx *c, int line, struct tval fn, const struct targs *a, struct tval *out)
 {
     if (fn.k == TV_UNDEF)
-        return tev_undefined_error(c, line, fn);
+        return template_eval_undefined_error(c, line, fn);
     if (fn.k != TV_FUNC)
-        return tmpl_err(c, line, "'%s' object is not callable", tv_type_name(fn));
+        return tmpl_err(c, line, "'%s' object is not callable", template_value_type_name(fn));
     if (fn.u.fn->kind == FN_MACRO)
         return tmpl_exec_macro_call(c, line, fn.u.fn, a, out);
     return fn.u.fn->fn(c, line, fn.u.fn->self, a, out);
@@ -46,9 +46,9 @@ struct argvals {
 static void argvals_free(struct argvals *v)
 {
     for (int i = 0; i < v->npos; i++)
-        tv_release(v->pos[i]);
+        template_value_release(v->pos[i]);
     for (int i = 0; i < v->nkw; i++)
-        tv_release(v->kw[i]);
+        template_value_release(v->kw[i]);
     free(v->pos);
     free(v->kw);
 }
@@ -64,39 +64,39 @@ static int eval_args(struct rctx *c, struct frame *f, const struct node *n, stru
     v->kw = xcalloc((size_t)cap_kw + 1, sizeof *v->kw);
     *kwn = xcalloc((size_t)cap_kw + 1, sizeof **kwn);
     for (int i = 0; i < n->l1.n; i++) {
-        if (tev_expr(c, f, n->l1.v[i], &v->pos[v->npos]))
+        if (template_eval_expr(c, f, n->l1.v[i], &v->pos[v->npos]))
             return -1;
         v->npos++;
     }
     for (int i = 0; i < n->l2.n; i++) {
-        if (tev_expr(c, f, n->l2.v[i], &v->kw[v->nkw]))
+        if (template_eval_expr(c, f, n->l2.v[i], &v->kw[v->nkw]))
             return -1;
         (*kwn)[v->nkw++] = n->kwn[i];
     }
     if (n->b) { /* *args */
         struct tval x;
         struct tlist *items;
-        if (tev_expr(c, f, n->b, &x))
+        if (template_eval_expr(c, f, n->b, &x))
             return -1;
-        int rc = tev_iterate(c, n->line, x, &items);
-        tv_release(x);
+        int rc = template_eval_iterate(c, n->line, x, &items);
+        template_value_release(x);
         if (rc)
             return -1;
         v->pos = xrealloc(v->pos, ((size_t)v->npos + items->n + 1) * sizeof *v->pos);
         for (size_t i = 0; i < items->n; i++) {
-            tv_retain(items->v[i]);
+            template_value_retain(items->v[i]);
             v->pos[v->npos++] = items->v[i];
         }
         struct tval l = {.k = TV_LIST};
         l.u.l = items;
-        tv_release(l);
+        template_value_release(l);
     }
     if (n->c) { /* **kwargs */
         struct tval x;
-        if (tev_expr(c, f, n->c, &x))
+        if (template_eval_expr(c, f, n->c, &x))
             return -1;
         if (x.k != TV_DICT) {
-            tv_release(x);
+            template_value_release(x);
             return tmpl_err(c, n->line, "argument after ** must be a mapping");
         }
         v->kw = xrealloc(v->kw, ((size_t)v->nkw + x.u.d->n + 1) * sizeof *v->kw);
@@ -104,7 +104,7 @@ static int eval_args(struct rctx *c, struct frame *f, const struct node *n, stru
         for (size_t i = 0; i < x.u.d->n; i++) {
             if (x.u.d->k[i].k != TV_STR)
                 continue;
-            tv_retain(x.u.d->v[i]);
+            template_value_retain(x.u.d->v[i]);
             (*kwn)[v->nkw] = x.u.d->k[i].u.s->s;
             v->kw[v->nkw++] = x.u.d->v[i];
         }
@@ -138,32 +138,32 @@ static int eval_call_like(struct rctx *c, struct frame *f, const struct node *n,
     return rc;
 }
 
-int tev_filter_apply(struct rctx *c, struct frame *f, const struct node *n, struct tval subject,
-                     struct tval *out)
+int template_eval_filter_apply(struct rctx *c, struct frame *f, const struct node *n, struct tval subject,
+                               struct tval *out)
 {
     struct tval v;
     if (n->a) {
         if (n->a->kind == E_FILTER) {
-            if (tev_filter_apply(c, f, n->a, subject, &v))
+            if (template_eval_filter_apply(c, f, n->a, subject, &v))
                 return -1;
-        } else if (tev_expr(c, f, n->a, &v)) {
+        } else if (template_eval_expr(c, f, n->a, &v)) {
             return -1;
         }
     } else {
         v = subject;
-        tv_retain(v);
+        template_value_retain(v);
     }
     struct targs a;
     struct argvals av;
     const char **kwn;
     if (eval_call_like(c, f, n, &a, &av, &kwn)) {
-        tv_release(v);
+        template_value_release(v);
         return -1;
     }
     int rc = n->filter->fn(c, n->line, v, &a, out);
     argvals_free(&av);
     free(kwn);
-    tv_release(v);
+    template_value_release(v);
     return rc;
 }
 
@@ -179,11 +179,11 @@ static int eval_slice(struct rctx *c, struct frame *f, const struct node *n, str
         v[k].k = TV_MISSING;
     for (int k = 0; k < 3 && !rc; k++)
         if (p[k])
-            rc = tev_expr(c, f, p[k], &v[k]);
+            rc = template_eval_expr(c, f, p[k], &v[k]);
     if (!rc)
-        rc = tev_slice(c, n->line, obj, v, out);
+        rc = template_eval_slice(c, n->line, obj, v, out);
     for (int k = 0; k < 3; k++)
-        tv_release(v[k]);
+        template_value_release(v[k]);
     return rc;
 }
 
@@ -191,28 +191,28 @@ static int lookup_name(struct rctx *c, struct frame *f, const char *name, struct
 {
     const struct tval *v = tframe_lookup(f, name);
     if (!v)
-        v = td_get_str(c->vars, name);
+        v = template_dict_get_str(c->vars, name);
     if (v) {
         *out = *v;
-        tv_retain(*out);
+        template_value_retain(*out);
         return 0;
     }
     if (tmpl_builtin_global(name, out))
         return 0;
-    *out = tv_undef_hint("'%s' is undefined", name);
+    *out = template_value_undef_hint("'%s' is undefined", name);
     return 0;
 }
 
 static int ev_seq(struct rctx *c, struct frame *f, const struct node *n, uint8_t sub, struct tval *out)
 {
-    struct tval l = tv_list_new(sub, (size_t)n->l1.n);
+    struct tval l = template_value_list_new(sub, (size_t)n->l1.n);
     for (int i = 0; i < n->l1.n; i++) {
         struct tval v;
-        if (tev_expr(c, f, n->l1.v[i], &v)) {
-            tv_release(l);
+        if (template_eval_expr(c, f, n->l1.v[i], &v)) {
+            template_value_release(l);
             return -1;
         }
-        tl_push(l.u.l, v);
+        template_list_push(l.u.l, v);
     }
     *out = l;
     return 0;
@@ -220,25 +220,25 @@ static int ev_seq(struct rctx *c, struct frame *f, const struct node *n, uint8_t
 
 static int ev_dict(struct rctx *c, struct frame *f, const struct node *n, struct tval *out)
 {
-    struct tval d = tv_dict_new((size_t)n->l1.n);
+    struct tval d = template_value_dict_new((size_t)n->l1.n);
     for (int i = 0; i < n->l1.n; i++) {
         struct tval k, v;
-        if (tev_expr(c, f, n->l1.v[i], &k)) {
-            tv_release(d);
+        if (template_eval_expr(c, f, n->l1.v[i], &k)) {
+            template_value_release(d);
             return -1;
         }
-        if (!tv_hashable(k)) {
-            tmpl_err(c, n->line, "unhashable type: '%s'", tv_type_name(k));
-            tv_release(k);
-            tv_release(d);
+        if (!template_value_hashable(k)) {
+            tmpl_err(c, n->line, "unhashable type: '%s'", template_value_type_name(k));
+            template_value_release(k);
+            template_value_release(d);
             return -1;
         }
-        if (tev_expr(c, f, n->l2.v[i], &v)) {
-            tv_release(k);
-            tv_release(d);
+        if (template_eval_expr(c, f, n->l2.v[i], &v)) {
+            template_value_release(k);
+            template_value_release(d);
             return -1;
         }
-        td_set(d.u.d, k, v);
+        template_dict_set(d.u.d, k, v);
     }
     *out = d;
     return 0;
@@ -247,30 +247,30 @@ static int ev_dict(struct rctx *c, struct frame *f, const struct node *n, struct
 static int ev_unary(struct rctx *c, const struct node *n, struct tval v, struct tval *out)
 {
     if (v.k == TV_UNDEF)
-        return tev_undefined_error(c, n->line, v);
+        return template_eval_undefined_error(c, n->line, v);
     int64_t i;
     if (tval_int_of(v, &i)) {
         if (n->kind == E_NEG && i == INT64_MIN)
             return tmpl_err(c, n->line, "integer overflow");
-        *out = tv_int(n->kind == E_NEG ? -i : i);
+        *out = template_value_int(n->kind == E_NEG ? -i : i);
         return 0;
     }
     if (v.k == TV_FLOAT) {
-        *out = tv_float(n->kind == E_NEG ? -v.u.f : v.u.f);
+        *out = template_value_float(n->kind == E_NEG ? -v.u.f : v.u.f);
         return 0;
     }
     return tmpl_err(c, n->line, "bad operand type for unary %s: '%s'", n->kind == E_NEG ? "-" : "+",
-                    tv_type_name(v));
+                    template_value_type_name(v));
 }
 
-int tev_expr(struct rctx *c, struct frame *f, const struct node *n, struct tval *out)
+int template_eval_expr(struct rctx *c, struct frame *f, const struct node *n, struct tval *out)
 {
     struct tval a, b;
     int rc = 0;
     switch (n->kind) {
     case E_CONST:
         *out = n->cval;
-        tv_retain(*out);
+        template_value_retain(*out);
         return 0;
     case E_NAME:
         return lookup_name(c, f, n->str, out);
@@ -283,143 +283,144 @@ int tev_expr(struct rctx *c, struct frame *f, const struct node *n, struct tval 
     case E_DICT:
         return ev_dict(c, f, n, out);
     case E_GETATTR:
-        if (tev_expr(c, f, n->a, &a))
+        if (template_eval_expr(c, f, n->a, &a))
             return -1;
-        rc = tev_getattr(c, n->line, a, n->str, out);
-        tv_release(a);
+        rc = template_eval_getattr(c, n->line, a, n->str, out);
+        template_value_release(a);
         return rc;
     case E_GETITEM:
-        if (tev_expr(c, f, n->a, &a))
+        if (template_eval_expr(c, f, n->a, &a))
             return -1;
         if (n->b->kind == E_SLICE) {
             rc = eval_slice(c, f, n->b, a, out);
-        } else if (tev_expr(c, f, n->b, &b)) {
+        } else if (template_eval_expr(c, f, n->b, &b)) {
             rc = -1;
         } else {
-            rc = tev_getitem(c, n->line, a, b, out);
-            tv_release(b);
+            rc = template_eval_getitem(c, n->line, a, b, out);
+            template_value_release(b);
         }
-        tv_release(a);
+        template_value_release(a);
         return rc;
     case E_SLICE:
         return tmpl_err(c, n->line, "slice outside a subscript");
     case E_CALL: {
-        if (tev_expr(c, f, n->a, &a))
+        if (template_eval_expr(c, f, n->a, &a))
             return -1;
         struct targs ta;
         struct argvals av;
         const char **kwn;
         if (eval_call_like(c, f, n, &ta, &av, &kwn)) {
-            tv_release(a);
+            template_value_release(a);
             return -1;
         }
-        rc = tev_call(c, n->line, a, &ta, out);
+        rc = template_eval_call(c, n->line, a, &ta, out);
         argvals_free(&av);
         free(kwn);
-        tv_release(a);
+        template_value_release(a);
         return rc;
     }
     case E_FILTER:
-        return tev_filter_apply(c, f, n, tv_undef(), out);
+        return template_eval_filter_apply(c, f, n, template_value_undef(), out);
     case E_TEST: {
-        if (tev_expr(c, f, n->a, &a))
+        if (template_eval_expr(c, f, n->a, &a))
             return -1;
         struct targs ta;
         struct argvals av;
         const char **kwn;
         if (eval_call_like(c, f, n, &ta, &av, &kwn)) {
-            tv_release(a);
+            template_value_release(a);
             return -1;
         }
         int res = 0;
         rc = n->test->fn(c, n->line, a, &ta, &res);
         argvals_free(&av);
         free(kwn);
-        tv_release(a);
+        template_value_release(a);
         if (!rc)
-            *out = tv_bool(res);
+            *out = template_value_bool(res);
         return rc;
     }
     case E_COND:
-        if (tev_expr(c, f, n->a, &a))
+        if (template_eval_expr(c, f, n->a, &a))
             return -1;
-        rc = tv_truthy(a);
-        tv_release(a);
+        rc = template_value_truthy(a);
+        template_value_release(a);
         if (rc)
-            return tev_expr(c, f, n->b, out);
+            return template_eval_expr(c, f, n->b, out);
         if (n->c)
-            return tev_expr(c, f, n->c, out);
-        *out = tv_undef_hint("the inline if-expression on line %d evaluated to false and no else section was "
-                             "defined.",
-                             n->line);
+            return template_eval_expr(c, f, n->c, out);
+        *out = template_value_undef_hint(
+            "the inline if-expression on line %d evaluated to false and no else section was "
+            "defined.",
+            n->line);
         return 0;
     case E_AND:
     case E_OR:
-        if (tev_expr(c, f, n->a, &a))
+        if (template_eval_expr(c, f, n->a, &a))
             return -1;
-        if (tv_truthy(a) == (n->kind == E_OR)) {
+        if (template_value_truthy(a) == (n->kind == E_OR)) {
             *out = a;
             return 0;
         }
-        tv_release(a);
-        return tev_expr(c, f, n->b, out);
+        template_value_release(a);
+        return template_eval_expr(c, f, n->b, out);
     case E_NOT:
-        if (tev_expr(c, f, n->a, &a))
+        if (template_eval_expr(c, f, n->a, &a))
             return -1;
-        *out = tv_bool(!tv_truthy(a));
-        tv_release(a);
+        *out = template_value_bool(!template_value_truthy(a));
+        template_value_release(a);
         return 0;
     case E_NEG:
     case E_POS:
-        if (tev_expr(c, f, n->a, &a))
+        if (template_eval_expr(c, f, n->a, &a))
             return -1;
         rc = ev_unary(c, n, a, out);
-        tv_release(a);
+        template_value_release(a);
         return rc;
     case E_BIN:
-        if (tev_expr(c, f, n->a, &a))
+        if (template_eval_expr(c, f, n->a, &a))
             return -1;
-        if (tev_expr(c, f, n->b, &b)) {
-            tv_release(a);
+        if (template_eval_expr(c, f, n->b, &b)) {
+            template_value_release(a);
             return -1;
         }
-        rc = tev_binop(c, n->line, n->op, a, b, out);
-        tv_release(a);
-        tv_release(b);
+        rc = template_eval_binop(c, n->line, n->op, a, b, out);
+        template_value_release(a);
+        template_value_release(b);
         return rc;
     case E_CONCAT: {
         struct sbuf s = {0};
         for (int i = 0; i < n->l1.n; i++) {
-            if (tev_expr(c, f, n->l1.v[i], &a)) {
-                tsb_free(&s);
+            if (template_eval_expr(c, f, n->l1.v[i], &a)) {
+                template_strbuf_free(&s);
                 return -1;
             }
-            tv_write_str(&s, a);
-            tv_release(a);
+            template_value_write_str(&s, a);
+            template_value_release(a);
         }
-        *out = tsb_take_str(&s);
+        *out = template_strbuf_take_str(&s);
         return 0;
     }
     case E_COMPARE: {
-        if (tev_expr(c, f, n->a, &a))
+        if (template_eval_expr(c, f, n->a, &a))
             return -1;
         int res = 1;
         for (int i = 0; i < n->l1.n && res; i++) {
             const struct node *o = n->l1.v[i];
-            if (tev_expr(c, f, o->a, &b)) {
-                tv_release(a);
+            if (template_eval_expr(c, f, o->a, &b)) {
+                template_value_release(a);
                 return -1;
             }
-            rc = tev_compare(c, o->line, o->op, a, b, &res);
-            tv_release(a);
+            rc = template_eval_compare(c, o->line, o->op, a, b, &res);
+            template_value_release(a);
             a = b;
             if (rc) {
-                tv_release(a);
+                template_value_release(a);
                 return -1;
             }
         }
-        tv_release(a);
-        *out = tv_bool(res);
+        template_value_release(a);
+        *out = template_value_bool(res);
         return 0;
     }
     default:

@@ -8,9 +8,9 @@
  * jinja2's whitespace control use. */
 #include <string.h>
 
-#include "tokenizer/template/internal.h"
+#include "template/internal.h"
 
-uint32_t tu8_next(const char *s, size_t n, size_t *i)
+uint32_t template_utf8_next(const char *s, size_t n, size_t *i)
 {
     const unsigned char *p = (const unsigned char *)s;
     size_t k = *i;
@@ -29,7 +29,7 @@ uint32_t tu8_next(const char *s, size_t n, size_t *i)
     return c;
 }
 
-size_t tu8_count(const char *s, size_t n)
+size_t template_utf8_count(const char *s, size_t n)
 {
     size_t c = 0;
     for (size_t i = 0; i < n; i++)
@@ -37,11 +37,11 @@ size_t tu8_count(const char *s, size_t n)
     return c;
 }
 
-size_t tu8_offset(const char *s, size_t n, size_t cp_index)
+size_t template_utf8_offset(const char *s, size_t n, size_t cp_index)
 {
     size_t i = 0;
     while (cp_index > 0 && i < n) {
-        tu8_next(s, n, &i);
+        template_utf8_next(s, n, &i);
         cp_index--;
     }
     return i;
@@ -162,20 +162,20 @@ int tu_isprintable(uint32_t c)
 void tu_put_upper(struct sbuf *b, uint32_t c)
 {
     if (c == 0xDF) {
-        tsb_put(b, "SS", 2);
+        template_strbuf_put(b, "SS", 2);
         return;
     }
-    tsb_put_cp(b, map_upper(c));
+    template_strbuf_put_cp(b, map_upper(c));
 }
 
 void tu_put_lower(struct sbuf *b, uint32_t c)
 {
     if (c == 0x130) { /* İ -> i + combining dot above */
-        tsb_putc(b, 'i');
-        tsb_put_cp(b, 0x307);
+        template_strbuf_putc(b, 'i');
+        template_strbuf_put_cp(b, 0x307);
         return;
     }
-    tsb_put_cp(b, map_lower(c));
+    template_strbuf_put_cp(b, map_lower(c));
 }
 
 static int in_chars(uint32_t c, const char *chars, size_t nchars)
@@ -183,7 +183,7 @@ static int in_chars(uint32_t c, const char *chars, size_t nchars)
     if (!chars)
         return tu_isspace(c);
     for (size_t i = 0; i < nchars;)
-        if (tu8_next(chars, nchars, &i) == c)
+        if (template_utf8_next(chars, nchars, &i) == c)
             return 1;
     return 0;
 }
@@ -195,7 +195,7 @@ void tu_strip(const char *s, size_t n, const char *chars, size_t nchars, int whi
     if (which & 1) {
         while (a < z) {
             size_t i = a;
-            if (!in_chars(tu8_next(s, n, &i), chars, nchars))
+            if (!in_chars(template_utf8_next(s, n, &i), chars, nchars))
                 break;
             a = i;
         }
@@ -206,7 +206,7 @@ void tu_strip(const char *s, size_t n, const char *chars, size_t nchars, int whi
             while (p > a && ((unsigned char)s[p] & 0xC0) == 0x80)
                 p--;
             size_t i = p;
-            if (!in_chars(tu8_next(s, n, &i), chars, nchars))
+            if (!in_chars(template_utf8_next(s, n, &i), chars, nchars))
                 break;
             z = p;
         }
@@ -226,7 +226,7 @@ void tu_splitlines(const char *s, size_t n, void (*fn)(void *ctx, const char *li
     size_t start = 0, i = 0;
     while (i < n) {
         size_t at = i;
-        uint32_t c = tu8_next(s, n, &i);
+        uint32_t c = template_utf8_next(s, n, &i);
         if (!is_line_break(c))
             continue;
         fn(ctx, s + start, at - start);

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/template/internal.h"
+#include "template/internal.h"
 
 struct lexer {
     const char *s;
@@ -69,7 +69,7 @@ static size_t ws_len(const char *s, size_t n, size_t i)
     size_t start = i;
     while (i < n) {
         size_t j = i;
-        if (!tu_isspace(tu8_next(s, n, &j)))
+        if (!tu_isspace(template_utf8_next(s, n, &j)))
             break;
         i = j;
     }
@@ -172,7 +172,7 @@ static size_t scan_name(const char *s, size_t n, size_t i)
             j++;
         } else {
             size_t k = j;
-            if (tu_isspace(tu8_next(s, n, &k)))
+            if (tu_isspace(template_utf8_next(s, n, &k)))
                 break;
             j = k;
         }
@@ -188,7 +188,7 @@ static int decode_string(struct lexer *L, const char *s, size_t n, struct token 
     struct sbuf b = {0};
     for (size_t i = 0; i < n;) {
         if (s[i] != '\\' || i + 1 >= n) {
-            tsb_putc(&b, s[i++]);
+            template_strbuf_putc(&b, s[i++]);
             continue;
         }
         char c = s[i + 1];
@@ -199,28 +199,28 @@ static int decode_string(struct lexer *L, const char *s, size_t n, struct token 
         case '\\':
         case '\'':
         case '"':
-            tsb_putc(&b, c);
+            template_strbuf_putc(&b, c);
             break;
         case 'a':
-            tsb_putc(&b, 7);
+            template_strbuf_putc(&b, 7);
             break;
         case 'b':
-            tsb_putc(&b, 8);
+            template_strbuf_putc(&b, 8);
             break;
         case 'f':
-            tsb_putc(&b, 12);
+            template_strbuf_putc(&b, 12);
             break;
         case 'n':
-            tsb_putc(&b, '\n');
+            template_strbuf_putc(&b, '\n');
             break;
         case 'r':
-            tsb_putc(&b, '\r');
+            template_strbuf_putc(&b, '\r');
             break;
         case 't':
-            tsb_putc(&b, '\t');
+            template_strbuf_putc(&b, '\t');
             break;
         case 'v':
-            tsb_putc(&b, 11);
+            template_strbuf_putc(&b, 11);
             break;
         case 'x':
         case 'u':
@@ -229,7 +229,7 @@ static int decode_string(struct lexer *L, const char *s, size_t n, struct token 
             uint32_t cp = 0;
             for (int k = 0; k < nd; k++) {
                 if (i + (size_t)k >= n || !digit_ok(s[i + k], 16)) {
-                    tsb_free(&b);
+                    template_strbuf_free(&b);
                     return lex_err(L, "truncated \\%sXX escape", c == 'x' ? "x" : c == 'u' ? "u" : "U");
                 }
                 char h = s[i + k];
@@ -237,7 +237,7 @@ static int decode_string(struct lexer *L, const char *s, size_t n, struct token 
             }
             i += (size_t)nd;
             if (cp > 0x10FFFF) {
-                tsb_free(&b);
+                template_strbuf_free(&b);
                 return lex_err(L, "%s", "illegal Unicode character");
             }
             if (cp >= 0xD800 && cp <= 0xDBFF && i + 5 < n && s[i] == '\\' && s[i + 1] == 'u') {
@@ -255,32 +255,32 @@ static int decode_string(struct lexer *L, const char *s, size_t n, struct token 
                     i += 6;
                 }
             }
-            tsb_put_cp(&b, cp >= 0xD800 && cp <= 0xDFFF ? 0xFFFD : cp);
+            template_strbuf_put_cp(&b, cp >= 0xD800 && cp <= 0xDFFF ? 0xFFFD : cp);
             break;
         }
         case 'N':
-            tsb_free(&b);
+            template_strbuf_free(&b);
             return lex_err(L, "%s", "\\N{...} escapes are not supported");
         default:
             if (c >= '0' && c <= '7') {
                 uint32_t cp = (uint32_t)(c - '0');
                 for (int k = 0; k < 2 && i < n && s[i] >= '0' && s[i] <= '7'; k++)
                     cp = cp * 8 + (uint32_t)(s[i++] - '0');
-                tsb_put_cp(&b, cp);
+                template_strbuf_put_cp(&b, cp);
             } else if ((unsigned char)c >= 0x80) {
                 size_t j = i - 1;
-                uint32_t cp = tu8_next(s, n, &j);
+                uint32_t cp = template_utf8_next(s, n, &j);
                 i = j;
-                tsb_putc(&b, '\\');
+                template_strbuf_putc(&b, '\\');
                 if (cp <= 0xFF)
-                    tsb_printf(&b, "x%02x", cp);
+                    template_strbuf_printf(&b, "x%02x", cp);
                 else if (cp <= 0xFFFF)
-                    tsb_printf(&b, "u%04x", cp);
+                    template_strbuf_printf(&b, "u%04x", cp);
                 else
-                    tsb_printf(&b, "U%08x", cp);
+                    template_strbuf_printf(&b, "U%08x", cp);
             } else {
-                tsb_putc(&b, '\\');
-                tsb_putc(&b, c);
+                template_strbuf_putc(&b, '\\');
+                template_strbuf_putc(&b, c);
             }
         }
     }
@@ -331,7 +331,7 @@ static int lex_operator(struct lexer *L)
     }
     char tmp[8] = {0};
     size_t j = L->pos;
-    tu8_next(L->s, L->n, &j);
+    template_utf8_next(L->s, L->n, &j);
     memcpy(tmp, L->s + L->pos, j - L->pos < 7 ? j - L->pos : 7);
     return lex_err(L, "unexpected char '%s'", tmp);
 }

@@ -1,9 +1,9 @@
 /* Shared by the template parser's two halves: parser_expr.c (token helpers,
  * AST nodes, expressions) and parser.c (statements). */
-#ifndef INFER_TOKENIZER_TEMPLATE_PARSER_H
-#define INFER_TOKENIZER_TEMPLATE_PARSER_H
+#ifndef INFER_TEMPLATE_PARSER_H
+#define INFER_TEMPLATE_PARSER_H
 
-#include "tokenizer/template/internal.h"
+#include "template/internal.h"
 
 struct parser {
     const struct token *t;

@@ -1,11 +1,14 @@
-/* Chat-template interpreter: the subset of Jinja2 that Hugging Face chat
- * templates use, rendered byte for byte as transformers' apply_chat_template
- * does (jinja2 ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks,
- * loop controls, transformers' tojson / raise_exception / strftime_now).
+/* The template module: the subset of Jinja2 that Hugging Face chat templates
+ * use, rendered byte for byte as transformers' apply_chat_template does
+ * (jinja2 ImmutableSandboxedEnvironment, trim_blocks, lstrip_blocks, loop
+ * controls, transformers' tojson / raise_exception / strftime_now). It turns
+ * template text and JSON variables into text and knows nothing of models,
+ * tokenizers or devices; src/tokenizer/chat_template.c finds a model's
+ * template and calls it. The rest of the module is private (internal.h).
  *
  * A compiled template is immutable: several threads may render it at once. */
-#ifndef INFER_TOKENIZER_TEMPLATE_TEMPLATE_H
-#define INFER_TOKENIZER_TEMPLATE_TEMPLATE_H
+#ifndef INFER_TEMPLATE_TEMPLATE_H
+#define INFER_TEMPLATE_TEMPLATE_H
 
 #include <jansson.h>
 #include <stddef.h>

@@ -6,7 +6,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "tokenizer/template/internal.h"
+#include "template/internal.h"
 
 #define TEST(name) static int name(struct rctx *c, int line, struct tval v, const struct targs *a, int *out)
 
@@ -36,7 +36,7 @@ SIMPLE_TEST(t_integer, v.k == TV_INT)
 SIMPLE_TEST(t_float, v.k == TV_FLOAT)
 SIMPLE_TEST(t_string, v.k == TV_STR)
 SIMPLE_TEST(t_mapping, v.k == TV_DICT)
-SIMPLE_TEST(t_number, tv_is_num(v))
+SIMPLE_TEST(t_number, template_value_is_num(v))
 SIMPLE_TEST(t_sequence, v.k == TV_STR || v.k == TV_DICT || v.k == TV_UNDEF ||
                             (v.k == TV_LIST &&
                              (v.u.l->sub == TL_LIST || v.u.l->sub == TL_TUPLE || v.u.l->sub == TL_RANGE)))
@@ -52,20 +52,20 @@ static int int_arg(struct rctx *c, int line, struct tval v, int64_t *i, const ch
         return 0;
     }
     if (v.k == TV_UNDEF)
-        return tev_undefined_error(c, line, v);
-    return tmpl_err(c, line, "test '%s' needs an integer, got %s", what, tv_type_name(v));
+        return template_eval_undefined_error(c, line, v);
+    return tmpl_err(c, line, "test '%s' needs an integer, got %s", what, template_value_type_name(v));
 }
 
 static int py_mod_zero(struct rctx *c, int line, struct tval v, struct tval d, int64_t rem, int *out,
                        const char *what)
 {
     if (v.k == TV_FLOAT || d.k == TV_FLOAT) {
-        if (!tv_is_num(v) || !tv_is_num(d))
+        if (!template_value_is_num(v) || !template_value_is_num(d))
             return tmpl_err(c, line, "test '%s' needs numbers", what);
-        double y = tv_num(d);
+        double y = template_value_num(d);
         if (y == 0)
             return tmpl_err(c, line, "float modulo");
-        double m = fmod(tv_num(v), y);
+        double m = fmod(template_value_num(v), y);
         if (m && ((y < 0) != (m < 0)))
             m += y;
         *out = m == (double)rem;
@@ -85,12 +85,14 @@ static int py_mod_zero(struct rctx *c, int line, struct tval v, struct tval d, i
 
 TEST(t_odd)
 {
-    return want_args(c, line, "odd", a, 0) ? -1 : py_mod_zero(c, line, v, tv_int(2), 1, out, "odd");
+    return want_args(c, line, "odd", a, 0) ? -1
+                                           : py_mod_zero(c, line, v, template_value_int(2), 1, out, "odd");
 }
 
 TEST(t_even)
 {
-    return want_args(c, line, "even", a, 0) ? -1 : py_mod_zero(c, line, v, tv_int(2), 0, out, "even");
+    return want_args(c, line, "even", a, 0) ? -1
+                                            : py_mod_zero(c, line, v, template_value_int(2), 0, out, "even");
 }
 
 TEST(t_divisibleby)
@@ -105,10 +107,10 @@ TEST(t_lower)
     if (want_args(c, line, "lower", a, 0))
         return -1;
     struct sbuf b = {0};
-    tv_write_str(&b, v);
-    struct tval s = tsb_take_str(&b);
+    template_value_write_str(&b, v);
+    struct tval s = template_strbuf_take_str(&b);
     *out = tmpl_str_is_lower(s);
-    tv_release(s);
+    template_value_release(s);
     return 0;
 }
 
@@ -117,10 +119,10 @@ TEST(t_upper)
     if (want_args(c, line, "upper", a, 0))
         return -1;
     struct sbuf b = {0};
-    tv_write_str(&b, v);
-    struct tval s = tsb_take_str(&b);
+    template_value_write_str(&b, v);
+    struct tval s = template_strbuf_take_str(&b);
     *out = tmpl_str_is_upper(s);
-    tv_release(s);
+    template_value_release(s);
     return 0;
 }
 
@@ -152,12 +154,12 @@ TEST(t_in)
     if (seq.k == TV_STR) {
         if (v.k != TV_STR)
             return tmpl_err(c, line, "'in <string>' requires string as left operand, not %s",
-                            tv_type_name(v));
+                            template_value_type_name(v));
         *out = !v.u.s->len || memmem(seq.u.s->s, seq.u.s->len, v.u.s->s, v.u.s->len) != NULL;
         return 0;
     }
     if (seq.k == TV_DICT) {
-        *out = tv_hashable(v) && td_get(seq.u.d, v) != NULL;
+        *out = template_value_hashable(v) && template_dict_get(seq.u.d, v) != NULL;
         return 0;
     }
     if (seq.k == TV_UNDEF) {
@@ -165,10 +167,10 @@ TEST(t_in)
         return 0;
     }
     if (seq.k != TV_LIST)
-        return tmpl_err(c, line, "argument of type '%s' is not iterable", tv_type_name(seq));
+        return tmpl_err(c, line, "argument of type '%s' is not iterable", template_value_type_name(seq));
     *out = 0;
     for (size_t i = seq.u.l->sub == TL_ITER ? seq.u.l->pos : 0; i < seq.u.l->n && !*out; i++)
-        *out = tv_equal(seq.u.l->v[i], v);
+        *out = template_value_equal(seq.u.l->v[i], v);
     return 0;
 }
 
@@ -179,14 +181,14 @@ static int cmp_test(struct rctx *c, int line, struct tval v, const struct targs 
         return -1;
     struct tval o = a->pos[0];
     if (op == 0 || op == 1) {
-        *out = tv_equal(v, o) == (op == 0);
+        *out = template_value_equal(v, o) == (op == 0);
         return 0;
     }
     if (v.k == TV_UNDEF || o.k == TV_UNDEF)
-        return tev_undefined_error(c, line, v.k == TV_UNDEF ? v : o);
+        return template_eval_undefined_error(c, line, v.k == TV_UNDEF ? v : o);
     int lt;
     int swap = op == 4 || op == 5; /* gt, le */
-    if (tv_less(swap ? o : v, swap ? v : o, &lt, msg, sizeof msg))
+    if (template_value_less(swap ? o : v, swap ? v : o, &lt, msg, sizeof msg))
         return tmpl_err(c, line, "%s", msg);
     *out = op == 2 || op == 4 ? lt : !lt;
     return 0;

@@ -1,9 +1,9 @@
 /* Filter implementations shared between filters.c (scalar and string
  * filters, the dispatch table) and filters_seq.c (filters over sequences). */
-#ifndef INFER_TOKENIZER_TEMPLATE_FILTERS_H
-#define INFER_TOKENIZER_TEMPLATE_FILTERS_H
+#ifndef INFER_TEMPLATE_FILTERS_H
+#define INFER_TEMPLATE_FILTERS_H
 
-#include "tokenizer/template/internal.h"
+#include "template/internal.h"
 
 #define FILTER(name)                                                                                         \
     int name(struct rctx *c, int line, struct tval v, const struct targs *a, struct tval *out)

@@ -1,12 +1,12 @@
-/* Python's str methods for templates: startswith/endswith (tuples,
- * start/end), split/rsplit (whitespace runs or a separator, maxsplit),
- * strip/lstrip/rstrip (chars), replace (count), case changes, find/rfind/
- * index/rindex/count, join, splitlines, is* tests, format, partition,
- * removeprefix/removesuffix, center/ljust/rjust/zfill. Indices are code
- * points, as in Python. */
+/* Python's str methods that search a string or cut it into pieces:
+ * startswith/endswith (tuples, start/end), find/rfind/index/rindex/count,
+ * split/rsplit (whitespace runs or a separator, maxsplit), splitlines,
+ * partition/rpartition, strip/lstrip/rstrip (chars), replace (count), join.
+ * Indices are code points, as in Python. The methods that re-case, pad or
+ * classify a string are in str_methods_format.c. */
 #include <string.h>
 
-#include "tokenizer/template/internal.h"
+#include "template/internal.h"
 
 #define SELF_S (self.u.s->s)
 #define SELF_N (self.u.s->len)
@@ -32,8 +32,8 @@ static int need_str(struct rctx *c, int line, const char *fn, struct tval v)
     if (v.k == TV_MISSING)
         return tmpl_err(c, line, "%s() missing required argument", fn);
     if (v.k == TV_UNDEF)
-        return tev_undefined_error(c, line, v);
-    return tmpl_err(c, line, "%s() argument must be str, not %s", fn, tv_type_name(v));
+        return template_eval_undefined_error(c, line, v);
+    return tmpl_err(c, line, "%s() argument must be str, not %s", fn, template_value_type_name(v));
 }
 
 /* Python's [start:end] on a string, as byte offsets. */
@@ -53,8 +53,8 @@ static int byte_range(struct rctx *c, int line, struct tval self, struct tval st
         s0 = len;
     if (e0 > len)
         e0 = len;
-    *a = tu8_offset(SELF_S, SELF_N, (size_t)s0);
-    *z = e0 <= s0 ? *a : tu8_offset(SELF_S, SELF_N, (size_t)e0);
+    *a = template_utf8_offset(SELF_S, SELF_N, (size_t)s0);
+    *z = e0 <= s0 ? *a : template_utf8_offset(SELF_S, SELF_N, (size_t)e0);
     return 0;
 }
 
@@ -77,12 +77,12 @@ static int m_startsend(struct rctx *c, int line, struct tval self, const struct 
     for (size_t i = 0; i < nc && !res; i++) {
         if (cands[i].k != TV_STR)
             return tmpl_err(c, line, "%s first arg must be str or a tuple of str, not %s", fn,
-                            tv_type_name(cands[i]));
+                            template_value_type_name(cands[i]));
         size_t pl = cands[i].u.s->len;
         if (pl <= hi - lo)
             res = !memcmp(SELF_S + (end ? hi - pl : lo), cands[i].u.s->s, pl);
     }
-    *out = tv_bool(res);
+    *out = template_value_bool(res);
     return 0;
 }
 
@@ -106,7 +106,7 @@ static int m_strip_common(struct rctx *c, int line, struct tval self, const stru
     if (tmpl_args_bind(c, line, fn, a, names, 1, s) || opt_str(c, line, fn, s[0], &chars, &nchars))
         return -1;
     tu_strip(SELF_S, SELF_N, chars, nchars, which, &lo, &hi);
-    *out = tv_str(SELF_S + lo, hi - lo);
+    *out = template_value_str(SELF_S + lo, hi - lo);
     return 0;
 }
 
@@ -129,7 +129,7 @@ static size_t ws_run(const char *s, size_t n, size_t i)
 {
     while (i < n) {
         size_t j = i;
-        if (!tu_isspace(tu8_next(s, n, &j)))
+        if (!tu_isspace(template_utf8_next(s, n, &j)))
             break;
         i = j;
     }
@@ -140,7 +140,7 @@ static size_t nonws_run(const char *s, size_t n, size_t i)
 {
     while (i < n) {
         size_t j = i;
-        if (tu_isspace(tu8_next(s, n, &j)))
+        if (tu_isspace(template_utf8_next(s, n, &j)))
             break;
         i = j;
     }
@@ -155,7 +155,10 @@ static size_t prev_cp(const char *p, size_t i)
     return q;
 }
 
-static void push_str(struct tval l, const char *s, size_t n) { tl_push(l.u.l, tv_str(s, n)); }
+static void push_str(struct tval l, const char *s, size_t n)
+{
+    template_list_push(l.u.l, template_value_str(s, n));
+}
 
 static void reverse_list(struct tlist *l)
 {
@@ -191,7 +194,7 @@ static int m_split_common(struct rctx *c, int line, struct tval self, const stru
         return -1;
     if (sep && !nsep)
         return tmpl_err(c, line, "empty separator");
-    struct tval l = tv_list_new(TL_LIST, 4);
+    struct tval l = template_value_list_new(TL_LIST, 4);
     const char *p = SELF_S;
     size_t n = SELF_N;
     if (!sep) {
@@ -211,7 +214,7 @@ static int m_split_common(struct rctx *c, int line, struct tval self, const stru
             for (;;) {
                 while (end > 0) { /* skip trailing whitespace */
                     size_t q = prev_cp(p, end), j = q;
-                    if (!tu_isspace(tu8_next(p, n, &j)))
+                    if (!tu_isspace(template_utf8_next(p, n, &j)))
                         break;
                     end = q;
                 }
@@ -224,7 +227,7 @@ static int m_split_common(struct rctx *c, int line, struct tval self, const stru
                 size_t start = end;
                 while (start > 0) {
                     size_t q = prev_cp(p, start), j = q;
-                    if (tu_isspace(tu8_next(p, n, &j)))
+                    if (tu_isspace(template_utf8_next(p, n, &j)))
                         break;
                     start = q;
                 }
@@ -290,14 +293,14 @@ int tmpl_str_replace(struct rctx *c, int line, struct tval self, struct tval old
         int64_t done = 0;
         while (1) {
             if (count < 0 || done < count) {
-                tsb_put(&b, nw, nn);
+                template_strbuf_put(&b, nw, nn);
                 done++;
             }
             if (i >= n)
                 break;
             size_t j = i;
-            tu8_next(p, n, &j);
-            tsb_put(&b, p + i, j - i);
+            template_utf8_next(p, n, &j);
+            template_strbuf_put(&b, p + i, j - i);
             i = j;
         }
     } else {
@@ -306,11 +309,11 @@ int tmpl_str_replace(struct rctx *c, int line, struct tval self, struct tval old
         for (;;) {
             const char *hit = count >= 0 && done >= count ? NULL : memmem(p + i, n - i, o, no);
             if (!hit) {
-                tsb_put(&b, p + i, n - i);
+                template_strbuf_put(&b, p + i, n - i);
                 break;
             }
-            tsb_put(&b, p + i, (size_t)(hit - (p + i)));
-            tsb_put(&b, nw, nn);
+            template_strbuf_put(&b, p + i, (size_t)(hit - (p + i)));
+            template_strbuf_put(&b, nw, nn);
             i = (size_t)(hit - p) + no;
             done++;
             if (b.n > TMPL_MAX_STR)
@@ -318,10 +321,10 @@ int tmpl_str_replace(struct rctx *c, int line, struct tval self, struct tval old
         }
     }
     if (b.n > TMPL_MAX_STR) {
-        tsb_free(&b);
+        template_strbuf_free(&b);
         return tmpl_err(c, line, "replace() result too large");
     }
-    *out = tsb_take_str(&b);
+    *out = template_strbuf_take_str(&b);
     return 0;
 }
 
@@ -336,60 +339,6 @@ static int m_replace(struct rctx *c, int line, struct tval self, const struct ta
         return -1;
     return tmpl_str_replace(c, line, self, s[0], s[1], count, out);
 }
-
-int tmpl_str_case(struct tval self, int mode, struct tval *out)
-{
-    struct sbuf b = {0};
-    int prev_cased = 0, first = 1;
-    for (size_t i = 0; i < SELF_N;) {
-        uint32_t cp = tu8_next(SELF_S, SELF_N, &i);
-        switch (mode) {
-        case CASE_UPPER:
-            tu_put_upper(&b, cp);
-            break;
-        case CASE_LOWER:
-            tu_put_lower(&b, cp);
-            break;
-        case CASE_TITLE:
-            if (prev_cased)
-                tu_put_lower(&b, cp);
-            else
-                tu_put_upper(&b, cp);
-            prev_cased = tu_isupper(cp) || tu_islower(cp);
-            break;
-        case CASE_CAPITALIZE:
-            if (first)
-                tu_put_upper(&b, cp);
-            else
-                tu_put_lower(&b, cp);
-            break;
-        default:
-            if (tu_isupper(cp))
-                tu_put_lower(&b, cp);
-            else if (tu_islower(cp))
-                tu_put_upper(&b, cp);
-            else
-                tsb_put_cp(&b, cp);
-        }
-        first = 0;
-    }
-    *out = tsb_take_str(&b);
-    return 0;
-}
-
-#define CASE_METHOD(fname, mode)                                                                             \
-    static int fname(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out)    \
-    {                                                                                                        \
-        if (a->npos || a->nkw)                                                                               \
-            return tmpl_err(c, line, "%s() takes no arguments", #fname + 2);                                 \
-        return tmpl_str_case(self, mode, out);                                                               \
-    }
-CASE_METHOD(m_upper, CASE_UPPER)
-CASE_METHOD(m_lower, CASE_LOWER)
-CASE_METHOD(m_title, CASE_TITLE)
-CASE_METHOD(m_capitalize, CASE_CAPITALIZE)
-CASE_METHOD(m_swapcase, CASE_SWAP)
-CASE_METHOD(m_casefold, CASE_LOWER)
 
 enum { FIND_FIND, FIND_RFIND, FIND_INDEX, FIND_RINDEX, FIND_COUNT };
 
@@ -408,7 +357,7 @@ static int m_find_common(struct rctx *c, int line, struct tval self, const struc
     if (mode == FIND_COUNT) {
         int64_t cnt = 0;
         if (!ns) {
-            cnt = (int64_t)tu8_count(SELF_S + lo, hi - lo) + 1;
+            cnt = (int64_t)template_utf8_count(SELF_S + lo, hi - lo) + 1;
         } else {
             for (size_t i = lo; i + ns <= hi;) {
                 const char *h = memmem(SELF_S + i, hi - i, sub, ns);
@@ -418,7 +367,7 @@ static int m_find_common(struct rctx *c, int line, struct tval self, const struc
                 i = (size_t)(h - SELF_S) + ns;
             }
         }
-        *out = tv_int(cnt);
+        *out = template_value_int(cnt);
         return 0;
     }
     const char *h = NULL;
@@ -430,10 +379,10 @@ static int m_find_common(struct rctx *c, int line, struct tval self, const struc
     if (!h) {
         if (mode == FIND_INDEX || mode == FIND_RINDEX)
             return tmpl_err(c, line, "substring not found");
-        *out = tv_int(-1);
+        *out = template_value_int(-1);
         return 0;
     }
-    *out = tv_int((int64_t)tu8_count(SELF_S, (size_t)(h - SELF_S)));
+    *out = template_value_int((int64_t)template_utf8_count(SELF_S, (size_t)(h - SELF_S)));
     return 0;
 }
 
@@ -453,24 +402,24 @@ static int m_join(struct rctx *c, int line, struct tval self, const struct targs
     if (a->npos != 1 || a->nkw)
         return tmpl_err(c, line, "join() takes exactly one argument");
     struct tlist *items;
-    if (tev_iterate(c, line, a->pos[0], &items))
+    if (template_eval_iterate(c, line, a->pos[0], &items))
         return -1;
     struct tval il = {.k = TV_LIST};
     il.u.l = items;
     struct sbuf b = {0};
     for (size_t i = 0; i < items->n; i++) {
         if (items->v[i].k != TV_STR) {
-            tsb_free(&b);
-            tv_release(il);
+            template_strbuf_free(&b);
+            template_value_release(il);
             return tmpl_err(c, line, "sequence item %zu: expected str instance, %s found", i,
-                            tv_type_name(items->v[i]));
+                            template_value_type_name(items->v[i]));
         }
         if (i)
-            tsb_put(&b, SELF_S, SELF_N);
-        tsb_put(&b, items->v[i].u.s->s, items->v[i].u.s->len);
+            template_strbuf_put(&b, SELF_S, SELF_N);
+        template_strbuf_put(&b, items->v[i].u.s->s, items->v[i].u.s->len);
     }
-    tv_release(il);
-    *out = tsb_take_str(&b);
+    template_value_release(il);
+    *out = template_strbuf_take_str(&b);
     return 0;
 }
 
@@ -482,78 +431,12 @@ static int m_splitlines(struct rctx *c, int line, struct tval self, const struct
     struct tval s[1];
     if (tmpl_args_bind(c, line, "splitlines", a, names, 1, s))
         return -1;
-    if (s[0].k != TV_MISSING && tv_truthy(s[0]))
+    if (s[0].k != TV_MISSING && template_value_truthy(s[0]))
         return tmpl_err(c, line, "splitlines(keepends=True) is not supported");
-    struct tval l = tv_list_new(TL_LIST, 4);
+    struct tval l = template_value_list_new(TL_LIST, 4);
     tu_splitlines(SELF_S, SELF_N, add_line, &l);
     *out = l;
     return 0;
-}
-
-enum { IS_DIGIT, IS_ALPHA, IS_ALNUM, IS_SPACE, IS_UPPER, IS_LOWER };
-
-static int str_is(struct tval self, int kind)
-{
-    int any_cased = 0;
-    if (!SELF_N)
-        return 0;
-    for (size_t i = 0; i < SELF_N;) {
-        uint32_t cp = tu8_next(SELF_S, SELF_N, &i);
-        switch (kind) {
-        case IS_DIGIT:
-            if (!tu_isdigit(cp))
-                return 0;
-            break;
-        case IS_ALPHA:
-            if (!tu_isalpha(cp))
-                return 0;
-            break;
-        case IS_ALNUM:
-            if (!tu_isalpha(cp) && !tu_isdigit(cp))
-                return 0;
-            break;
-        case IS_SPACE:
-            if (!tu_isspace(cp))
-                return 0;
-            break;
-        case IS_UPPER:
-            if (tu_islower(cp))
-                return 0;
-            any_cased |= tu_isupper(cp);
-            break;
-        default:
-            if (tu_isupper(cp))
-                return 0;
-            any_cased |= tu_islower(cp);
-        }
-    }
-    return kind == IS_UPPER || kind == IS_LOWER ? any_cased : 1;
-}
-
-int tmpl_str_is_upper(struct tval s) { return str_is(s, IS_UPPER); }
-
-int tmpl_str_is_lower(struct tval s) { return str_is(s, IS_LOWER); }
-
-#define IS_METHOD(fname, kind)                                                                               \
-    static int fname(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out)    \
-    {                                                                                                        \
-        if (a->npos || a->nkw)                                                                               \
-            return tmpl_err(c, line, "%s() takes no arguments", #fname + 2);                                 \
-        *out = tv_bool(str_is(self, kind));                                                                  \
-        return 0;                                                                                            \
-    }
-IS_METHOD(m_isdigit, IS_DIGIT)
-IS_METHOD(m_isdecimal, IS_DIGIT)
-IS_METHOD(m_isnumeric, IS_DIGIT)
-IS_METHOD(m_isalpha, IS_ALPHA)
-IS_METHOD(m_isalnum, IS_ALNUM)
-IS_METHOD(m_isspace, IS_SPACE)
-IS_METHOD(m_isupper, IS_UPPER)
-IS_METHOD(m_islower, IS_LOWER)
-
-static int m_format(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out)
-{
-    return tmpl_str_format(c, line, self, a, out);
 }
 
 static int m_partition_common(struct rctx *c, int line, struct tval self, const struct targs *a,
@@ -566,7 +449,7 @@ static int m_partition_common(struct rctx *c, int line, struct tval self, const 
         return tmpl_err(c, line, "empty separator");
     const char *h =
         right ? rmemmem(SELF_S, SELF_N, sep->s, sep->len) : memmem(SELF_S, SELF_N, sep->s, sep->len);
-    struct tval t = tv_list_new(TL_TUPLE, 3);
+    struct tval t = template_value_list_new(TL_TUPLE, 3);
     if (!h) {
         push_str(t, right ? "" : SELF_S, right ? 0 : SELF_N);
         push_str(t, "", 0);
@@ -591,82 +474,6 @@ static int m_rpartition(struct rctx *c, int line, struct tval self, const struct
     return m_partition_common(c, line, self, a, out, 1);
 }
 
-static int m_affix(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out,
-                   int suffix)
-{
-    if (a->npos != 1 || a->nkw || a->pos[0].k != TV_STR)
-        return tmpl_err(c, line, "remove%s() takes one str argument", suffix ? "suffix" : "prefix");
-    const struct tstr *x = a->pos[0].u.s;
-    if (x->len <= SELF_N && !memcmp(SELF_S + (suffix ? SELF_N - x->len : 0), x->s, x->len))
-        *out = tv_str(SELF_S + (suffix ? 0 : x->len), SELF_N - x->len);
-    else {
-        *out = self;
-        tv_retain(self);
-    }
-    return 0;
-}
-
-static int m_removeprefix(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out)
-{
-    return m_affix(c, line, self, a, out, 0);
-}
-
-static int m_removesuffix(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out)
-{
-    return m_affix(c, line, self, a, out, 1);
-}
-
-/* center/ljust/rjust/zfill */
-static int m_justify(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out,
-                     char how)
-{
-    static const char *const names[] = {"width", "fillchar"};
-    struct tval s[2];
-    int64_t width;
-    if (tmpl_args_bind(c, line, "justify", a, names, how == 'z' ? 1 : 2, s) ||
-        tmpl_arg_int(c, line, "justify", s[0], &width))
-        return -1;
-    uint32_t fill = how == 'z' ? '0' : ' ';
-    if (s[1].k == TV_STR && s[1].u.s->ncp == 1) {
-        size_t i = 0;
-        fill = tu8_next(s[1].u.s->s, s[1].u.s->len, &i);
-    }
-    int64_t len = (int64_t)self.u.s->ncp;
-    if (width <= len) {
-        *out = self;
-        tv_retain(self);
-        return 0;
-    }
-    if (width > (int64_t)TMPL_MAX_STR)
-        return tmpl_err(c, line, "width too large");
-    int64_t pad = width - len, left = how == 'r' || how == 'z' ? pad
-                                      : how == 'l'             ? 0
-                                                               : pad / 2 + (pad & width & 1);
-    struct sbuf b = {0};
-    size_t skip = 0;
-    if (how == 'z' && SELF_N && (SELF_S[0] == '-' || SELF_S[0] == '+')) {
-        tsb_putc(&b, SELF_S[0]);
-        skip = 1;
-    }
-    for (int64_t i = 0; i < left; i++)
-        tsb_put_cp(&b, fill);
-    tsb_put(&b, SELF_S + skip, SELF_N - skip);
-    for (int64_t i = left; i < pad; i++)
-        tsb_put_cp(&b, fill);
-    *out = tsb_take_str(&b);
-    return 0;
-}
-
-#define JUSTIFY_METHOD(fname, how)                                                                           \
-    static int fname(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out)    \
-    {                                                                                                        \
-        return m_justify(c, line, self, a, out, how);                                                        \
-    }
-JUSTIFY_METHOD(m_center, 'c')
-JUSTIFY_METHOD(m_ljust, 'l')
-JUSTIFY_METHOD(m_rjust, 'r')
-JUSTIFY_METHOD(m_zfill, 'z')
-
 const struct method_def tmpl_str_methods[] = {
     {"startswith", m_startswith},
     {"endswith", m_endswith},
@@ -676,12 +483,6 @@ const struct method_def tmpl_str_methods[] = {
     {"lstrip", m_lstrip},
     {"rstrip", m_rstrip},
     {"replace", m_replace},
-    {"upper", m_upper},
-    {"lower", m_lower},
-    {"title", m_title},
-    {"capitalize", m_capitalize},
-    {"swapcase", m_swapcase},
-    {"casefold", m_casefold},
     {"find", m_find},
     {"rfind", m_rfind},
     {"index", m_index},
@@ -689,23 +490,8 @@ const struct method_def tmpl_str_methods[] = {
     {"count", m_count},
     {"join", m_join},
     {"splitlines", m_splitlines},
-    {"isdigit", m_isdigit},
-    {"isdecimal", m_isdecimal},
-    {"isnumeric", m_isnumeric},
-    {"isalpha", m_isalpha},
-    {"isalnum", m_isalnum},
-    {"isspace", m_isspace},
-    {"isupper", m_isupper},
-    {"islower", m_islower},
-    {"format", m_format},
     {"partition", m_partition},
     {"rpartition", m_rpartition},
-    {"removeprefix", m_removeprefix},
-    {"removesuffix", m_removesuffix},
-    {"center", m_center},
-    {"ljust", m_ljust},
-    {"rjust", m_rjust},
-    {"zfill", m_zfill},
 };
 
 const size_t tmpl_n_str_methods = sizeof tmpl_str_methods / sizeof tmpl_str_methods[0];

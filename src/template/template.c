@@ -3,8 +3,8 @@
  * reference cycles left in frames and namespaces), free. */
 #include <string.h>
 
-#include "tokenizer/template/internal.h"
-#include "tokenizer/template/template.h"
+#include "template/internal.h"
+#include "template/template.h"
 
 struct tmpl {
     struct node *root;
@@ -37,31 +37,31 @@ static struct tval from_json(const json_t *j)
 {
     switch (json_typeof(j)) {
     case JSON_OBJECT: {
-        struct tval d = tv_dict_new(json_object_size(j));
+        struct tval d = template_value_dict_new(json_object_size(j));
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)j, k, v) td_set(d.u.d, tv_cstr(k), from_json(v));
+        json_object_foreach((json_t *)j, k, v) template_dict_set(d.u.d, template_value_cstr(k), from_json(v));
         return d;
     }
     case JSON_ARRAY: {
-        struct tval l = tv_list_new(TL_LIST, json_array_size(j));
+        struct tval l = template_value_list_new(TL_LIST, json_array_size(j));
         size_t i;
         json_t *v;
-        json_array_foreach(j, i, v) tl_push(l.u.l, from_json(v));
+        json_array_foreach(j, i, v) template_list_push(l.u.l, from_json(v));
         return l;
     }
     case JSON_STRING:
-        return tv_str(json_string_value(j), json_string_length(j));
+        return template_value_str(json_string_value(j), json_string_length(j));
     case JSON_INTEGER:
-        return tv_int((int64_t)json_integer_value(j));
+        return template_value_int((int64_t)json_integer_value(j));
     case JSON_REAL:
-        return tv_float(json_real_value(j));
+        return template_value_float(json_real_value(j));
     case JSON_TRUE:
-        return tv_bool(1);
+        return template_value_bool(1);
     case JSON_FALSE:
-        return tv_bool(0);
+        return template_value_bool(0);
     default:
-        return tv_none();
+        return template_value_none();
     }
 }
 
@@ -69,7 +69,7 @@ int tmpl_render(const struct tmpl *t, const json_t *vars, char **out, size_t *ou
 {
     if (vars && !json_is_object(vars))
         return err_set(e, "template variables must be a JSON object");
-    struct tval vd = vars ? from_json(vars) : tv_dict_new(0);
+    struct tval vd = vars ? from_json(vars) : template_value_dict_new(0);
     struct sbuf buf = {0};
     struct rctx c = {.e = e, .vars = vd.u.d, .out = &buf};
     struct frame *root = tframe_new(NULL);
@@ -78,14 +78,14 @@ int tmpl_render(const struct tmpl *t, const json_t *vars, char **out, size_t *ou
     for (int i = 0; i < c.ncaptured; i++) {
         struct frame *f = c.captured[i];
         for (int k = 0; k < f->n; k++)
-            tv_release(f->vals[k]);
+            template_value_release(f->vals[k]);
         f->n = 0;
     }
     for (int i = 0; i < c.nnss; i++) {
         struct tdict *d = c.nss[i]->d;
         for (size_t k = 0; k < d->n; k++) {
-            tv_release(d->k[k]);
-            tv_release(d->v[k]);
+            template_value_release(d->k[k]);
+            template_value_release(d->v[k]);
         }
         d->n = 0;
     }
@@ -94,14 +94,14 @@ int tmpl_render(const struct tmpl *t, const json_t *vars, char **out, size_t *ou
     for (int i = 0; i < c.nnss; i++) {
         struct tval v = {.k = TV_NS};
         v.u.ns = c.nss[i];
-        tv_release(v);
+        template_value_release(v);
     }
     free(c.captured);
     free(c.nss);
     tframe_release(root);
-    tv_release(vd);
+    template_value_release(vd);
     if (rc < 0) {
-        tsb_free(&buf);
+        template_strbuf_free(&buf);
         return -1;
     }
     if (!buf.p) {

@@ -10,7 +10,7 @@
  * reference cycles through them are cleared when the render ends. */
 #include <string.h>
 
-#include "tokenizer/template/internal.h"
+#include "template/internal.h"
 
 enum { X_OK = 0, X_ERR = -1, X_BREAK = 1, X_CONTINUE = 2 };
 
@@ -27,7 +27,7 @@ struct frame *tframe_new(struct frame *parent)
 static void tframe_clear(struct frame *f)
 {
     for (int i = 0; i < f->n; i++)
-        tv_release(f->vals[i]);
+        template_value_release(f->vals[i]);
     f->n = 0;
 }
 
@@ -47,7 +47,7 @@ void tframe_set(struct frame *f, const char *name, struct tval v)
 {
     for (int i = 0; i < f->n; i++)
         if (!strcmp(f->names[i], name)) {
-            tv_release(f->vals[i]);
+            template_value_release(f->vals[i]);
             f->vals[i] = v;
             return;
         }
@@ -103,25 +103,25 @@ static int assign(struct rctx *c, struct frame *f, const struct node *t, struct 
     if (t->kind == E_NSREF) {
         struct tval *ns = tframe_lookup(f, t->str);
         if (!ns)
-            ns = td_get_str(c->vars, t->str);
+            ns = template_dict_get_str(c->vars, t->str);
         if (!ns || ns->k != TV_NS) {
-            tv_release(v);
+            template_value_release(v);
             return tmpl_err(c, t->line, "cannot assign attribute on non-namespace object");
         }
         if (t->str2[0] == '_') {
-            tv_release(v);
+            template_value_release(v);
             return tmpl_err(c, t->line,
                             "Chat templates cannot store underscore-prefixed attributes on a namespace, "
                             "but got '%s'",
                             t->str2);
         }
-        td_set(ns->u.ns->d, tv_cstr(t->str2), v);
+        template_dict_set(ns->u.ns->d, template_value_cstr(t->str2), v);
         return 0;
     }
     /* tuple unpacking */
     struct tlist *items;
-    int rc = tev_iterate(c, t->line, v, &items);
-    tv_release(v);
+    int rc = template_eval_iterate(c, t->line, v, &items);
+    template_value_release(v);
     if (rc)
         return -1;
     struct tval il = {.k = TV_LIST};
@@ -131,17 +131,17 @@ static int assign(struct rctx *c, struct frame *f, const struct node *t, struct 
             tmpl_err(c, t->line, "too many values to unpack (expected %d)", t->l1.n);
         else
             tmpl_err(c, t->line, "not enough values to unpack (expected %d, got %zu)", t->l1.n, items->n);
-        tv_release(il);
+        template_value_release(il);
         return -1;
     }
     for (int i = 0; i < t->l1.n; i++) {
-        tv_retain(items->v[i]);
+        template_value_retain(items->v[i]);
         if (assign(c, f, t->l1.v[i], items->v[i])) {
-            tv_release(il);
+            template_value_release(il);
             return -1;
         }
     }
-    tv_release(il);
+    template_value_release(il);
     return 0;
 }
 
@@ -151,7 +151,7 @@ static int emit(struct rctx *c, int line, const char *s, size_t n)
 {
     if (c->out->n + n > TMPL_MAX_STR)
         return tmpl_err(c, line, "rendered output too large");
-    tsb_put(c->out, s, n);
+    template_strbuf_put(c->out, s, n);
     return 0;
 }
 
@@ -163,10 +163,10 @@ static int capture(struct rctx *c, struct frame *f, const struct nlist *body, st
     int rc = tmpl_exec_body(c, f, body);
     c->out = saved;
     if (rc < 0) {
-        tsb_free(&buf);
+        template_strbuf_free(&buf);
         return -1;
     }
-    *out = tsb_take_str(&buf);
+    *out = template_strbuf_take_str(&buf);
     return 0;
 }
 
@@ -176,39 +176,39 @@ static int exec_for(struct rctx *c, struct frame *f, const struct node *n)
 {
     struct tval it;
     struct tlist *items;
-    if (tev_expr(c, f, n->b, &it))
+    if (template_eval_expr(c, f, n->b, &it))
         return X_ERR;
-    int rc = tev_iterate(c, n->b->line, it, &items);
-    tv_release(it);
+    int rc = template_eval_iterate(c, n->b->line, it, &items);
+    template_value_release(it);
     if (rc)
         return X_ERR;
     struct tval il = {.k = TV_LIST};
     il.u.l = items;
     if (n->c) { /* {% for x in xs if cond %} */
-        struct tval kept = tv_list_new(TL_LIST, items->n);
+        struct tval kept = template_value_list_new(TL_LIST, items->n);
         for (size_t i = 0; i < items->n; i++) {
             struct frame *tmp = tframe_new(f);
             struct tval cond;
-            tv_retain(items->v[i]);
-            rc = assign(c, tmp, n->a, items->v[i]) || tev_expr(c, tmp, n->c, &cond) ? -1 : 0;
+            template_value_retain(items->v[i]);
+            rc = assign(c, tmp, n->a, items->v[i]) || template_eval_expr(c, tmp, n->c, &cond) ? -1 : 0;
             tframe_release(tmp);
             if (rc) {
-                tv_release(kept);
-                tv_release(il);
+                template_value_release(kept);
+                template_value_release(il);
                 return X_ERR;
             }
-            if (tv_truthy(cond)) {
-                tv_retain(items->v[i]);
-                tl_push(kept.u.l, items->v[i]);
+            if (template_value_truthy(cond)) {
+                template_value_retain(items->v[i]);
+                template_list_push(kept.u.l, items->v[i]);
             }
-            tv_release(cond);
+            template_value_release(cond);
         }
-        tv_release(il);
+        template_value_release(il);
         il = kept;
         items = kept.u.l;
     }
     if (!items->n) {
-        tv_release(il);
+        template_value_release(il);
         if (!n->l2.n)
             return X_OK;
         struct frame *ef = tframe_new(f);
@@ -226,13 +226,13 @@ static int exec_for(struct rctx *c, struct frame *f, const struct node *n)
     for (size_t i = 0; i < items->n; i++) {
         lp->idx = i;
         struct frame *it_f = tframe_new(f);
-        tv_retain(items->v[i]);
+        template_value_retain(items->v[i]);
         if (assign(c, it_f, n->a, items->v[i])) {
             tframe_release(it_f);
             rc = X_ERR;
             break;
         }
-        tv_retain(loopv);
+        template_value_retain(loopv);
         tframe_set(it_f, "loop", loopv);
         int r = tmpl_exec_body(c, it_f, &n->l1);
         tframe_release(it_f);
@@ -243,7 +243,7 @@ static int exec_for(struct rctx *c, struct frame *f, const struct node *n)
         if (r == X_BREAK)
             break;
     }
-    tv_release(loopv);
+    template_value_release(loopv);
     return rc;
 }
 
@@ -275,11 +275,11 @@ int tmpl_exec_macro_call(struct rctx *c, int line, const struct tfunc *m, const 
     if (c->depth >= TMPL_MAX_DEPTH)
         return tmpl_err(c, line, "maximum macro recursion depth exceeded");
     struct frame *mf = tframe_new(m->closure);
-    struct tval kwargs = tv_dict_new(0), caller = tv_undef_hint("No caller defined");
+    struct tval kwargs = template_value_dict_new(0), caller = template_value_undef_hint("No caller defined");
     int rc = 0;
     char *bound = xcalloc((size_t)nparams + 1, 1);
     for (int i = 0; i < nparams && i < a->npos; i++) {
-        tv_retain(a->pos[i]);
+        template_value_retain(a->pos[i]);
         tframe_set(mf, n->l2.v[i]->str, a->pos[i]);
         bound[i] = 1;
     }
@@ -292,7 +292,7 @@ int tmpl_exec_macro_call(struct rctx *c, int line, const struct tfunc *m, const 
                     rc = tmpl_err(c, line, "macro '%s' got multiple values for argument '%s'", m->name,
                                   a->kwn[k]);
                 } else {
-                    tv_retain(a->kw[k]);
+                    template_value_retain(a->kw[k]);
                     tframe_set(mf, n->l2.v[i]->str, a->kw[k]);
                     bound[i] = 1;
                 }
@@ -300,12 +300,12 @@ int tmpl_exec_macro_call(struct rctx *c, int line, const struct tfunc *m, const 
         if (found || rc)
             continue;
         if (!strcmp(a->kwn[k], "caller") && (n->flags & MACRO_USES_CALLER)) {
-            tv_release(caller);
+            template_value_release(caller);
             caller = a->kw[k];
-            tv_retain(caller);
+            template_value_retain(caller);
         } else if (n->flags & MACRO_USES_KWARGS) {
-            tv_retain(a->kw[k]);
-            td_set(kwargs.u.d, tv_cstr(a->kwn[k]), a->kw[k]);
+            template_value_retain(a->kw[k]);
+            template_dict_set(kwargs.u.d, template_value_cstr(a->kwn[k]), a->kw[k]);
         } else {
             rc = tmpl_err(c, line, "macro '%s' takes no keyword argument '%s'", m->name, a->kwn[k]);
         }
@@ -316,39 +316,39 @@ int tmpl_exec_macro_call(struct rctx *c, int line, const struct tfunc *m, const 
         int d = i - (nparams - ndef);
         struct tval v;
         if (d >= 0) {
-            if (tev_expr(c, mf, n->l3.v[d], &v)) {
+            if (template_eval_expr(c, mf, n->l3.v[d], &v)) {
                 rc = -1;
                 break;
             }
         } else {
-            v = tv_undef_hint("parameter '%s' was not provided", n->l2.v[i]->str);
+            v = template_value_undef_hint("parameter '%s' was not provided", n->l2.v[i]->str);
         }
         tframe_set(mf, n->l2.v[i]->str, v);
     }
     free(bound);
     if (!rc) {
         if (n->flags & MACRO_USES_VARARGS) {
-            struct tval va = tv_list_new(TL_TUPLE, 0);
+            struct tval va = template_value_list_new(TL_TUPLE, 0);
             for (int i = nparams; i < a->npos; i++) {
-                tv_retain(a->pos[i]);
-                tl_push(va.u.l, a->pos[i]);
+                template_value_retain(a->pos[i]);
+                template_list_push(va.u.l, a->pos[i]);
             }
             tframe_set(mf, "varargs", va);
         }
         if (n->flags & MACRO_USES_KWARGS) {
-            tv_retain(kwargs);
+            template_value_retain(kwargs);
             tframe_set(mf, "kwargs", kwargs);
         }
         if (n->flags & MACRO_USES_CALLER) {
-            tv_retain(caller);
+            template_value_retain(caller);
             tframe_set(mf, "caller", caller);
         }
         c->depth++;
         rc = capture(c, mf, &n->l1, out);
         c->depth--;
     }
-    tv_release(kwargs);
-    tv_release(caller);
+    template_value_release(kwargs);
+    template_value_release(caller);
     tframe_release(mf);
     return rc ? -1 : 0;
 }
@@ -357,39 +357,39 @@ static int exec_callblock(struct rctx *c, struct frame *f, const struct node *n)
 {
     struct tval callee, res;
     const struct node *call = n->a;
-    if (tev_expr(c, f, call->a, &callee))
+    if (template_eval_expr(c, f, call->a, &callee))
         return X_ERR;
     /* the call's own arguments, plus caller= (zeroed slots are Undefined) */
     int np = call->l1.n, nk = call->l2.n, rc = 0;
     struct tval *pos = xcalloc((size_t)np + 1, sizeof *pos), *kw = xcalloc((size_t)nk + 1, sizeof *kw);
     const char **kwn = xcalloc((size_t)nk + 1, sizeof *kwn);
     for (int i = 0; i < np && !rc; i++)
-        rc = tev_expr(c, f, call->l1.v[i], &pos[i]);
+        rc = template_eval_expr(c, f, call->l1.v[i], &pos[i]);
     for (int i = 0; i < nk && !rc; i++) {
         kwn[i] = call->kwn[i];
-        rc = tev_expr(c, f, call->l2.v[i], &kw[i]);
+        rc = template_eval_expr(c, f, call->l2.v[i], &kw[i]);
     }
     if (!rc) {
         kwn[nk] = "caller";
         kw[nk] = make_macro(c, f, n);
         struct targs a = {.npos = np, .pos = pos, .nkw = nk + 1, .kwn = kwn, .kw = kw};
-        rc = tev_call(c, n->line, callee, &a, &res);
+        rc = template_eval_call(c, n->line, callee, &a, &res);
         if (!rc) {
             struct sbuf s = {0};
-            tv_write_str(&s, res);
-            tv_release(res);
+            template_value_write_str(&s, res);
+            template_value_release(res);
             rc = emit(c, n->line, s.p ? s.p : "", s.n);
-            tsb_free(&s);
+            template_strbuf_free(&s);
         }
     }
     for (int i = 0; i < np; i++)
-        tv_release(pos[i]);
+        template_value_release(pos[i]);
     for (int i = 0; i <= nk; i++)
-        tv_release(kw[i]);
+        template_value_release(kw[i]);
     free(pos);
     free(kw);
     free(kwn);
-    tv_release(callee);
+    template_value_release(callee);
     return rc ? X_ERR : X_OK;
 }
 
@@ -404,11 +404,11 @@ static int exec_node(struct rctx *c, struct frame *f, const struct node *n)
         return emit(c, n->line, n->str, n->len) ? X_ERR : X_OK;
     case N_OUTPUT:
         for (int i = 0; i < n->l1.n; i++) {
-            if (tev_expr(c, f, n->l1.v[i], &v))
+            if (template_eval_expr(c, f, n->l1.v[i], &v))
                 return X_ERR;
             size_t before = c->out->n;
-            tv_write_str(c->out, v);
-            tv_release(v);
+            template_value_write_str(c->out, v);
+            template_value_release(v);
             if (c->out->n > TMPL_MAX_STR) {
                 c->out->n = before;
                 return tmpl_err(c, n->line, "rendered output too large");
@@ -416,15 +416,15 @@ static int exec_node(struct rctx *c, struct frame *f, const struct node *n)
         }
         return X_OK;
     case N_IF:
-        if (tev_expr(c, f, n->a, &v))
+        if (template_eval_expr(c, f, n->a, &v))
             return X_ERR;
-        rc = tv_truthy(v);
-        tv_release(v);
+        rc = template_value_truthy(v);
+        template_value_release(v);
         return tmpl_exec_body(c, f, rc ? &n->l1 : &n->l2);
     case N_FOR:
         return exec_for(c, f, n);
     case N_SET:
-        if (tev_expr(c, f, n->b, &v))
+        if (template_eval_expr(c, f, n->b, &v))
             return X_ERR;
         return assign(c, f, n->a, v) ? X_ERR : X_OK;
     case N_SET_BLOCK: {
@@ -435,8 +435,8 @@ static int exec_node(struct rctx *c, struct frame *f, const struct node *n)
             return X_ERR;
         if (n->c) {
             struct tval r;
-            rc = tev_filter_apply(c, f, n->c, v, &r);
-            tv_release(v);
+            rc = template_eval_filter_apply(c, f, n->c, v, &r);
+            template_value_release(v);
             if (rc)
                 return X_ERR;
             v = r;
@@ -455,22 +455,22 @@ static int exec_node(struct rctx *c, struct frame *f, const struct node *n)
         if (rc)
             return X_ERR;
         struct tval r;
-        rc = tev_filter_apply(c, f, n->a, v, &r);
-        tv_release(v);
+        rc = template_eval_filter_apply(c, f, n->a, v, &r);
+        template_value_release(v);
         if (rc)
             return X_ERR;
         struct sbuf s = {0};
-        tv_write_str(&s, r);
-        tv_release(r);
+        template_value_write_str(&s, r);
+        template_value_release(r);
         rc = emit(c, n->line, s.p ? s.p : "", s.n);
-        tsb_free(&s);
+        template_strbuf_free(&s);
         return rc ? X_ERR : X_OK;
     }
     case N_WITH: {
         struct frame *wf = tframe_new(f);
         rc = X_OK;
         for (int i = 0; i < n->l2.n && rc == X_OK; i++) {
-            if (tev_expr(c, f, n->l3.v[i], &v) || assign(c, wf, n->l2.v[i], v))
+            if (template_eval_expr(c, f, n->l3.v[i], &v) || assign(c, wf, n->l2.v[i], v))
                 rc = X_ERR;
         }
         if (rc == X_OK)

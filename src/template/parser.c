@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/template/parser.h"
+#include "template/parser.h"
 
 static int parse_statements(struct parser *P, const char *const *ends, struct nlist *body);
 
@@ -351,9 +351,9 @@ static int parse_body(struct parser *P, const char *const *ends, struct nlist *b
                 return 0;
             struct sbuf b = {0};
             for (const char *const *e = ends; *e; e++)
-                tsb_printf(&b, "%s'%s'", e == ends ? "" : " or ", *e);
+                template_strbuf_printf(&b, "%s'%s'", e == ends ? "" : " or ", *e);
             tp_fail(P, t->line, "unexpected end of template, expected %s", b.p);
-            tsb_free(&b);
+            template_strbuf_free(&b);
             return -1;
         }
     }

@@ -1,5 +1,5 @@
-/* Internals of the chat-template interpreter (a Jinja2 subset), shared by its
- * files: values, tokens, the AST and the render context.
+/* Internals of the template module (the Jinja2 subset of chat templates),
+ * shared by its files: values, tokens, the AST and the render context.
  *
  * Values are Python-like and reference counted (struct tval is passed by
  * value; heap kinds carry a count). Counts below zero mark immortal values,
@@ -7,8 +7,8 @@
  * at once. The only mutable containers are namespaces and frames, so the only
  * cycles go through them; the render context remembers both and clears them
  * when a render ends. */
-#ifndef INFER_TOKENIZER_TEMPLATE_INTERNAL_H
-#define INFER_TOKENIZER_TEMPLATE_INTERNAL_H
+#ifndef INFER_TEMPLATE_INTERNAL_H
+#define INFER_TEMPLATE_INTERNAL_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -17,14 +17,14 @@
 
 /* ---------------------------------------------------------------- values */
 
-enum tv_kind {
+enum template_value_kind {
     TV_UNDEF, /* jinja2 Undefined; u.s is an optional hint (may be NULL) */
     TV_NONE,
     TV_BOOL,
     TV_INT,
     TV_FLOAT,
     TV_STR,
-    TV_LIST, /* list, tuple, generator, dict views, range: see enum tl_sub */
+    TV_LIST, /* list, tuple, generator, dict views, range: see enum template_list_sub */
     TV_DICT,
     TV_NS,      /* namespace(): a mutable attribute bag */
     TV_FUNC,    /* builtin function, bound method or macro */
@@ -43,7 +43,7 @@ struct tstr {
     char s[];
 };
 
-enum tl_sub {
+enum template_list_sub {
     TL_LIST,
     TL_TUPLE,
     TL_ITER,  /* one-shot iterator (generator, reversed()); pos = next item */
@@ -54,7 +54,7 @@ enum tl_sub {
 };
 
 struct tval {
-    uint8_t k; /* enum tv_kind */
+    uint8_t k; /* enum template_value_kind */
     union {
         int b;
         int64_t i;
@@ -70,7 +70,7 @@ struct tval {
 
 struct tlist {
     struct tobj h;
-    uint8_t sub;      /* enum tl_sub */
+    uint8_t sub;      /* enum template_list_sub */
     const char *what; /* TL_ITER: "generator", "list_reverseiterator", ... */
     size_t n, cap, pos;
     struct tval *v;
@@ -127,42 +127,43 @@ struct targs {
 };
 
 /* value.c: lifecycle and containers */
-void tv_retain(struct tval v);
-void tv_release(struct tval v);
-struct tval tv_undef(void);
-struct tval tv_undef_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-struct tval tv_none(void);
-struct tval tv_bool(int b);
-struct tval tv_int(int64_t i);
-struct tval tv_float(double f);
-struct tval tv_str(const char *s, size_t len);    /* copies */
-struct tval tv_cstr(const char *s);               /* copies */
-struct tval tv_str_take(struct tstr *s);          /* takes the reference */
-struct tstr *tstr_new(const char *s, size_t len); /* rc 1 */
-struct tval tv_list_new(uint8_t sub, size_t cap);
-void tl_push(struct tlist *l, struct tval v); /* takes the reference */
-struct tval tv_dict_new(size_t cap);
+void template_value_retain(struct tval v);
+void template_value_release(struct tval v);
+struct tval template_value_undef(void);
+struct tval template_value_undef_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+struct tval template_value_none(void);
+struct tval template_value_bool(int b);
+struct tval template_value_int(int64_t i);
+struct tval template_value_float(double f);
+struct tval template_value_str(const char *s, size_t len); /* copies */
+struct tval template_value_cstr(const char *s);            /* copies */
+struct tval template_value_str_take(struct tstr *s);       /* takes the reference */
+struct tstr *tstr_new(const char *s, size_t len);          /* rc 1 */
+struct tval template_value_list_new(uint8_t sub, size_t cap);
+void template_list_push(struct tlist *l, struct tval v); /* takes the reference */
+struct tval template_value_dict_new(size_t cap);
 /* Sets d[k] = v, taking both references (replaces in place if k exists). */
-void td_set(struct tdict *d, struct tval k, struct tval v);
+void template_dict_set(struct tdict *d, struct tval k, struct tval v);
 /* Borrowed lookup; NULL if absent. */
-struct tval *td_get(const struct tdict *d, struct tval k);
-struct tval *td_get_str(const struct tdict *d, const char *key);
-struct tval tv_ns_new(void);
-struct tval tv_func_builtin(const char *name, const char *owner, tbuiltin_fn fn, struct tval self);
-void tv_make_immortal(struct tval v);
-void tv_free_immortal(struct tval v);
+struct tval *template_dict_get(const struct tdict *d, struct tval k);
+struct tval *template_dict_get_str(const struct tdict *d, const char *key);
+struct tval template_value_ns_new(void);
+struct tval template_value_func_builtin(const char *name, const char *owner, tbuiltin_fn fn,
+                                        struct tval self);
+void template_value_make_immortal(struct tval v);
+void template_value_free_immortal(struct tval v);
 
 /* value.c: Python semantics */
-int tv_truthy(struct tval v);
-int tv_is_str(struct tval v);
-int tv_is_num(struct tval v); /* int, float or bool */
-double tv_num(struct tval v);
-const char *tv_type_name(struct tval v); /* Python's type(x).__name__ */
+int template_value_truthy(struct tval v);
+int template_value_is_str(struct tval v);
+int template_value_is_num(struct tval v); /* int, float or bool */
+double template_value_num(struct tval v);
+const char *template_value_type_name(struct tval v); /* Python's type(x).__name__ */
 /* Python ==, for ints/floats/bools across types, deep for containers. */
-int tv_equal(struct tval a, struct tval b);
+int template_value_equal(struct tval a, struct tval b);
 /* Python <: returns -1 (TypeError, message in buf), else 0 with *lt set. */
-int tv_less(struct tval a, struct tval b, int *lt, char *msg, size_t msg_len);
-int tv_hashable(struct tval v);
+int template_value_less(struct tval a, struct tval b, int *lt, char *msg, size_t msg_len);
+int template_value_hashable(struct tval v);
 
 /* ------------------------------------------------------------- text */
 
@@ -171,19 +172,19 @@ struct sbuf {
     size_t n, cap;
 };
 
-void tsb_put(struct sbuf *b, const char *s, size_t n);
-void tsb_puts(struct sbuf *b, const char *s);
-void tsb_putc(struct sbuf *b, char c);
-void tsb_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void tsb_put_cp(struct sbuf *b, uint32_t cp);
+void template_strbuf_put(struct sbuf *b, const char *s, size_t n);
+void template_strbuf_puts(struct sbuf *b, const char *s);
+void template_strbuf_putc(struct sbuf *b, char c);
+void template_strbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void template_strbuf_put_cp(struct sbuf *b, uint32_t cp);
 /* Moves the buffer into a string value and resets b. */
-struct tval tsb_take_str(struct sbuf *b);
-void tsb_free(struct sbuf *b);
+struct tval template_strbuf_take_str(struct sbuf *b);
+void template_strbuf_free(struct sbuf *b);
 
 /* ustr.c: UTF-8 and Python's view of characters */
-uint32_t tu8_next(const char *s, size_t n, size_t *i);
-size_t tu8_count(const char *s, size_t n);
-size_t tu8_offset(const char *s, size_t n, size_t cp_index); /* byte offset of a code point index */
+uint32_t template_utf8_next(const char *s, size_t n, size_t *i);
+size_t template_utf8_count(const char *s, size_t n);
+size_t template_utf8_offset(const char *s, size_t n, size_t cp_index); /* byte offset of a code point index */
 int tu_isspace(uint32_t cp);
 int tu_isupper(uint32_t cp);
 int tu_islower(uint32_t cp);
@@ -200,8 +201,8 @@ void tu_strip(const char *s, size_t n, const char *chars, size_t nchars, int whi
 void tu_splitlines(const char *s, size_t n, void (*fn)(void *ctx, const char *line, size_t len), void *ctx);
 
 /* repr.c: Python str()/repr() and json.dumps */
-void tv_write_str(struct sbuf *b, struct tval v);  /* str(v) */
-void tv_write_repr(struct sbuf *b, struct tval v); /* repr(v) */
+void template_value_write_str(struct sbuf *b, struct tval v);  /* str(v) */
+void template_value_write_repr(struct sbuf *b, struct tval v); /* repr(v) */
 void tmpl_float_repr(double f, char *buf, size_t len);
 struct json_opts {
     int ensure_ascii;
@@ -211,7 +212,8 @@ struct json_opts {
     int sort_keys;
 };
 /* json.dumps; returns -1 with a Python-like message in msg on TypeError. */
-int tv_write_json(struct sbuf *b, struct tval v, const struct json_opts *o, char *msg, size_t msg_len);
+int template_value_write_json(struct sbuf *b, struct tval v, const struct json_opts *o, char *msg,
+                              size_t msg_len);
 
 /* ------------------------------------------------------------ lexer */
 
@@ -374,22 +376,23 @@ int tmpl_err(struct rctx *c, int line, const char *fmt, ...) __attribute__((form
 
 /* eval.c (expressions, calls), access.c (iteration, attributes, items, slices),
  * operators.c */
-int tev_expr(struct rctx *c, struct frame *f, const struct node *n, struct tval *out);
-int tev_getattr(struct rctx *c, int line, struct tval obj, const char *attr, struct tval *out);
-int tev_getitem(struct rctx *c, int line, struct tval obj, struct tval key, struct tval *out);
-int tev_slice(struct rctx *c, int line, struct tval obj, const struct tval parts[3], struct tval *out);
-int tev_call(struct rctx *c, int line, struct tval fn, const struct targs *a, struct tval *out);
+int template_eval_expr(struct rctx *c, struct frame *f, const struct node *n, struct tval *out);
+int template_eval_getattr(struct rctx *c, int line, struct tval obj, const char *attr, struct tval *out);
+int template_eval_getitem(struct rctx *c, int line, struct tval obj, struct tval key, struct tval *out);
+int template_eval_slice(struct rctx *c, int line, struct tval obj, const struct tval parts[3],
+                        struct tval *out);
+int template_eval_call(struct rctx *c, int line, struct tval fn, const struct targs *a, struct tval *out);
 /* Materialises an iterable into a new list reference (consumes iterators). */
-int tev_iterate(struct rctx *c, int line, struct tval v, struct tlist **out);
-int tev_undefined_error(struct rctx *c, int line, struct tval u);
+int template_eval_iterate(struct rctx *c, int line, struct tval v, struct tlist **out);
+int template_eval_undefined_error(struct rctx *c, int line, struct tval u);
 /* Python binary operators (op: OP_ADD ... OP_POW), `in` and comparisons (op: enum cmp_op). */
-int tev_contains(struct rctx *c, int line, struct tval item, struct tval seq, int *res);
-int tev_compare(struct rctx *c, int line, int op, struct tval a, struct tval b, int *res);
-int tev_binop(struct rctx *c, int line, int op, struct tval a, struct tval b, struct tval *out);
+int template_eval_contains(struct rctx *c, int line, struct tval item, struct tval seq, int *res);
+int template_eval_compare(struct rctx *c, int line, int op, struct tval a, struct tval b, int *res);
+int template_eval_binop(struct rctx *c, int line, int op, struct tval a, struct tval b, struct tval *out);
 /* Applies a filter node (and the filters below it) to its subject: the node's
  * own operand, or `subject` when it has none (filter blocks, set blocks). */
-int tev_filter_apply(struct rctx *c, struct frame *f, const struct node *n, struct tval subject,
-                     struct tval *out);
+int template_eval_filter_apply(struct rctx *c, struct frame *f, const struct node *n, struct tval subject,
+                               struct tval *out);
 
 /* exec.c */
 int tmpl_exec_body(struct rctx *c, struct frame *f, const struct nlist *body);
@@ -407,7 +410,7 @@ int tmpl_args_bind(struct rctx *c, int line, const char *fname, const struct tar
                    const char *const *names, int nnames, struct tval *slots);
 int tmpl_arg_int(struct rctx *c, int line, const char *fname, struct tval v, int64_t *out);
 
-/* filters*.c, tests.c, methods.c, str_methods.c, builtins.c, pyfmt.c */
+/* filters*.c, tests.c, methods.c, str_methods*.c, builtins.c, pyfmt.c */
 typedef int (*filter_fn)(struct rctx *c, int line, struct tval v, const struct targs *a, struct tval *out);
 typedef int (*test_fn)(struct rctx *c, int line, struct tval v, const struct targs *a, int *out);
 
@@ -425,13 +428,16 @@ const struct test_def *tmpl_test_find(const char *name);
 /* Python attribute lookup of methods: str, dict, list. Returns 1 and a bound
  * method in *out when obj has a method of that name, 0 otherwise. */
 int tmpl_method_lookup(struct rctx *c, int line, struct tval obj, const char *name, struct tval *out);
-/* str_methods.c: the str method table, and string operations shared with the filters */
+/* str_methods.c, str_methods_format.c: the str method tables (search and cut;
+ * case, padding and format), and string operations shared with the filters */
 struct method_def {
     const char *name;
     tbuiltin_fn fn;
 };
 extern const struct method_def tmpl_str_methods[];
 extern const size_t tmpl_n_str_methods;
+extern const struct method_def tmpl_str_format_methods[];
+extern const size_t tmpl_n_str_format_methods;
 enum { CASE_UPPER, CASE_LOWER, CASE_TITLE, CASE_CAPITALIZE, CASE_SWAP };
 int tmpl_str_case(struct tval s, int mode, struct tval *out);
 int tmpl_str_replace(struct rctx *c, int line, struct tval s, struct tval old, struct tval neu, int64_t count,

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/template/parser.h"
+#include "template/parser.h"
 
 const struct token *tp_cur(struct parser *P) { return &P->t[P->i]; }
 
@@ -122,7 +122,7 @@ void tmpl_node_free(struct node *n)
     free(n->str);
     free(n->str2);
     if (n->kind == E_CONST)
-        tv_free_immortal(n->cval);
+        template_value_free_immortal(n->cval);
     tmpl_node_free(n->a);
     tmpl_node_free(n->b);
     tmpl_node_free(n->c);
@@ -139,7 +139,7 @@ void tmpl_node_free(struct node *n)
 struct node *tp_const_node(struct tval v, int line)
 {
     struct node *n = tp_nnew(E_CONST, line);
-    tv_make_immortal(v);
+    template_value_make_immortal(v);
     n->cval = v;
     return n;
 }

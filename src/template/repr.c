@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tokenizer/template/internal.h"
+#include "template/internal.h"
 
 void tmpl_float_repr(double f, char *buf, size_t len)
 {
@@ -88,76 +88,76 @@ static void write_str_repr(struct sbuf *b, const struct tstr *s)
 {
     int has_sq = memchr(s->s, '\'', s->len) != NULL, has_dq = memchr(s->s, '"', s->len) != NULL;
     char q = has_sq && !has_dq ? '"' : '\'';
-    tsb_putc(b, q);
+    template_strbuf_putc(b, q);
     for (size_t i = 0; i < s->len;) {
         size_t at = i;
-        uint32_t c = tu8_next(s->s, s->len, &i);
+        uint32_t c = template_utf8_next(s->s, s->len, &i);
         if (c == (uint32_t)q || c == '\\') {
-            tsb_putc(b, '\\');
-            tsb_putc(b, (char)c);
+            template_strbuf_putc(b, '\\');
+            template_strbuf_putc(b, (char)c);
         } else if (c == '\t') {
-            tsb_puts(b, "\\t");
+            template_strbuf_puts(b, "\\t");
         } else if (c == '\n') {
-            tsb_puts(b, "\\n");
+            template_strbuf_puts(b, "\\n");
         } else if (c == '\r') {
-            tsb_puts(b, "\\r");
+            template_strbuf_puts(b, "\\r");
         } else if (c < 0x20 || c == 0x7F) {
-            tsb_printf(b, "\\x%02x", c);
+            template_strbuf_printf(b, "\\x%02x", c);
         } else if (c < 0x7F || tu_isprintable(c)) {
-            tsb_put(b, s->s + at, i - at);
+            template_strbuf_put(b, s->s + at, i - at);
         } else if (c <= 0xFF) {
-            tsb_printf(b, "\\x%02x", c);
+            template_strbuf_printf(b, "\\x%02x", c);
         } else if (c <= 0xFFFF) {
-            tsb_printf(b, "\\u%04x", c);
+            template_strbuf_printf(b, "\\u%04x", c);
         } else {
-            tsb_printf(b, "\\U%08x", c);
+            template_strbuf_printf(b, "\\U%08x", c);
         }
     }
-    tsb_putc(b, q);
+    template_strbuf_putc(b, q);
 }
 
 static void write_items(struct sbuf *b, const struct tlist *l)
 {
     for (size_t i = 0; i < l->n; i++) {
         if (i)
-            tsb_puts(b, ", ");
-        tv_write_repr(b, l->v[i]);
+            template_strbuf_puts(b, ", ");
+        template_value_write_repr(b, l->v[i]);
     }
 }
 
 static void write_dict(struct sbuf *b, const struct tdict *d)
 {
-    tsb_putc(b, '{');
+    template_strbuf_putc(b, '{');
     for (size_t i = 0; i < d->n; i++) {
         if (i)
-            tsb_puts(b, ", ");
-        tv_write_repr(b, d->k[i]);
-        tsb_puts(b, ": ");
-        tv_write_repr(b, d->v[i]);
+            template_strbuf_puts(b, ", ");
+        template_value_write_repr(b, d->k[i]);
+        template_strbuf_puts(b, ": ");
+        template_value_write_repr(b, d->v[i]);
     }
-    tsb_putc(b, '}');
+    template_strbuf_putc(b, '}');
 }
 
-void tv_write_repr(struct sbuf *b, struct tval v)
+void template_value_write_repr(struct sbuf *b, struct tval v)
 {
     char num[64];
     switch (v.k) {
     case TV_UNDEF:
     case TV_MISSING:
-        tsb_puts(b, "Undefined");
+        template_strbuf_puts(b, "Undefined");
         return;
     case TV_NONE:
-        tsb_puts(b, "None");
+        template_strbuf_puts(b, "None");
         return;
     case TV_BOOL:
-        tsb_puts(b, v.u.b ? "True" : "False");
+        template_strbuf_puts(b, v.u.b ? "True" : "False");
         return;
     case TV_INT:
-        tsb_printf(b, "%lld", (long long)v.u.i);
+        template_strbuf_printf(b, "%lld", (long long)v.u.i);
         return;
     case TV_FLOAT:
         tmpl_float_repr(v.u.f, num, sizeof num);
-        tsb_puts(b, num);
+        template_strbuf_puts(b, num);
         return;
     case TV_STR:
         write_str_repr(b, v.u.s);
@@ -166,33 +166,33 @@ void tv_write_repr(struct sbuf *b, struct tval v)
         const struct tlist *l = v.u.l;
         switch (l->sub) {
         case TL_TUPLE:
-            tsb_putc(b, '(');
+            template_strbuf_putc(b, '(');
             write_items(b, l);
-            tsb_puts(b, l->n == 1 ? ",)" : ")");
+            template_strbuf_puts(b, l->n == 1 ? ",)" : ")");
             return;
         case TL_ITER:
-            tsb_printf(b, "<%s object>", l->what);
+            template_strbuf_printf(b, "<%s object>", l->what);
             return;
         case TL_ITEMS:
         case TL_KEYS:
         case TL_VALUES:
-            tsb_puts(b, l->sub == TL_ITEMS  ? "dict_items(["
-                        : l->sub == TL_KEYS ? "dict_keys(["
-                                            : "dict_values([");
+            template_strbuf_puts(b, l->sub == TL_ITEMS  ? "dict_items(["
+                                    : l->sub == TL_KEYS ? "dict_keys(["
+                                                        : "dict_values([");
             write_items(b, l);
-            tsb_puts(b, "])");
+            template_strbuf_puts(b, "])");
             return;
         case TL_RANGE:
             if (l->r_step == 1)
-                tsb_printf(b, "range(%lld, %lld)", (long long)l->r_start, (long long)l->r_stop);
+                template_strbuf_printf(b, "range(%lld, %lld)", (long long)l->r_start, (long long)l->r_stop);
             else
-                tsb_printf(b, "range(%lld, %lld, %lld)", (long long)l->r_start, (long long)l->r_stop,
-                           (long long)l->r_step);
+                template_strbuf_printf(b, "range(%lld, %lld, %lld)", (long long)l->r_start,
+                                       (long long)l->r_stop, (long long)l->r_step);
             return;
         default:
-            tsb_putc(b, '[');
+            template_strbuf_putc(b, '[');
             write_items(b, l);
-            tsb_putc(b, ']');
+            template_strbuf_putc(b, ']');
             return;
         }
     }
@@ -200,91 +200,91 @@ void tv_write_repr(struct sbuf *b, struct tval v)
         write_dict(b, v.u.d);
         return;
     case TV_NS:
-        tsb_puts(b, "<Namespace ");
+        template_strbuf_puts(b, "<Namespace ");
         write_dict(b, v.u.ns->d);
-        tsb_putc(b, '>');
+        template_strbuf_putc(b, '>');
         return;
     case TV_FUNC:
         if (v.u.fn->kind == FN_MACRO)
-            tsb_printf(b, "<Macro '%s'>", v.u.fn->name);
+            template_strbuf_printf(b, "<Macro '%s'>", v.u.fn->name);
         else if (v.u.fn->owner)
-            tsb_printf(b, "<built-in method %s of %s object>", v.u.fn->name, v.u.fn->owner);
+            template_strbuf_printf(b, "<built-in method %s of %s object>", v.u.fn->name, v.u.fn->owner);
         else
-            tsb_printf(b, "<built-in function %s>", v.u.fn->name);
+            template_strbuf_printf(b, "<built-in function %s>", v.u.fn->name);
         return;
     case TV_LOOP:
-        tsb_printf(b, "<LoopContext %zu/%zu>", v.u.loop->idx + 1, v.u.loop->items->n);
+        template_strbuf_printf(b, "<LoopContext %zu/%zu>", v.u.loop->idx + 1, v.u.loop->items->n);
         return;
     }
 }
 
-void tv_write_str(struct sbuf *b, struct tval v)
+void template_value_write_str(struct sbuf *b, struct tval v)
 {
     if (v.k == TV_STR)
-        tsb_put(b, v.u.s->s, v.u.s->len);
+        template_strbuf_put(b, v.u.s->s, v.u.s->len);
     else if (v.k == TV_UNDEF || v.k == TV_MISSING)
         return;
     else
-        tv_write_repr(b, v);
+        template_value_write_repr(b, v);
 }
 
 /* ------------------------------------------------------------- JSON */
 
 static void json_string(struct sbuf *b, const char *s, size_t n, int ensure_ascii)
 {
-    tsb_putc(b, '"');
+    template_strbuf_putc(b, '"');
     for (size_t i = 0; i < n;) {
         size_t at = i;
-        uint32_t c = tu8_next(s, n, &i);
+        uint32_t c = template_utf8_next(s, n, &i);
         switch (c) {
         case '"':
-            tsb_puts(b, "\\\"");
+            template_strbuf_puts(b, "\\\"");
             break;
         case '\\':
-            tsb_puts(b, "\\\\");
+            template_strbuf_puts(b, "\\\\");
             break;
         case '\n':
-            tsb_puts(b, "\\n");
+            template_strbuf_puts(b, "\\n");
             break;
         case '\r':
-            tsb_puts(b, "\\r");
+            template_strbuf_puts(b, "\\r");
             break;
         case '\t':
-            tsb_puts(b, "\\t");
+            template_strbuf_puts(b, "\\t");
             break;
         case '\b':
-            tsb_puts(b, "\\b");
+            template_strbuf_puts(b, "\\b");
             break;
         case '\f':
-            tsb_puts(b, "\\f");
+            template_strbuf_puts(b, "\\f");
             break;
         default:
             if (c < 0x20) {
-                tsb_printf(b, "\\u%04x", c);
+                template_strbuf_printf(b, "\\u%04x", c);
             } else if (ensure_ascii && c > 0x7E) {
                 if (c >= 0x10000) {
                     uint32_t v = c - 0x10000;
-                    tsb_printf(b, "\\u%04x\\u%04x", 0xD800 | (v >> 10), 0xDC00 | (v & 0x3FF));
+                    template_strbuf_printf(b, "\\u%04x\\u%04x", 0xD800 | (v >> 10), 0xDC00 | (v & 0x3FF));
                 } else {
-                    tsb_printf(b, "\\u%04x", c);
+                    template_strbuf_printf(b, "\\u%04x", c);
                 }
             } else {
-                tsb_put(b, s + at, i - at);
+                template_strbuf_put(b, s + at, i - at);
             }
         }
     }
-    tsb_putc(b, '"');
+    template_strbuf_putc(b, '"');
 }
 
 static void json_newline(struct sbuf *b, const struct json_opts *o, int level)
 {
-    tsb_putc(b, '\n');
+    template_strbuf_putc(b, '\n');
     for (int i = 0; i < level; i++) {
         if (o->indent_s)
-            tsb_puts(b, o->indent_s);
+            template_strbuf_puts(b, o->indent_s);
         else
             for (int j = 0; j < o->indent; j++)
-                tsb_putc(b, ' ');
+                template_strbuf_putc(b, ' ');
     }
 }
 
@@ -296,13 +296,13 @@ static int json_key(struct sbuf *b, struct tval k, const struct json_opts *o, ch
         json_string(b, k.u.s->s, k.u.s->len, o->ensure_ascii);
         return 0;
     case TV_INT:
-        tsb_printf(b, "\"%lld\"", (long long)k.u.i);
+        template_strbuf_printf(b, "\"%lld\"", (long long)k.u.i);
         return 0;
     case TV_BOOL:
-        tsb_puts(b, k.u.b ? "\"true\"" : "\"false\"");
+        template_strbuf_puts(b, k.u.b ? "\"true\"" : "\"false\"");
         return 0;
     case TV_NONE:
-        tsb_puts(b, "\"null\"");
+        template_strbuf_puts(b, "\"null\"");
         return 0;
     case TV_FLOAT:
         if (isnan(k.u.f))
@@ -311,10 +311,11 @@ static int json_key(struct sbuf *b, struct tval k, const struct json_opts *o, ch
             snprintf(num, sizeof num, k.u.f < 0 ? "-Infinity" : "Infinity");
         else
             tmpl_float_repr(k.u.f, num, sizeof num);
-        tsb_printf(b, "\"%s\"", num);
+        template_strbuf_printf(b, "\"%s\"", num);
         return 0;
     default:
-        snprintf(msg, msg_len, "keys must be str, int, float, bool or None, not %s", tv_type_name(k));
+        snprintf(msg, msg_len, "keys must be str, int, float, bool or None, not %s",
+                 template_value_type_name(k));
         return -1;
     }
 }
@@ -331,7 +332,7 @@ static int sort_dict_order(const struct tdict *d, size_t *order, char *msg, size
         size_t cur = order[i], j = i;
         while (j > 0) {
             int lt;
-            if (tv_less(d->k[cur], d->k[order[j - 1]], &lt, msg, msg_len))
+            if (template_value_less(d->k[cur], d->k[order[j - 1]], &lt, msg, msg_len))
                 return -1;
             if (!lt)
                 break;
@@ -354,22 +355,22 @@ static int json_write(struct sbuf *b, struct tval v, const struct json_opts *o, 
     }
     switch (v.k) {
     case TV_NONE:
-        tsb_puts(b, "null");
+        template_strbuf_puts(b, "null");
         return 0;
     case TV_BOOL:
-        tsb_puts(b, v.u.b ? "true" : "false");
+        template_strbuf_puts(b, v.u.b ? "true" : "false");
         return 0;
     case TV_INT:
-        tsb_printf(b, "%lld", (long long)v.u.i);
+        template_strbuf_printf(b, "%lld", (long long)v.u.i);
         return 0;
     case TV_FLOAT:
         if (isnan(v.u.f))
-            tsb_puts(b, "NaN");
+            template_strbuf_puts(b, "NaN");
         else if (isinf(v.u.f))
-            tsb_puts(b, v.u.f < 0 ? "-Infinity" : "Infinity");
+            template_strbuf_puts(b, v.u.f < 0 ? "-Infinity" : "Infinity");
         else {
             tmpl_float_repr(v.u.f, num, sizeof num);
-            tsb_puts(b, num);
+            template_strbuf_puts(b, num);
         }
         return 0;
     case TV_STR:
@@ -379,13 +380,13 @@ static int json_write(struct sbuf *b, struct tval v, const struct json_opts *o, 
         if (v.u.l->sub == TL_LIST || v.u.l->sub == TL_TUPLE) {
             const struct tlist *l = v.u.l;
             if (!l->n) {
-                tsb_puts(b, "[]");
+                template_strbuf_puts(b, "[]");
                 return 0;
             }
-            tsb_putc(b, '[');
+            template_strbuf_putc(b, '[');
             for (size_t i = 0; i < l->n; i++) {
                 if (i)
-                    tsb_puts(b, o->item_sep);
+                    template_strbuf_puts(b, o->item_sep);
                 if (pretty)
                     json_newline(b, o, level + 1);
                 if (json_write(b, l->v[i], o, level + 1, msg, msg_len))
@@ -393,14 +394,14 @@ static int json_write(struct sbuf *b, struct tval v, const struct json_opts *o, 
             }
             if (pretty)
                 json_newline(b, o, level);
-            tsb_putc(b, ']');
+            template_strbuf_putc(b, ']');
             return 0;
         }
         break;
     case TV_DICT: {
         const struct tdict *d = v.u.d;
         if (!d->n) {
-            tsb_puts(b, "{}");
+            template_strbuf_puts(b, "{}");
             return 0;
         }
         size_t *order = xmalloc(d->n * sizeof *order);
@@ -410,14 +411,14 @@ static int json_write(struct sbuf *b, struct tval v, const struct json_opts *o, 
             free(order);
             return -1;
         }
-        tsb_putc(b, '{');
+        template_strbuf_putc(b, '{');
         for (size_t j = 0; j < d->n; j++) {
             size_t i = order[j];
             if (j)
-                tsb_puts(b, o->item_sep);
+                template_strbuf_puts(b, o->item_sep);
             if (pretty)
                 json_newline(b, o, level + 1);
-            if (json_key(b, d->k[i], o, msg, msg_len) || (tsb_puts(b, o->key_sep), 0) ||
+            if (json_key(b, d->k[i], o, msg, msg_len) || (template_strbuf_puts(b, o->key_sep), 0) ||
                 json_write(b, d->v[i], o, level + 1, msg, msg_len)) {
                 free(order);
                 return -1;
@@ -426,17 +427,18 @@ static int json_write(struct sbuf *b, struct tval v, const struct json_opts *o, 
         free(order);
         if (pretty)
             json_newline(b, o, level);
-        tsb_putc(b, '}');
+        template_strbuf_putc(b, '}');
         return 0;
     }
     default:
         break;
     }
-    snprintf(msg, msg_len, "Object of type %s is not JSON serializable", tv_type_name(v));
+    snprintf(msg, msg_len, "Object of type %s is not JSON serializable", template_value_type_name(v));
     return -1;
 }
 
-int tv_write_json(struct sbuf *b, struct tval v, const struct json_opts *o, char *msg, size_t msg_len)
+int template_value_write_json(struct sbuf *b, struct tval v, const struct json_opts *o, char *msg,
+                              size_t msg_len)
 {
     return json_write(b, v, o, 0, msg, msg_len);
 }
