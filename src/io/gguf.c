@@ -808,6 +808,20 @@ int gguf_get_bool(const struct gguf_file *f, const char *key, int *out, struct e
     return 0;
 }
 
+int gguf_get_token_id(const struct gguf_file *f, const char *key, int64_t *out, struct err *e)
+{
+    const struct gguf_kv *kv = get_kv(f, key, e);
+    if (!kv)
+        return -1;
+    if (kv->type == GGUF_TYPE_ARRAY)
+        return err_set(e, "%s: %s: expected an integer id, got ARRAY of %s", f->path, key,
+                       gguf_value_type_name(kv->arr_type));
+    if (scalar_size(kv->type) == 0 || is_float(kv->type) || kv->type == GGUF_TYPE_BOOL)
+        return err_set(e, "%s: %s: expected an integer id, got %s", f->path, key,
+                       gguf_value_type_name(kv->type));
+    return gguf_get_int(f, key, out, e);
+}
+
 char *gguf_get_string(const struct gguf_file *f, const char *key, struct err *e)
 {
     const struct gguf_kv *kv = get_kv(f, key, e);
