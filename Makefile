@@ -5,6 +5,7 @@
 #   make CUDA=0          CPU-only build
 #   make SAN=1           address + undefined sanitizer build in build-san/ (CPU only)
 #   make test            sanitizer build, then every CPU test (what CI runs; needs scripts/setup)
+#   make fuzz            every libFuzzer target (tests/fuzz) a few seconds each, built with clang
 #   make demo            build, then run generate on the embedded default model
 #   make gpu-build       release build + GPU tests for the GPU machine (sm_90a), see tests/gpu/run.sh
 
@@ -56,7 +57,8 @@ TEST_C := $(wildcard tests/unit/test_*.c)
 TEST_HELPERS := $(filter-out $(TEST_C),$(wildcard tests/unit/*.c))
 TEST_BIN := $(BUILD)/tests/unit/all_tests
 
-.PHONY: all test test-unit test-cli test-parity test-server clean gpu-build format demo bench-tokenizer fetch-model
+.PHONY: all test test-unit test-cli test-parity test-server clean gpu-build format demo bench-tokenizer fetch-model \
+	fuzz fuzz-run
 all: $(BUILD)/infer
 
 $(BUILD)/libinfer.a: $(LIB_OBJ)
@@ -87,15 +89,45 @@ $(TEST_BIN): $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_HELPERS:%.c=$(BUILD)/%.o) $(BUILD
 	@echo "LD    $@"
 	@$(CC) $(LDSAN) -o $@ $^ $(LDLIBS) -lcriterion
 
-# The test command of the README and of CI: sanitizer build, unit tests, CLI tests.
+# The test command of the README and of CI: sanitizer build, unit, CLI, parity and server tests, then the fuzzers.
 test:
 	$(MAKE) SAN=1 test-unit test-cli test-parity test-server
+	$(MAKE) fuzz
 
 test-unit: $(TEST_BIN)
 	INFER_ROOT=$(CURDIR) $(TEST_BIN) --jobs 2
 
 test-cli: $(BUILD)/infer
 	INFER=$(CURDIR)/$(BUILD)/infer bash tests/cli/run.sh
+
+# Every libFuzzer target (tests/fuzz/fuzz_*.c) for FUZZ_TIME seconds on its seed corpus
+# (tests/fuzz/seeds/<target>/, plus what earlier runs found in build-fuzz/corpus/<target>/);
+# a crash, a sanitizer report or an input slower than 10 s fails, its input saved as
+# build-fuzz/<target>-crash-* (rerun: build-fuzz/<target> FILE). The targets link a libinfer.a
+# of their own in build-fuzz/, built by clang with the fuzzer's coverage and ASan + UBSan (its
+# warnings not errors there: clang warns where gcc, which enforces -Werror, does not).
+FUZZ_TIME ?= 15
+FUZZ_CC ?= clang
+FUZZ_OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
+FUZZ_TARGETS := $(notdir $(basename $(wildcard tests/fuzz/fuzz_*.c)))
+
+fuzz:
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=$(FUZZ_CC) CUDA=0 SAN=0 OPT="$(FUZZ_OPT)" WARN="$(WARN) -Wno-error" fuzz-run
+
+# Only through make fuzz (it sets BUILD, CC and OPT).
+fuzz-run: $(FUZZ_TARGETS:%=$(BUILD)/%) $(FUZZ_TARGETS:%=fuzz-run-%)
+
+fuzz-run-%: $(BUILD)/%
+	@mkdir -p $(BUILD)/corpus/$*
+	@echo "FUZZ  $* ($(FUZZ_TIME) s)"
+	@$(BUILD)/$* -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 -artifact_prefix=$(BUILD)/$*- \
+	    $(BUILD)/corpus/$* $(wildcard tests/fuzz/seeds/$*) >$(BUILD)/$*.log 2>&1 || \
+	    { tail -n 40 $(BUILD)/$*.log; echo "FUZZ  $* FAILED (log: $(BUILD)/$*.log)"; exit 1; }
+	@grep -ho 'Done [0-9]* runs in [0-9]* second(s)' $(BUILD)/$*.log | sed 's/^/FUZZ  $*: /;s/$$/, no crash/'
+
+$(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libinfer.a
+	@echo "LD    $@"
+	@$(CC) $(CFLAGS_BASE) -Wall -Wextra -Werror -fsanitize=fuzzer -MMD -MP -o $@ $< $(BUILD)/libinfer.a $(LDLIBS)
 
 # The OpenAI-compatible server against the openai client and infer generate (tests/server).
 test-server: $(BUILD)/infer
@@ -139,6 +171,6 @@ format:
 	clang-format -i $$(find src tests -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh')
 
 clean:
-	rm -rf build build-san build-gpu
+	rm -rf build build-san build-gpu build-fuzz
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

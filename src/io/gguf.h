@@ -148,6 +148,11 @@ int gguf_get_int(const struct gguf_file *f, const char *key, int64_t *out, struc
 int gguf_get_float(const struct gguf_file *f, const char *key, double *out, struct err *e);
 int gguf_get_bool(const struct gguf_file *f, const char *key, int *out, struct err *e);
 char *gguf_get_string(const struct gguf_file *f, const char *key, struct err *e);
+/* A token id key (tokenizer.ggml.bos_token_id, ...): gguf_get_int, except
+ * that a value of any other type is refused as "<path>: <key>: expected an
+ * integer id, got STRING" (or "got ARRAY of INT32"). The caller checks the
+ * id against its vocabulary. */
+int gguf_get_token_id(const struct gguf_file *f, const char *key, int64_t *out, struct err *e);
 
 /* Element i of a numeric array kv (any numeric element type), widened. */
 int64_t gguf_arr_int(const struct gguf_kv *kv, uint64_t i);

@@ -46,15 +46,15 @@ static int opt_float(const struct gguf_file *f, const char *arch, const char *na
     return 0;
 }
 
-/* An optional token id: -1 when absent; an error when it is not an id of
- * the model's vocabulary. */
+/* An optional token id: -1 when absent; an error when it is stored under a
+ * type other than an integer or is not an id of the model's vocabulary. */
 static int token_id(const struct gguf_file *f, const char *k, int vocab, int *out, struct err *e)
 {
     int64_t v;
     *out = -1;
     if (!gguf_find_kv(f, k))
         return 0;
-    if (gguf_get_int(f, k, &v, e))
+    if (gguf_get_token_id(f, k, &v, e))
         return -1;
     if (v < 0 || v >= vocab)
         return err_set(e, "%s: %s %lld is not a token id (the vocabulary has %d)", f->path, k, (long long)v, vocab);

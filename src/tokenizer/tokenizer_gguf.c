@@ -63,14 +63,15 @@ static int array_kv(const struct gguf_file *f, const char *key, enum gguf_value_
     return 0;
 }
 
-/* An optional token id key: -1 when absent. */
+/* An optional token id key: -1 when absent; an error when it is not an
+ * integer (gguf_get_token_id) or not an id of the vocabulary. */
 static int token_id(const struct gguf_file *f, const char *key, int32_t n_tokens, int32_t *out, struct err *e)
 {
     *out = -1;
     if (!gguf_find_kv(f, key))
         return 0;
     int64_t v;
-    if (gguf_get_int(f, key, &v, e))
+    if (gguf_get_token_id(f, key, &v, e))
         return -1;
     if (v < 0 || v >= n_tokens)
         return err_set(e, "%s: %lld is not a token id (the vocabulary has %d)", key, (long long)v, n_tokens);

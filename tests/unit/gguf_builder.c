@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/gguf.h"
+
 void gb_put(struct gb *b, const void *d, size_t n)
 {
     if (b->n + n > b->cap) {
@@ -66,6 +68,42 @@ void gb_key(struct gb *b, const char *key, uint32_t type)
 {
     gb_str(b, key);
     gb_u32(b, type);
+}
+
+void gb_key_sample(struct gb *b, const char *key, uint32_t type)
+{
+    gb_key(b, key, type);
+    switch (type) {
+    case GGUF_TYPE_FLOAT32:
+        gb_f32(b, 2.0f);
+        break;
+    case GGUF_TYPE_FLOAT64:
+        gb_f64(b, 2.0);
+        break;
+    case GGUF_TYPE_BOOL:
+        gb_u8(b, 1);
+        break;
+    case GGUF_TYPE_STRING:
+        gb_str(b, "2");
+        break;
+    case GGUF_TYPE_ARRAY:
+        gb_u32(b, GGUF_TYPE_INT32), gb_u64(b, 1), gb_u32(b, 2);
+        break;
+    case GGUF_TYPE_UINT8:
+    case GGUF_TYPE_INT8:
+        gb_u8(b, 2);
+        break;
+    case GGUF_TYPE_UINT16:
+    case GGUF_TYPE_INT16:
+        gb_u16(b, 2);
+        break;
+    case GGUF_TYPE_UINT32:
+    case GGUF_TYPE_INT32:
+        gb_u32(b, 2);
+        break;
+    default:
+        gb_u64(b, 2);
+    }
 }
 
 void gb_tinfo(struct gb *b, const char *name, uint32_t n_dims, const uint64_t *dims, uint32_t type,

@@ -30,6 +30,9 @@ void gb_str(struct gb *b, const char *s);
 void gb_header(struct gb *b, uint32_t version, uint64_t n_tensors, uint64_t n_kv);
 /* A key and its value type; the caller appends the value. */
 void gb_key(struct gb *b, const char *key, uint32_t type);
+/* A key with a small value of type: the number 2 for the numeric types
+ * (1 for BOOL), the string "2", or an ARRAY of one INT32 2. */
+void gb_key_sample(struct gb *b, const char *key, uint32_t type);
 void gb_tinfo(struct gb *b, const char *name, uint32_t n_dims, const uint64_t *dims, uint32_t type,
               uint64_t offset);
 void gb_zeros(struct gb *b, size_t n);

@@ -57,12 +57,19 @@ struct spec {
     struct i32s types;
     struct f32s scores;
     struct opt bos, eos, unk, add_bos, add_eos, space_prefix;
+    struct { /* one more key, with a sample value of type (gb_key_sample) */
+        const char *key;
+        uint32_t type;
+    } odd;
 };
 
+/* A negative UINT32 value is written as INT32. */
 static void put_opt(struct gb *b, uint64_t *n, const char *key, uint32_t type, struct opt o)
 {
     if (!o.set)
         return;
+    if (type == GGUF_TYPE_UINT32 && o.v < 0)
+        type = GGUF_TYPE_INT32;
     gb_key(b, key, type), ++*n;
     type == GGUF_TYPE_BOOL ? gb_u8(b, (uint8_t)o.v) : gb_u32(b, (uint32_t)o.v);
 }
@@ -104,6 +111,8 @@ static struct tpath write_spec(const struct spec *s)
     put_opt(&kv, &n, "tokenizer.ggml.add_bos_token", GGUF_TYPE_BOOL, s->add_bos);
     put_opt(&kv, &n, "tokenizer.ggml.add_eos_token", GGUF_TYPE_BOOL, s->add_eos);
     put_opt(&kv, &n, "tokenizer.ggml.add_space_prefix", GGUF_TYPE_BOOL, s->space_prefix);
+    if (s->odd.key)
+        gb_key_sample(&kv, s->odd.key, s->odd.type), n++;
     gb_header(&out, 3, 0, n);
     if (kv.n)
         gb_put(&out, kv.p, kv.n);
@@ -490,4 +499,49 @@ Test(gguf_tok_bad, add_eos_without_eos_id)
     struct spec s = spm();
     s.eos = (struct opt){0}, s.add_eos = SET(1);
     expect_fail(&s, "tokenizer.ggml.add_eos_token is set but tokenizer.ggml.eos_token_id is missing");
+}
+
+/* A token id stored under another type than an integer is refused, naming
+ * the key and the type; a negative one is not an id. */
+Test(gguf_tok_bad, eos_id_string)
+{
+    struct spec s = spm();
+    s.eos = (struct opt){0}, s.odd.key = "tokenizer.ggml.eos_token_id", s.odd.type = GGUF_TYPE_STRING;
+    expect_fail(&s, "tokenizer.ggml.eos_token_id: expected an integer id, got STRING");
+}
+
+Test(gguf_tok_bad, bos_id_float32)
+{
+    struct spec s = spm();
+    s.bos = (struct opt){0}, s.odd.key = "tokenizer.ggml.bos_token_id", s.odd.type = GGUF_TYPE_FLOAT32;
+    expect_fail(&s, "tokenizer.ggml.bos_token_id: expected an integer id, got FLOAT32");
+}
+
+Test(gguf_tok_bad, unk_id_bool)
+{
+    struct spec s = spm();
+    s.unk = (struct opt){0}, s.odd.key = "tokenizer.ggml.unknown_token_id", s.odd.type = GGUF_TYPE_BOOL;
+    expect_fail(&s, "tokenizer.ggml.unknown_token_id: expected an integer id, got BOOL");
+}
+
+Test(gguf_tok_bad, eos_id_array)
+{
+    struct spec s = bpe("gpt-2");
+    s.eos = (struct opt){0}, s.odd.key = "tokenizer.ggml.eos_token_id", s.odd.type = GGUF_TYPE_ARRAY;
+    expect_fail(&s, "tokenizer.ggml.eos_token_id: expected an integer id, got ARRAY of INT32");
+}
+
+Test(gguf_tok_bad, bos_id_negative)
+{
+    struct spec s = spm();
+    s.bos = SET(-1);
+    expect_fail(&s, "tokenizer.ggml.bos_token_id: -1 is not a token id");
+}
+
+/* Any integer type holds an id. */
+Test(gguf_tok_bad, eos_id_uint8_loads)
+{
+    struct spec s = spm();
+    s.eos = (struct opt){0}, s.odd.key = "tokenizer.ggml.eos_token_id", s.odd.type = GGUF_TYPE_UINT8;
+    done(load_ok(&s));
 }
