@@ -1,5 +1,5 @@
-// Device helpers shared by the kernels: bf16 conversion, warp and block
-// reductions.
+// Device helpers shared by the kernels: bf16 conversion, programmatic
+// dependent launch (the device side and the launch), warp and block reductions.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -13,9 +13,10 @@ __device__ __forceinline__ bf16 to_bf16(float x) { return __float2bfloat16(x); }
 // Rounds through bf16, as a bf16 model's intermediate tensors do.
 __device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(__float2bfloat16(x)); }
 
-// Programmatic dependent launch (PDL): a kernel launched with launch_pdl may
-// start while the previous kernel on the stream finishes; it must call
-// pdl_wait() before touching memory that kernel wrote, and calls
+// Programmatic dependent launch (PDL): a kernel launched with launch_pdl (or
+// launch_kernel_ex with pdl) may start while the previous kernel on the
+// stream finishes; it must call pdl_wait() before touching memory that kernel
+// wrote (before it, only memory no kernel writes, such as weights), and calls
 // pdl_launch_dependents() to let the next kernel start early in turn (which
 // is safe: that kernel waits for this one's memory the same way).
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
@@ -32,21 +33,43 @@ static inline int pdl_enabled()
     return on;
 }
 
+// Launches kernel with, as asked, programmatic dependent launch (pdl; none
+// under INFER_NO_PDL) and thread-block clusters of cluster_x blocks along x
+// (cluster_x > 1).
 template <typename... Params, typename... Args>
-static cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
-                              Args... args)
+static cudaError_t launch_kernel_ex(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                                    cudaStream_t stream, int cluster_x, int pdl, Args... args)
 {
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchAttribute attr[2];
+    unsigned n = 0;
+    if (cluster_x > 1) {
+        attr[n].id = cudaLaunchAttributeClusterDimension;
+        attr[n].val.clusterDim.x = (unsigned)cluster_x;
+        attr[n].val.clusterDim.y = 1;
+        attr[n].val.clusterDim.z = 1;
+        n++;
+    }
+    if (pdl && pdl_enabled()) {
+        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n].val.programmaticStreamSerializationAllowed = 1;
+        n++;
+    }
     cfg.attrs = attr;
-    cfg.numAttrs = pdl_enabled() ? 1 : 0;
+    cfg.numAttrs = n;
     return cudaLaunchKernelEx(&cfg, kernel, static_cast<Params>(args)...);
+}
+
+// Launches kernel with PDL (launch_kernel_ex without clusters).
+template <typename... Params, typename... Args>
+static cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                              Args... args)
+{
+    return launch_kernel_ex(kernel, grid, block, smem, stream, 1, 1, args...);
 }
 
 __device__ __forceinline__ float warp_sum(float v)

@@ -5,9 +5,9 @@
  * Two paths:
  * - decode (M <= GEMM_GEMV_MAX_M, K % 8 == 0, 16-byte aligned x and W):
  *   gemv.cu's tensor-core GEMV, one pass over W, soft-cap fused into its
- *   epilogue; its variant comes from gemv_table for the measured shapes
- *   (which also sends a few shapes to cuBLASLt, where that was faster),
- *   else from the launcher's own choice;
+ *   epilogue; its variant (struct gemv_variant, gemv.h) comes from
+ *   gemv_table for the measured shapes (which also sends a few shapes to
+ *   cuBLASLt, where that was faster), else from the launcher's own choice;
  * - everything else: cuBLASLt. Row-major out = x . W^T is column-major
  *   out^T = W^T(op T on a K x N matrix) . x^T (K x M): a "TN" GEMM with
  *   A = W, B = x, C = D = out (N x M), bf16 inputs, CUBLAS_COMPUTE_32F.
@@ -29,47 +29,74 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/gemv.h"
 #include "backend/cuda/kernels.h"
-
-/* gemv.cu (declared here: kernels.h is shared). config 0 = the launcher's
- * choice, 1..16 = a variant, 17 = the launcher's choice without PDL. */
-cudaError_t launch_gemv(void *out, int out_f32, const void *x, const void *w, int m, int n, int k,
-                        float softcap, int config, int n_sms, cudaStream_t stream);
-/* out[m, f] = act(x . W[0:f]^T) * (x . W[f:2f]^T), act 0 = SiLU, 1 = GELU-tanh; same configs. */
-cudaError_t launch_gemv_gated(void *out, const void *x, const void *w, int m, int f, int k, int act, int config,
-                              int n_sms, cudaStream_t stream);
-
-/* Test hooks (tests/gpu/test_gemm.c): path 0 = automatic, 1 = cuBLASLt
- * always, 2 = the GEMV wherever it can run, with launch_gemv's gemv_config
- * (0 = its own choice); path 0 with gemv_config 17 = automatic without PDL. */
-void cuda_gemm_force(struct backend *be, int path, int gemv_config);
-int cuda_gemm_plan_count(struct backend *be);
-int cuda_gemm_last_choice(struct backend *be);
 
 /* Largest M the GEMV takes; above it cuBLASLt (docs/kernels/gemm.md). */
 #define GEMM_GEMV_MAX_M 16
-/* launch_gemv config: chosen by the launcher, and the same without PDL */
-#define GEMV_CONFIG_AUTO 0
-#define GEMV_CONFIG_NO_PDL 17
-#define GEMV_USE_LT (-1)
 
-/* The decode shapes of the target models (and their fused q|k|v and
- * gate|up), measured on H100 2026-11-25 (docs/kernels/gemm.md): the best
- * launch_gemv variant for M <= 8 and for 8 < M <= 16, or GEMV_USE_LT where
- * cuBLASLt was faster. Other shapes: the launcher's own choice. */
+/* The GEMV variants the measurements picked, by name: T = tiles, U =
+ * unroll, HINT = the L2::256B prefetch hint; all with PDL. */
+/* clang-format off */
+#define T1_U2 {.tiles = 1, .unroll = 2, .l2_hint = 0, .pdl = 1}
+#define T2_U2 {.tiles = 2, .unroll = 2, .l2_hint = 0, .pdl = 1}
+#define T1_U4 {.tiles = 1, .unroll = 4, .l2_hint = 0, .pdl = 1}
+#define T2_U4 {.tiles = 2, .unroll = 4, .l2_hint = 0, .pdl = 1}
+#define T1_U2_HINT {.tiles = 1, .unroll = 2, .l2_hint = 1, .pdl = 1}
+#define T2_U2_HINT {.tiles = 2, .unroll = 2, .l2_hint = 1, .pdl = 1}
+#define T1_U4_HINT {.tiles = 1, .unroll = 4, .l2_hint = 1, .pdl = 1}
+#define T2_U4_HINT {.tiles = 2, .unroll = 4, .l2_hint = 1, .pdl = 1}
+
+/* A table row's pick for one M class: cuBLASLt, or a GEMV variant. */
+struct gemm_pick {
+    int use_lt; /* 1: cuBLASLt was faster than every GEMV variant */
+    struct gemv_variant gemv;
+};
+#define GEMV(variant) {.gemv = variant}
+#define CUBLASLT {.use_lt = 1}
+/* clang-format on */
+
+/* The decode shapes (N x K) of the target models, and their fused q|k|v and
+ * gate|up: the GEMV variant measured fastest for M <= 8 and for 8 < M <= 16,
+ * or cuBLASLt where it beat every variant. Measured on H100 2026-11-25
+ * (docs/kernels/gemm.md): `gpu_tests bench_gemm_gemv_variants` times all 16
+ * variants (tiles x unroll x hint x PDL; the winners all use PDL) and
+ * cuBLASLt at M = 1, 8, 16, each as a graph of back-to-back calls rotating
+ * over weight copies that L2 cannot hold, median of replays. Other shapes:
+ * the launcher's own choice (gemv_variant_auto). */
+/* clang-format off */
 static const struct gemv_tuned {
     int32_t n, k;
-    int8_t small, large;
+    struct gemm_pick small, large; /* M <= 8, 8 < M <= 16 */
 } gemv_table[] = {
-    {256, 1152, 2, 1},    {1024, 1152, 2, 4},   {1024, 2560, 4, 8},   {1024, 3072, 4, 4},
-    {1152, 1024, 1, 4},   {1152, 6912, 6, 6},   {1536, 1152, 5, 1},   {2560, 4096, 6, 3},
-    {2560, 9728, 6, -1},  {3072, 3072, 6, 6},   {3072, 8192, 7, 6},   {4096, 2560, -1, -1},
-    {5120, 3072, 7, 6},   {6144, 2560, 3, -1},  {6912, 1152, 5, -1},  {8192, 3072, -1, -1},
-    {9728, 2560, 6, 6},   {13824, 1152, 8, -1}, {16384, 3072, 8, 8},  {19456, 2560, 6, 6},
-    {128256, 3072, 8, 8}, {151936, 2560, 7, 8}, {262144, 1152, 6, 6},
+    /* Gemma-3-1B: hidden 1152, 4 q heads and 1 kv head of 256, intermediate 6912, vocab 262144 */
+    {256, 1152, GEMV(T2_U2), GEMV(T1_U2)},              /* k, v */
+    {1024, 1152, GEMV(T2_U2), GEMV(T2_U4)},             /* q */
+    {1152, 1024, GEMV(T1_U2), GEMV(T2_U4)},             /* o */
+    {1536, 1152, GEMV(T1_U2_HINT), GEMV(T1_U2)},        /* q|k|v fused */
+    {6912, 1152, GEMV(T1_U2_HINT), CUBLASLT},           /* gate, up */
+    {1152, 6912, GEMV(T2_U2_HINT), GEMV(T2_U2_HINT)},   /* down */
+    {13824, 1152, GEMV(T2_U4_HINT), CUBLASLT},          /* gate|up fused */
+    {262144, 1152, GEMV(T2_U2_HINT), GEMV(T2_U2_HINT)}, /* lm_head */
+    /* Qwen3-4B: hidden 2560, 32 q heads and 8 kv heads of 128, intermediate 9728, vocab 151936 */
+    {4096, 2560, CUBLASLT, CUBLASLT},                   /* q */
+    {1024, 2560, GEMV(T2_U4), GEMV(T2_U4_HINT)},        /* k, v */
+    {2560, 4096, GEMV(T2_U2_HINT), GEMV(T1_U4)},        /* o */
+    {6144, 2560, GEMV(T1_U4), CUBLASLT},                /* q|k|v fused */
+    {9728, 2560, GEMV(T2_U2_HINT), GEMV(T2_U2_HINT)},   /* gate, up */
+    {2560, 9728, GEMV(T2_U2_HINT), CUBLASLT},           /* down */
+    {19456, 2560, GEMV(T2_U2_HINT), GEMV(T2_U2_HINT)},  /* gate|up fused */
+    {151936, 2560, GEMV(T1_U4_HINT), GEMV(T2_U4_HINT)}, /* lm_head */
+    /* Llama-3.2-3B: hidden 3072, 24 q heads and 8 kv heads of 128, intermediate 8192, vocab 128256 */
+    {3072, 3072, GEMV(T2_U2_HINT), GEMV(T2_U2_HINT)},   /* q, o */
+    {1024, 3072, GEMV(T2_U4), GEMV(T2_U4)},             /* k, v */
+    {5120, 3072, GEMV(T1_U4_HINT), GEMV(T2_U2_HINT)},   /* q|k|v fused */
+    {8192, 3072, CUBLASLT, CUBLASLT},                   /* gate, up */
+    {3072, 8192, GEMV(T1_U4_HINT), GEMV(T2_U2_HINT)},   /* down */
+    {16384, 3072, GEMV(T2_U4_HINT), GEMV(T2_U4_HINT)},  /* gate|up fused */
+    {128256, 3072, GEMV(T2_U4_HINT), GEMV(T2_U4_HINT)}, /* lm_head */
 };
-
-enum gemm_path { GEMM_PATH_AUTO, GEMM_PATH_LT, GEMM_PATH_GEMV };
+/* clang-format on */
 
 /* Aborts with the location and the status name: a failing cuBLASLt call
  * inside a step is a broken invariant. */
@@ -98,9 +125,6 @@ struct gemm_plan {
 struct gemm_cache {
     struct gemm_plan *plans; /* grows by doubling when a new key appears */
     int n_plans, cap;
-    int force_path;  /* enum gemm_path */
-    int gemv_config; /* launch_gemv's config */
-    int last_choice; /* the last call's gemv_choice (tests and benchmarks report it) */
 };
 
 static struct gemm_cache *gemm_cache(struct backend *be)
@@ -217,35 +241,40 @@ static int gemv_fits(const void *x, const struct weight *w, int m)
            w->rows <= 65535 * 8 && ((uintptr_t)x | (uintptr_t)w->data) % 16 == 0;
 }
 
-/* The launch_gemv config for this call, or GEMV_USE_LT. */
-static int gemv_choice(const struct gemm_cache *gc, const void *x, const struct weight *w, int m)
+/* gemv_table's pick for an N x K weight at m rows, or NULL: not measured. */
+static const struct gemm_pick *table_pick(int64_t n, int64_t k, int m)
 {
-    if (gc->force_path == GEMM_PATH_LT || !gemv_fits(x, w, m))
-        return GEMV_USE_LT;
-    if (gc->force_path == GEMM_PATH_GEMV)
-        return gc->gemv_config;
-    int cfg = GEMV_CONFIG_AUTO;
     for (size_t i = 0; i < sizeof gemv_table / sizeof gemv_table[0]; i++)
-        if (gemv_table[i].n == w->rows && gemv_table[i].k == w->cols) {
-            cfg = m <= 8 ? gemv_table[i].small : gemv_table[i].large;
-            break;
-        }
-    if (cfg != GEMV_USE_LT && gc->gemv_config == GEMV_CONFIG_NO_PDL) /* test hook: the same without PDL */
-        cfg = cfg == GEMV_CONFIG_AUTO ? GEMV_CONFIG_NO_PDL : cfg + 8;
-    return cfg;
+        if (gemv_table[i].n == n && gemv_table[i].k == k)
+            return m <= 8 ? &gemv_table[i].small : &gemv_table[i].large;
+    return NULL;
 }
 
-/* gemv.cu: config 0's choice at m rows as an explicit config. */
-int gemv_auto_config(int m, int n, int k, int n_sms);
-int gemv_gated_auto_config(int m, int f, int k, int n_sms);
+static int n_sms(struct backend *be) { return cuda_impl(be)->prop.multiProcessorCount; }
+
+enum cuda_gemm_path cuda_gemm_choose(struct backend *be, const void *x, const struct weight *w, int m,
+                                     struct gemv_variant *variant)
+{
+    if (!gemv_fits(x, w, m))
+        return CUDA_GEMM_PATH_LT;
+    const struct gemm_pick *p = table_pick(w->rows, w->cols, m);
+    if (p && p->use_lt)
+        return CUDA_GEMM_PATH_LT;
+    if (p)
+        *variant = p->gemv;
+    else
+        CUDA_CHECK(gemv_variant_auto(m, (int)w->rows, (int)w->cols, n_sms(be), variant));
+    return CUDA_GEMM_PATH_GEMV;
+}
 
 /* Batch-invariant mode (be->batch_invariant): every M goes through the GEMV
  * in 16-row tiles with one variant per (N, K) — the table's M <= 8 entry,
  * else the launcher's choice at M = 1 — so the order of a row's sums never
  * depends on the other rows of the step (cuBLASLt picks its algorithm by
  * M). Prefill pays for it: every 16-row tile reads the weights (neighbouring
- * tiles share them through L2). */
-static int invariant_config(struct backend *be, const void *x, const struct weight *w, int gated)
+ * tiles share them through L2). gated: w is gate|up [2F, K], tiles 2. */
+static struct gemv_variant invariant_variant(struct backend *be, const void *x, const struct weight *w,
+                                             int gated)
 {
     if (!gemv_fits(x, w, 1)) {
         fprintf(stderr, "infer: fatal: batch-invariant mode needs the GEMV, which cannot take a [%lld, %lld] weight with "
@@ -253,19 +282,26 @@ static int invariant_config(struct backend *be, const void *x, const struct weig
                 (long long)w->rows, (long long)w->cols, x);
         abort();
     }
-    for (size_t i = 0; i < sizeof gemv_table / sizeof gemv_table[0]; i++)
-        if (gemv_table[i].n == w->rows && gemv_table[i].k == w->cols && gemv_table[i].small > 0)
-            return gemv_table[i].small;
-    const int sms = cuda_impl(be)->prop.multiProcessorCount;
-    return gated ? gemv_gated_auto_config(1, (int)(w->rows / 2), (int)w->cols, sms)
-                 : gemv_auto_config(1, (int)w->rows, (int)w->cols, sms);
+    struct gemv_variant v;
+    const struct gemm_pick *p = table_pick(w->rows, w->cols, 1);
+    if (p && !p->use_lt) {
+        v = p->gemv;
+        if (gated)
+            v.tiles = 2; /* the table's unroll and hint; a gated block pairs a gate and an up tile */
+    } else if (gated) {
+        CUDA_CHECK(gemv_gated_variant_auto(1, (int)(w->rows / 2), (int)w->cols, n_sms(be), &v));
+    } else {
+        CUDA_CHECK(gemv_variant_auto(1, (int)w->rows, (int)w->cols, n_sms(be), &v));
+    }
+    return v;
 }
 
 static void invariant_run(struct backend *be, void *out, int out_f32, const void *x, const struct weight *w, int m,
                           float softcap, int gated, int act01)
 {
     struct cuda_backend *cb = cuda_impl(be);
-    const int cfg = invariant_config(be, x, w, gated); /* x's rows keep its alignment: K % 8 == 0 */
+    const struct gemv_variant v =
+        invariant_variant(be, x, w, gated); /* x's rows keep its alignment: K % 8 == 0 */
     const int64_t n_out = gated ? w->rows / 2 : w->rows, K = w->cols;
     const size_t out_row = (size_t)n_out * (out_f32 ? 4 : 2), x_row = (size_t)K * 2;
     /* one launch takes 16-row tiles of all M as far as grid y allows */
@@ -276,12 +312,20 @@ static void invariant_run(struct backend *be, void *out, int out_f32, const void
         char *o = (char *)out + (size_t)r0 * out_row;
         const char *xi = (const char *)x + (size_t)r0 * x_row;
         if (gated)
-            CUDA_CHECK(launch_gemv_gated(o, xi, w->data, rows, (int)n_out, (int)K, act01, cfg,
+            CUDA_CHECK(launch_gemv_gated(o, xi, w->data, rows, (int)n_out, (int)K, act01, &v,
                                          cb->prop.multiProcessorCount, cb->stream));
         else
-            CUDA_CHECK(launch_gemv(o, out_f32, xi, w->data, rows, (int)n_out, (int)K, softcap, cfg,
+            CUDA_CHECK(launch_gemv(o, out_f32, xi, w->data, rows, (int)n_out, (int)K, softcap, &v,
                                    cb->prop.multiProcessorCount, cb->stream));
     }
+}
+
+void cuda_gemm_lt(struct backend *be, void *out, int out_f32, const void *x, const struct weight *w, int m,
+                  float softcap)
+{
+    lt_matmul(be, out, out_f32 ? CUDA_R_32F : CUDA_R_16BF, x, w, m);
+    if (out_f32 && softcap > 0)
+        CUDA_CHECK(launch_softcap(out, (int64_t)m * w->rows, softcap, cuda_stream(be)));
 }
 
 /* out = x . W^T; then tanh soft-cap when softcap > 0 (f32 output only). */
@@ -299,17 +343,14 @@ static void gemm_run(struct backend *be, void *out, int out_f32, const void *x, 
         invariant_run(be, out, out_f32, x, w, m, softcap, 0, 0);
         return;
     }
-    struct gemm_cache *gc = gemm_cache(be);
-    const int cfg = gc->last_choice = gemv_choice(gc, x, w, m);
-    if (cfg != GEMV_USE_LT) {
+    struct gemv_variant v;
+    if (cuda_gemm_choose(be, x, w, m, &v) == CUDA_GEMM_PATH_GEMV) {
         struct cuda_backend *cb = cuda_impl(be);
-        CUDA_CHECK(launch_gemv(out, out_f32, x, w->data, m, (int)w->rows, (int)w->cols, softcap, cfg,
+        CUDA_CHECK(launch_gemv(out, out_f32, x, w->data, m, (int)w->rows, (int)w->cols, softcap, &v,
                                cb->prop.multiProcessorCount, cb->stream));
         return;
     }
-    lt_matmul(be, out, out_f32 ? CUDA_R_32F : CUDA_R_16BF, x, w, m);
-    if (out_f32 && softcap > 0)
-        CUDA_CHECK(launch_softcap(out, (int64_t)m * w->rows, softcap, cuda_stream(be)));
+    cuda_gemm_lt(be, out, out_f32, x, w, m, softcap);
 }
 
 void cuda_op_matmul(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows)
@@ -325,37 +366,36 @@ void cuda_op_logits(struct backend *be, float *out, const void *x, const struct 
 
 /* gated_matmul shapes (F, K) where the gated GEMV lost to the plain fused
  * GEMM + gated_act on H100 (docs/kernels/gemm.md, bench_gemm_gated), per M
- * class (M <= 8, 8 < M <= 16): GATED_UNFUSED there, 0 = the gated GEMV. */
-#define GATED_UNFUSED (-2)
-static const struct gemv_tuned gated_table[] = {
-    {9728, 2560, GATED_UNFUSED, 0}, /* Qwen3-4B: 37.8 vs 36.7 us at M = 1 */
+ * class (M <= 8, 8 < M <= 16): there the matmul op's own choice into the
+ * scratch, then gated_act. */
+static const struct gated_tuned {
+    int32_t f, k;
+    int unfused_small, unfused_large; /* M <= 8, 8 < M <= 16 */
+} gated_table[] = {
+    {.f = 9728, .k = 2560, .unfused_small = 1, .unfused_large = 0}, /* Qwen3-4B: 37.8 vs 36.7 us at M = 1 */
 };
 
-/* The launch_gemv_gated config for a fused gate|up weight, GEMV_USE_LT, or
- * GATED_UNFUSED. The main table's entry for the [2F, K] shape gives U and the
- * prefetch hint; where it sent that shape to cuBLASLt the gated GEMV is still
- * taken (it also saves the activation kernel), with the launcher's own choice. */
-static int gated_choice(const struct gemm_cache *gc, const void *x, const struct weight *w, int m)
+/* The main table's entry for the fused [2F, K] shape gives the gated GEMV's
+ * unroll and prefetch hint; where it sent that shape to cuBLASLt (or has no
+ * entry) the gated GEMV is still taken (it also saves the activation
+ * kernel), with the launcher's own choice. */
+enum cuda_gemm_path cuda_gemm_choose_gated(struct backend *be, const void *x, const struct weight *w, int m,
+                                           struct gemv_variant *variant)
 {
-    if (gc->force_path == GEMM_PATH_LT || !gemv_fits(x, w, m))
-        return GEMV_USE_LT;
-    if (gc->force_path == GEMM_PATH_GEMV)
-        return gc->gemv_config;
+    if (!gemv_fits(x, w, m))
+        return CUDA_GEMM_PATH_LT;
     for (size_t i = 0; i < sizeof gated_table / sizeof gated_table[0]; i++)
-        if (2 * (int64_t)gated_table[i].n == w->rows && gated_table[i].k == w->cols &&
-            (m <= 8 ? gated_table[i].small : gated_table[i].large) == GATED_UNFUSED)
-            return GATED_UNFUSED;
-    int cfg = GEMV_CONFIG_AUTO;
-    for (size_t i = 0; i < sizeof gemv_table / sizeof gemv_table[0]; i++)
-        if (gemv_table[i].n == w->rows && gemv_table[i].k == w->cols) {
-            cfg = m <= 8 ? gemv_table[i].small : gemv_table[i].large;
-            break;
-        }
-    if (cfg == GEMV_USE_LT)
-        cfg = GEMV_CONFIG_AUTO;
-    if (gc->gemv_config == GEMV_CONFIG_NO_PDL) /* test hook: the same without PDL */
-        cfg = cfg == GEMV_CONFIG_AUTO ? GEMV_CONFIG_NO_PDL : (cfg > 8 ? cfg : cfg + 8);
-    return cfg;
+        if (2 * (int64_t)gated_table[i].f == w->rows && gated_table[i].k == w->cols &&
+            (m <= 8 ? gated_table[i].unfused_small : gated_table[i].unfused_large))
+            return CUDA_GEMM_PATH_UNFUSED;
+    const struct gemm_pick *p = table_pick(w->rows, w->cols, m);
+    if (p && !p->use_lt) {
+        *variant = p->gemv;
+        variant->tiles = 2; /* a gated block pairs a gate and an up tile */
+    } else {
+        CUDA_CHECK(gemv_gated_variant_auto(m, (int)(w->rows / 2), (int)w->cols, n_sms(be), variant));
+    }
+    return CUDA_GEMM_PATH_GEMV;
 }
 
 void cuda_op_gated_matmul(struct backend *be, void *out, void *scratch, const void *x, const struct weight *w,
@@ -374,11 +414,10 @@ void cuda_op_gated_matmul(struct backend *be, void *out, void *scratch, const vo
         return;
     }
     struct cuda_backend *cb = cuda_impl(be);
-    struct gemm_cache *gc = gemm_cache(be);
     const int64_t F = w->rows / 2, K = w->cols;
-    const int cfg = gc->last_choice = gated_choice(gc, x, w, n_rows);
-    if (cfg != GEMV_USE_LT && cfg != GATED_UNFUSED) {
-        CUDA_CHECK(launch_gemv_gated(out, x, w->data, n_rows, (int)F, (int)K, act01, cfg,
+    struct gemv_variant v;
+    if (cuda_gemm_choose_gated(be, x, w, n_rows, &v) == CUDA_GEMM_PATH_GEMV) {
+        CUDA_CHECK(launch_gemv_gated(out, x, w->data, n_rows, (int)F, (int)K, act01, &v,
                                      cb->prop.multiProcessorCount, cb->stream));
         return;
     }
@@ -388,21 +427,9 @@ void cuda_op_gated_matmul(struct backend *be, void *out, void *scratch, const vo
                                 cb->stream));
 }
 
-void cuda_gemm_force(struct backend *be, int path, int gemv_config)
-{
-    struct gemm_cache *gc = gemm_cache(be);
-    gc->force_path = path;
-    gc->gemv_config = gemv_config;
-}
-
 int cuda_gemm_plan_count(struct backend *be)
 {
     return cuda_impl(be)->gemm ? ((struct gemm_cache *)cuda_impl(be)->gemm)->n_plans : 0;
-}
-
-int cuda_gemm_last_choice(struct backend *be)
-{
-    return cuda_impl(be)->gemm ? ((struct gemm_cache *)cuda_impl(be)->gemm)->last_choice : GEMV_USE_LT;
 }
 
 void cuda_gemm_release(struct backend *be)

@@ -23,13 +23,14 @@
 // (read once); x loads go through L1, where the block's warps share them.
 //
 // Launch overhead: kernels are launched with programmatic dependent launch
-// (PDL). A block loads its first weight chunk, then waits for the previous
-// kernel (griddepcontrol.wait) before reading x or writing out, and at once
+// (PDL, common.cuh). A block loads its first weight chunk, then waits for the
+// previous kernel (pdl_wait) before reading x or writing out, and at once
 // lets the next kernel launch; so the next GEMV's blocks fill SMs as this
 // one's drain and fetch their weights while it finishes.
 //
-// Variants (NT 1|2, U 2|4, L2 256-byte prefetch hint, PDL) are picked per
-// shape by the host's table of measured shapes, else by busy_share below.
+// Variants (struct gemv_variant, gemv.h: NT = tiles 1|2, U = unroll 2|4, the
+// L2 256-byte prefetch hint, PDL) are picked per shape by the host's table of
+// measured shapes (cuda_gemm.c), else by busy_share below.
 //
 // Gated (launch_gemv_gated): W is a fused gate|up weight [2F, K] (gate rows
 // first) and out[m, j] = act(x.Wg[j]) * (x.Wu[j]) for j < F. A block's two
@@ -40,6 +41,7 @@
 #include <cooperative_groups.h>
 
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/gemv.h"
 
 namespace cg = cooperative_groups;
 
@@ -88,17 +90,6 @@ __device__ __forceinline__ float gated_value(float gate, float up, int act)
 
 __device__ __forceinline__ void store_out(float *p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(bf16 *p, float v) { *p = __float2bfloat16(v); }
-
-// Programmatic dependent launch (PDL): a kernel launched with the
-// attribute may start before the previous kernel in the stream has finished;
-// wait() returns once that kernel has completed and its writes are visible.
-// Everything before it may only touch memory no kernel writes (the weights).
-__device__ __forceinline__ void griddep_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-// Lets the next kernel (if launched with PDL) start its own preamble now.
-__device__ __forceinline__ void griddep_launch_dependents()
-{
-    asm volatile("griddepcontrol.launch_dependents;");
-}
 
 // The U*NT weight vectors of chunk q (zeros past the end of the row).
 template <int NT, int U, bool HINT>
@@ -160,8 +151,8 @@ __global__ void __launch_bounds__(GEMV_THREADS, 4)
     uint4 wv[U][NT];
     if (q < chunks)
         load_chunk<NT, U, HINT>(wv, wp, q, k, c);
-    griddep_wait(); // x is the previous kernel's output; out may still be read by it
-    griddep_launch_dependents();
+    pdl_wait(); // x is the previous kernel's output; out may still be read by it
+    pdl_launch_dependents();
     for (; q < chunks; q += stride) {
         uint4 xa[U], xb[U], wn[U][NT];
 #pragma unroll
@@ -253,29 +244,10 @@ static cudaError_t launch_one(void *out, const void *x, const void *w, int m, in
 {
     constexpr int OUTS = 8 * (GATED ? NT / 2 : NT);
     const int m_tiles = (m + 15) / 16;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3((unsigned)split, (unsigned)((n + OUTS - 1) / OUTS * m_tiles), 1);
-    cfg.blockDim = dim3(GEMV_THREADS, 1, 1);
-    cfg.dynamicSmemBytes = 0;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr[2];
-    unsigned na = 0;
-    if (split > 1) {
-        attr[na].id = cudaLaunchAttributeClusterDimension;
-        attr[na].val.clusterDim.x = (unsigned)split;
-        attr[na].val.clusterDim.y = 1;
-        attr[na].val.clusterDim.z = 1;
-        na++;
-    }
-    if (pdl && pdl_enabled()) {
-        attr[na].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[na].val.programmaticStreamSerializationAllowed = 1;
-        na++;
-    }
-    cfg.attrs = attr;
-    cfg.numAttrs = na;
-    cudaError_t rc = cudaLaunchKernelEx(&cfg, gemv_kernel<NT, U, HINT, M16, OutT, GATED>, (OutT *)out,
-                                        (const bf16 *)x, (const bf16 *)w, m, n, k, split, softcap, act, m_tiles);
+    const dim3 grid((unsigned)split, (unsigned)((n + OUTS - 1) / OUTS * m_tiles), 1);
+    cudaError_t rc = launch_kernel_ex(gemv_kernel<NT, U, HINT, M16, OutT, GATED>, grid, GEMV_THREADS, 0,
+                                      stream, split, pdl, (OutT *)out, (const bf16 *)x, (const bf16 *)w, m, n,
+                                      k, split, softcap, act, m_tiles);
     return rc != cudaSuccess ? rc : cudaGetLastError();
 }
 
@@ -312,28 +284,25 @@ static cudaError_t variant(int *blocks, void *out, int out_f32, const void *x, c
                    : launch_one<NT, U, HINT, false, bf16>(out, x, w, m, n, k, softcap, split, pdl, stream);
 }
 
-static cudaError_t dispatch(int nt, int u, int hint, int *blocks, void *out, int out_f32, const void *x,
-                            const void *w, int m, int n, int k, float softcap, int split, int pdl,
-                            cudaStream_t s)
+typedef cudaError_t (*variant_fn)(int *blocks, void *out, int out_f32, const void *x, const void *w, int m,
+                                  int n, int k, float softcap, int split, int pdl, cudaStream_t stream);
+
+// The instantiation of each variant, [tiles - 1][unroll == 4][l2_hint].
+static const variant_fn variants[2][2][2] = {
+    {{variant<1, 2, false>, variant<1, 2, true>}, {variant<1, 4, false>, variant<1, 4, true>}},
+    {{variant<2, 2, false>, variant<2, 2, true>}, {variant<2, 4, false>, variant<2, 4, true>}},
+};
+
+static variant_fn instance(const struct gemv_variant *v)
 {
-    switch (nt * 100 + u * 10 + hint) {
-    case 120:
-        return variant<1, 2, false>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
-    case 121:
-        return variant<1, 2, true>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
-    case 140:
-        return variant<1, 4, false>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
-    case 141:
-        return variant<1, 4, true>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
-    case 220:
-        return variant<2, 2, false>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
-    case 221:
-        return variant<2, 2, true>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
-    case 240:
-        return variant<2, 4, false>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
-    default:
-        return variant<2, 4, true>(blocks, out, out_f32, x, w, m, n, k, softcap, split, pdl, s);
-    }
+    return variants[v->tiles - 1][v->unroll == 4][v->l2_hint];
+}
+
+// The values gemv.h allows (gated: tiles 2 only).
+static bool variant_valid(const struct gemv_variant *v, bool gated)
+{
+    return (v->tiles == 2 || (v->tiles == 1 && !gated)) && (v->unroll == 2 || v->unroll == 4) &&
+           (v->l2_hint == 0 || v->l2_hint == 1) && (v->pdl == 0 || v->pdl == 1);
 }
 
 // split-K: enough warps for ~16 per SM, at least one chunk per warp, and the
@@ -359,64 +328,51 @@ static double busy_share(int tiles, int chunks, int split, int per_sm, int n_sms
     return (double)tiles * chunks / (waves * cap * GEMV_WARPS * per_warp);
 }
 
-// config 0 = chosen here; 1..16 = 1 + bits (NT-1 | U==4 << 1 | L2::256B
-// prefetch hint << 2 | no PDL << 3), for tuning and for the host's table of
-// measured shapes; 17 = chosen here, without PDL. The choice (shapes the
-// host's table lacks) takes, among NT/U = 1/2, 2/2, 1/4 with the prefetch
-// hint and PDL, the one whose grid keeps the most warp-slot time busy
-// (busy_share): on H100 a grid that spills a little past one wave of resident
-// blocks, or splits K unevenly, costs more than any other difference seen
-// (docs/kernels/gemm.md).
-// The launcher's own choice of NT and U (busy_share); the occupancy asked
-// is that of the M class of m.
-static cudaError_t auto_choice(int m, int n, int k, int n_sms, int *nt, int *u)
+// The launcher's own choice (variant NULL; shapes the host's table lacks):
+// among tiles/unroll 1/2, 2/2 and 1/4, with the prefetch hint and PDL, the
+// one whose grid keeps the most warp-slot time busy (busy_share): on H100 a
+// grid that spills a little past one wave of resident blocks, or splits K
+// unevenly, costs more than any other difference seen (docs/kernels/gemm.md).
+// The occupancy asked is that of the M class of m.
+extern "C" cudaError_t gemv_variant_auto(int m, int n, int k, int n_sms, struct gemv_variant *out)
 {
     static const int cand[3][2] = {{1, 2}, {2, 2}, {1, 4}};
     double best = -1;
     for (int i = 0; i < 3; i++) {
-        const int cnt = cand[i][0], cu = cand[i][1];
-        const int tiles = (n + 8 * cnt - 1) / (8 * cnt), chunks = (k + 32 * cu - 1) / (32 * cu);
+        const struct gemv_variant v = {.tiles = cand[i][0], .unroll = cand[i][1], .l2_hint = 1, .pdl = 1};
+        const int tiles = (n + 8 * v.tiles - 1) / (8 * v.tiles),
+                  chunks = (k + 32 * v.unroll - 1) / (32 * v.unroll);
         int per_sm = 0;
-        cudaError_t rc = dispatch(cnt, cu, 1, &per_sm, NULL, 0, NULL, NULL, m, n, k, 0.f, 1, 1, 0);
+        cudaError_t rc = instance(&v)(&per_sm, NULL, 0, NULL, NULL, m, n, k, 0.f, 1, 1, 0);
         if (rc != cudaSuccess)
             return rc;
         const double b = busy_share(tiles, chunks, split_for(tiles, chunks, n_sms), per_sm, n_sms);
         if (b > best)
-            best = b, *nt = cnt, *u = cu;
+            best = b, *out = v;
     }
     return cudaSuccess;
 }
 
-// The explicit config (1..8: with PDL and the prefetch hint) that config 0
-// gives at m rows, so a caller can pin one variant for every M (batch
-// invariance: the variant and split decide the order of a row's sums).
-extern "C" int gemv_auto_config(int m, int n, int k, int n_sms)
-{
-    int nt = 1, u = 2;
-    if (auto_choice(m, n, k, n_sms, &nt, &u) != cudaSuccess)
-        return 1;
-    return 1 + ((nt - 1) | (u == 4 ? 2 : 0) | 4);
-}
-
 extern "C" cudaError_t launch_gemv(void *out, int out_f32, const void *x, const void *w, int m, int n, int k,
-                                   float softcap, int config, int n_sms, cudaStream_t stream)
+                                   float softcap, const struct gemv_variant *variant, int n_sms,
+                                   cudaStream_t stream)
 {
-    // m > 16: 16-row tiles (an explicit config only: batch-invariant mode)
-    if (m < 1 || (m > 16 && (config < 1 || config > 16)) || k < 8 || k % 8 || n < 1 || config < 0 ||
-        config > 17 || (long)(n + 7) / 8 * ((m + 15) / 16) > 65535)
+    // m > 16: 16-row tiles (an explicit variant only: batch-invariant mode)
+    if (m < 1 || (m > 16 && !variant) || k < 8 || k % 8 || n < 1 ||
+        (variant && !variant_valid(variant, false)) || (long)(n + 7) / 8 * ((m + 15) / 16) > 65535)
         return cudaErrorInvalidValue;
-    int nt = 1, u = 2, hint = 1, pdl = config != 17;
-    if (config >= 1 && config <= 16) {
-        const int bits = config - 1;
-        nt = (bits & 1) ? 2 : 1, u = (bits & 2) ? 4 : 2, hint = (bits >> 2) & 1, pdl = !(bits & 8);
+    struct gemv_variant v;
+    if (variant) {
+        v = *variant;
     } else {
-        cudaError_t rc = auto_choice(m, n, k, n_sms, &nt, &u);
+        cudaError_t rc = gemv_variant_auto(m, n, k, n_sms, &v);
         if (rc != cudaSuccess)
             return rc;
     }
-    const int tiles = (n + 8 * nt - 1) / (8 * nt), chunks = (k + 32 * u - 1) / (32 * u);
-    return dispatch(nt, u, hint, NULL, out, out_f32, x, w, m, n, k, softcap, split_for(tiles, chunks, n_sms),
-                    pdl, stream);
+    const int tiles = (n + 8 * v.tiles - 1) / (8 * v.tiles),
+              chunks = (k + 32 * v.unroll - 1) / (32 * v.unroll);
+    return instance(&v)(NULL, out, out_f32, x, w, m, n, k, softcap, split_for(tiles, chunks, n_sms), v.pdl,
+                        stream);
 }
 
 // The gated GEMV's variants: NT 2 (one gate and one up tile), U 2|4, with or
@@ -433,64 +389,58 @@ static cudaError_t gated_variant(int *blocks, void *out, const void *x, const vo
     return launch_one<2, U, HINT, false, bf16, true>(out, x, w, m, f, k, 0.f, split, pdl, stream, act);
 }
 
-static cudaError_t gated_dispatch(int u, int hint, int *blocks, void *out, const void *x, const void *w, int m,
-                                  int f, int k, int act, int split, int pdl, cudaStream_t s)
+typedef cudaError_t (*gated_variant_fn)(int *blocks, void *out, const void *x, const void *w, int m, int f,
+                                        int k, int act, int split, int pdl, cudaStream_t stream);
+
+// [unroll == 4][l2_hint] (tiles is always 2)
+static const gated_variant_fn gated_variants[2][2] = {
+    {gated_variant<2, false>, gated_variant<2, true>},
+    {gated_variant<4, false>, gated_variant<4, true>},
+};
+
+static gated_variant_fn gated_instance(const struct gemv_variant *v)
 {
-    if (u == 4)
-        return hint ? gated_variant<4, true>(blocks, out, x, w, m, f, k, act, split, pdl, s)
-                    : gated_variant<4, false>(blocks, out, x, w, m, f, k, act, split, pdl, s);
-    return hint ? gated_variant<2, true>(blocks, out, x, w, m, f, k, act, split, pdl, s)
-                : gated_variant<2, false>(blocks, out, x, w, m, f, k, act, split, pdl, s);
+    return gated_variants[v->unroll == 4][v->l2_hint];
 }
 
-// The gated launcher's own choice of U (busy_share), at the M class of m.
-static cudaError_t gated_auto_u(int m, int f, int k, int n_sms, int *u)
+// The gated launcher's own choice: unroll 2 or 4 (tiles 2, prefetch hint,
+// PDL) by busy_share, at the M class of m.
+extern "C" cudaError_t gemv_gated_variant_auto(int m, int f, int k, int n_sms, struct gemv_variant *out)
 {
     const int tiles = (f + 7) / 8;
     double best = -1;
-    for (int cu = 2; cu <= 4; cu += 2) {
-        const int chunks = (k + 32 * cu - 1) / (32 * cu);
+    for (int u = 2; u <= 4; u += 2) {
+        const struct gemv_variant v = {.tiles = 2, .unroll = u, .l2_hint = 1, .pdl = 1};
+        const int chunks = (k + 32 * u - 1) / (32 * u);
         int per_sm = 0;
-        cudaError_t rc = gated_dispatch(cu, 1, &per_sm, NULL, NULL, NULL, m, f, k, 0, 1, 1, 0);
+        cudaError_t rc = gated_instance(&v)(&per_sm, NULL, NULL, NULL, m, f, k, 0, 1, 1, 0);
         if (rc != cudaSuccess)
             return rc;
         const double b = busy_share(tiles, chunks, split_for(tiles, chunks, n_sms), per_sm, n_sms);
         if (b > best)
-            best = b, *u = cu;
+            best = b, *out = v;
     }
     return cudaSuccess;
 }
 
-// launch_gemv_gated's config 0 at m rows as an explicit config (see gemv_auto_config).
-extern "C" int gemv_gated_auto_config(int m, int f, int k, int n_sms)
-{
-    int u = 2;
-    if (gated_auto_u(m, f, k, n_sms, &u) != cudaSuccess)
-        return 1;
-    return 1 + ((u == 4 ? 2 : 0) | 4);
-}
-
 // out[m, F] (bf16) = act(x . Wg^T) * (x . Wu^T), w = gate|up [2F, K]; act 0 =
-// SiLU, 1 = GELU-tanh. config as launch_gemv's (0 = chosen here, 1..16 =
-// variant bits, of which NT is ignored: a gated block always pairs one gate
-// and one up tile; 17 = chosen here without PDL). The choice takes U 2 or 4
-// (prefetch hint, PDL) by busy_share.
-extern "C" cudaError_t launch_gemv_gated(void *out, const void *x, const void *w, int m, int f, int k, int act,
-                                         int config, int n_sms, cudaStream_t stream)
+// SiLU, 1 = GELU-tanh. variant as launch_gemv's (NULL = chosen here), with
+// tiles 2: a gated block always pairs one gate and one up tile.
+extern "C" cudaError_t launch_gemv_gated(void *out, const void *x, const void *w, int m, int f, int k,
+                                         int act, const struct gemv_variant *variant, int n_sms,
+                                         cudaStream_t stream)
 {
-    if (m < 1 || (m > 16 && (config < 1 || config > 16)) || k < 8 || k % 8 || f < 1 || config < 0 ||
-        config > 17 || act < 0 || act > 1 || (long)(f + 7) / 8 * ((m + 15) / 16) > 65535)
+    if (m < 1 || (m > 16 && !variant) || k < 8 || k % 8 || f < 1 || act < 0 || act > 1 ||
+        (variant && !variant_valid(variant, true)) || (long)(f + 7) / 8 * ((m + 15) / 16) > 65535)
         return cudaErrorInvalidValue;
-    int u = 2, hint = 1, pdl = config != 17;
-    const int tiles = (f + 7) / 8;
-    if (config >= 1 && config <= 16) {
-        const int bits = config - 1;
-        u = (bits & 2) ? 4 : 2, hint = (bits >> 2) & 1, pdl = !(bits & 8);
+    struct gemv_variant v;
+    if (variant) {
+        v = *variant;
     } else {
-        cudaError_t rc = gated_auto_u(m, f, k, n_sms, &u);
+        cudaError_t rc = gemv_gated_variant_auto(m, f, k, n_sms, &v);
         if (rc != cudaSuccess)
             return rc;
     }
-    const int chunks = (k + 32 * u - 1) / (32 * u);
-    return gated_dispatch(u, hint, NULL, out, x, w, m, f, k, act, split_for(tiles, chunks, n_sms), pdl, stream);
+    const int tiles = (f + 7) / 8, chunks = (k + 32 * v.unroll - 1) / (32 * v.unroll);
+    return gated_instance(&v)(NULL, out, x, w, m, f, k, act, split_for(tiles, chunks, n_sms), v.pdl, stream);
 }

@@ -1,7 +1,8 @@
 /* extern "C" launchers of the CUDA kernels (one .cu file per op family).
  * Pointers are device pointers; activations are bf16 (passed as void *),
  * logits and RoPE frequencies f32, indices int32. Each launcher queues its
- * kernel on stream and returns cudaGetLastError(). */
+ * kernel on stream and returns cudaGetLastError(). The decode GEMV's
+ * launchers and named variants are in gemv.h. */
 #ifndef INFER_BACKEND_CUDA_KERNELS_H
 #define INFER_BACKEND_CUDA_KERNELS_H
 
