@@ -456,6 +456,7 @@ int tmpl_str_format(struct rctx *c, int line, struct tval fmt, const struct targ
 #define TMPL_MAX_PARSE_DEPTH 400 /* nested expressions/statements */
 #define TMPL_MAX_RANGE 100000    /* jinja2's sandbox MAX_RANGE */
 #define TMPL_MAX_STR ((size_t)1 << 28)
+#define TMPL_MAX_WIDTH ((int64_t)1 << 20) /* a field's width or precision: padding is built in memory */
 
 /* The integer value of an int or bool (Python's bool is an int); 0 if v is neither. */
 static inline int tval_int_of(struct tval v, int64_t *i)

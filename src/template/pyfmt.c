@@ -19,6 +19,17 @@ struct fspec {
     char type;           /* 0: none */
 };
 
+/* The decimal count at s[*i..] (a width or precision), or -1 past
+ * TMPL_MAX_WIDTH (a template asking for gigabytes of padding). */
+static int64_t read_count(const char *s, size_t n, size_t *i)
+{
+    int64_t v = 0;
+    for (; *i < n && s[*i] >= '0' && s[*i] <= '9'; (*i)++)
+        if ((v = v * 10 + (s[*i] - '0')) > TMPL_MAX_WIDTH)
+            return -1;
+    return v;
+}
+
 static void pad_to(struct sbuf *out, const char *s, size_t n, const struct fspec *f, int numeric)
 {
     size_t len = template_utf8_count(s, n);
@@ -228,12 +239,17 @@ int tmpl_percent_format(struct rctx *c, int line, struct tval fmt, struct tval a
             else
                 f.sign = s[i];
         }
-        while (i < n && s[i] >= '0' && s[i] <= '9')
-            f.width = f.width * 10 + (s[i++] - '0');
+        f.width = read_count(s, n, &i);
+        int too_big = f.width < 0;
         if (i < n && s[i] == '.') {
-            f.prec = 0;
-            for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++)
-                f.prec = f.prec * 10 + (s[i] - '0');
+            i++;
+            f.prec = read_count(s, n, &i);
+            too_big |= f.prec < 0;
+        }
+        if (too_big) {
+            template_strbuf_free(&b);
+            return tmpl_err(c, line, "format width or precision too large (at most %lld)",
+                            (long long)TMPL_MAX_WIDTH);
         }
         if (i >= n) {
             template_strbuf_free(&b);
@@ -254,6 +270,8 @@ int tmpl_percent_format(struct rctx *c, int line, struct tval fmt, struct tval a
         }
         if (f.zero && !f.align && strchr("sr", f.type))
             f.zero = 0;
+        if (!f.align && !f.zero) /* %-format pads on the left whatever the type ('%5s' % 'ab': '   ab') */
+            f.align = '>';
         if (format_one(c, line, &b, val, &f, 1)) {
             template_strbuf_free(&b);
             return -1;
@@ -298,16 +316,16 @@ static int parse_spec(const char *s, size_t n, struct fspec *f)
         f->zero = 1;
         i++;
     }
-    while (i < n && s[i] >= '0' && s[i] <= '9')
-        f->width = f->width * 10 + (s[i++] - '0');
+    if ((f->width = read_count(s, n, &i)) < 0)
+        return -1;
     if (i < n && (s[i] == ',' || s[i] == '_')) {
         f->comma = 1;
         i++;
     }
     if (i < n && s[i] == '.') {
-        f->prec = 0;
-        for (i++; i < n && s[i] >= '0' && s[i] <= '9'; i++)
-            f->prec = f->prec * 10 + (s[i] - '0');
+        i++;
+        if ((f->prec = read_count(s, n, &i)) < 0)
+            return -1;
     }
     if (i < n)
         f->type = s[i++];

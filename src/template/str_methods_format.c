@@ -176,7 +176,7 @@ static int m_justify(struct rctx *c, int line, struct tval self, const struct ta
         template_value_retain(self);
         return 0;
     }
-    if (width > (int64_t)TMPL_MAX_STR)
+    if (width > TMPL_MAX_WIDTH)
         return tmpl_err(c, line, "width too large");
     int64_t pad = width - len, left = how == 'r' || how == 'z' ? pad
                                       : how == 'l'             ? 0

@@ -308,6 +308,13 @@ Test(template_errors, name_the_line)
     expect_error("a\nb\n{{ xs.append(4) }}",
                  "template line 3: access to attribute 'append' of 'list' object is unsafe");
     expect_error("\n\n\n\n{{ 1 + 'a' }}", "template line 5:");
+    /* widths that would pad to gigabytes (found by make fuzz) */
+    expect_error("{{ '%3333333333333333333s' % 1 }}", "format width or precision too large");
+    expect_error("{{ '%.99999999999s' % 'a' }}", "format width or precision too large");
+    expect_error("{{ '{:99999999999}'.format(1) }}", "Invalid format specifier");
+    expect_error("{{ 'a'.center(99999999) }}", "width too large");
+    expect("{{ '%5s|%.2s' % ('ab', 'xyz') }}{{ '{:>4}'.format(7) }}", "   ab|xy   7");
+    expect("{{ '%5c|%-4s|%04d|%+5.1f' % ('x', 'ab', 7, 2.25) }}", "    x|ab  |0007| +2.2");
 }
 
 /* --------------------------------------------------------------- filters */
