@@ -6,7 +6,8 @@
 #
 # On the device (repo root): bash tests/gpu/run.sh CONFIGS_DIR [STAGES]
 #   CONFIGS_DIR holds <model>/config.json (a copy of ../shared/models, carried)
-#   STAGES: any of check,kernels,sanitizer,parity,bench,kernel-bench (default: all but kernel-bench)
+#   STAGES: any of check,kernels,sanitizer,engine,parity,bench,kernel-bench
+#           (default: all but engine and kernel-bench; engine takes ~6 minutes)
 # Logs go to $OUT (or /tmp/gpu-out).
 set -u
 CONFIGS=${1:?usage: run.sh CONFIGS_DIR [STAGES]}
@@ -50,6 +51,21 @@ if has sanitizer; then
     else
         note "sanitizer: compute-sanitizer not found"
     fi
+fi
+
+if has engine; then
+    # every graph mode against eager, 64 requests greedy and seeded, and the 8 -> 5 -> 3 transitions
+    for cfg in "$CONFIGS"/*/config.json; do
+        name=$(basename "$(dirname "$cfg")")
+        [ -f "$MODELS/$name/model.safetensors" ] || $B/infer mkmodel --config "$cfg" --out "$MODELS/$name" >/dev/null
+        u=0.004; case $name in gemma*) u=0.0006 ;; esac # a pool small enough to preempt
+        for kind in "" --sampled --transitions; do
+            python3 tools/engine_check.py $B/infer "$MODELS/$name" --util $u --graph none,decode,piecewise,full \
+                $kind >>"$OUT/engine.log" 2>&1
+        done
+    done
+    grep -E "\]:|mismatch" "$OUT/engine.log"
+    note "engine: $(grep -c -- '-> OK' "$OUT/engine.log") runs equal alone, $(grep -c -- '-> FAIL' "$OUT/engine.log") not"
 fi
 
 if has parity; then
