@@ -17,19 +17,13 @@ struct engine_opts engine_opts_default(void)
                                 .graph = {.mode = GRAPH_MODE_NONE, .max_bs = 256, .padding = 1}};
 }
 
+/* What the runner cannot know: the model's positions. (runner_init checks
+ * the step limits, the block size and the memory share.) */
 static int check_opts(const struct engine_opts *o, const struct model *m, struct err *e)
 {
-    if (o->max_batched_tokens < 1)
-        return err_set(e, "--max-num-batched-tokens must be >= 1, got %d", o->max_batched_tokens);
-    if (o->max_seqs < 1)
-        return err_set(e, "--max-num-seqs must be >= 1, got %d", o->max_seqs);
-    if (o->block_size < 1)
-        return err_set(e, "engine: the KV block size must be >= 1, got %d", o->block_size);
     if (o->max_context < 2 || o->max_context > m->cfg.max_positions)
         return err_set(e, "--max-model-len must be in [2, %d] (the model's positions), got %d",
                        m->cfg.max_positions, o->max_context);
-    if (!(o->gpu_memory_utilization > 0 && o->gpu_memory_utilization <= 1))
-        return err_set(e, "--gpu-memory-utilization must be in (0, 1], got %g", o->gpu_memory_utilization);
     return 0;
 }
 

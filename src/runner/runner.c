@@ -15,7 +15,7 @@ static int check_opts(const struct runner_opts *o, struct err *e)
     if (o->max_seqs < 1)
         return err_set(e, "--max-num-seqs must be >= 1, got %d", o->max_seqs);
     if (o->block_size < 1 || o->max_context < 1)
-        return err_set(e, "runner: a block size and a context are needed, got %d and %d", o->block_size,
+        return err_set(e, "runner: the KV block size and the context must be >= 1, got %d and %d", o->block_size,
                        o->max_context);
     if (!(o->gpu_memory_utilization > 0 && o->gpu_memory_utilization <= 1))
         return err_set(e, "--gpu-memory-utilization must be in (0, 1], got %g", o->gpu_memory_utilization);

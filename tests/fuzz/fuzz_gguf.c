@@ -15,6 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "memfd.h"
 #include "io/gguf.h"
 #include "io/gguf_config.h"
 #include "tokenizer/tokenizer.h"
@@ -109,18 +110,10 @@ static void readers(const struct gguf_file *f)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    int fd = memfd_create("fuzz.gguf", MFD_CLOEXEC);
+    char path[64];
+    int fd = fuzz_memfd(data, size, "fuzz.gguf", path, sizeof path);
     if (fd < 0)
         return 0;
-    size_t off = 0;
-    while (off < size) {
-        ssize_t k = write(fd, data + off, size - off);
-        if (k <= 0)
-            break;
-        off += (size_t)k;
-    }
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     struct err e = {{0}};
     struct gguf_file *f = gguf_open(path, &e);
     if (f) {

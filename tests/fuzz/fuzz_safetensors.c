@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "memfd.h"
 #include "io/safetensors.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -33,18 +34,10 @@ static unsigned fuzz_walk(const struct st_file *f)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    int fd = memfd_create("fuzz.safetensors", MFD_CLOEXEC);
+    char path[64];
+    int fd = fuzz_memfd(data, size, "fuzz.safetensors", path, sizeof path);
     if (fd < 0)
         return 0;
-    size_t off = 0;
-    while (off < size) {
-        ssize_t k = write(fd, data + off, size - off);
-        if (k <= 0)
-            break;
-        off += (size_t)k;
-    }
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
     struct err e;
     e.msg[0] = '\0';
     struct st_file *f = st_open(path, &e);

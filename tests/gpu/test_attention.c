@@ -26,7 +26,7 @@ struct attn_batch {
     int32_t *positions, *seq_of_token, *query_start, *kv_len, *tables, *slots;
 };
 
-/* Device copies of a batch's metadata (fixed addresses, as batch_upload's). */
+/* Device copies of a batch's metadata (fixed addresses, as meta_upload's). */
 struct attn_meta_dev {
     int32_t *positions, *seq_of_token, *query_start, *kv_len, *tables, *slots;
 };

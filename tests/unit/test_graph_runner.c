@@ -244,6 +244,18 @@ static void expect_rows(const struct runner *r, const float *ref, int rows, cons
     cr_assert_eq(memcmp(r->ws.logits, ref, bytes), 0, "%s: real rows changed by padding", what);
 }
 
+/* A fixture model with two runners on its backend: one the test pads, one
+ * that never sees padding. */
+static struct model *two_runners(const char *fixture, struct backend **be, struct runner *r, struct runner *fresh)
+{
+    struct model *m = test_load_model(fixture, be);
+    struct err e = {{0}};
+    const struct runner_opts o = small_opts();
+    cr_assert_eq(runner_init(r, m, &o, &e), 0, "%s", e.msg);
+    cr_assert_eq(runner_init(fresh, m, &o, &e), 0, "%s", e.msg);
+    return m;
+}
+
 static float *copy_rows(const struct runner *r, int rows)
 {
     const size_t bytes = (size_t)rows * r->m->cfg.vocab_size * sizeof(float);
@@ -259,12 +271,8 @@ static float *copy_rows(const struct runner *r, int rows)
 Test(graph_runner, padding_rows_leave_real_rows_exact)
 {
     struct backend *be;
-    struct model *m = test_load_model("tiny-qwen3", &be);
-    struct err e = {{0}};
     struct runner r, fresh;
-    const struct runner_opts o = small_opts();
-    cr_assert_eq(runner_init(&r, m, &o, &e), 0, "%s", e.msg);
-    cr_assert_eq(runner_init(&fresh, m, &o, &e), 0, "%s", e.msg);
+    struct model *m = two_runners("tiny-qwen3", &be, &r, &fresh);
     struct hand h;
     hand_init(&h);
     const int zero[3] = {0, 0, 0}, plen[3] = {5, 6, 7}, one[3] = {1, 1, 1}, two[3] = {6, 7, 8};
@@ -311,12 +319,9 @@ static void mixed_prefix(struct runner *r, struct hand *h)
 Test(graph_runner, mixed_padding_full_and_piecewise_exact)
 {
     struct backend *be;
-    struct model *m = test_load_model("tiny-gemma3", &be);
-    struct err e = {{0}};
     struct runner r, fresh;
-    const struct runner_opts o = small_opts();
-    cr_assert_eq(runner_init(&r, m, &o, &e), 0, "%s", e.msg);
-    cr_assert_eq(runner_init(&fresh, m, &o, &e), 0, "%s", e.msg);
+    struct model *m = two_runners("tiny-gemma3", &be, &r, &fresh);
+    struct err e = {{0}};
     struct hand h;
     hand_init(&h);
     mixed_prefix(&r, &h);

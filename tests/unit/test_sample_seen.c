@@ -1,5 +1,5 @@
 /* The compact seen-token lists of the sample op (sample_seen_build and
- * _expand), the CPU backend's sample op, and step_sample's choice between
+ * _expand), the CPU backend's sampler ops, and the runner's sampler's choice between
  * the backend's op and the host: every path draws what sample_token draws
  * from the raw history. */
 #include <criterion/criterion.h>
