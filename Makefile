@@ -5,7 +5,7 @@
 #   make CUDA=0          CPU-only build
 #   make SAN=1           address + undefined sanitizer build in build-san/ (CPU only)
 #   make test            sanitizer build, then every CPU test (what CI runs; needs scripts/setup)
-#   make fuzz            every libFuzzer target (tests/fuzz) a few seconds each, built with clang
+#   make fuzz            every libFuzzer target (tests/fuzz), a fixed set of inputs each (FUZZ_TIME=S: explore)
 #   make demo            build, then run generate on the embedded default model
 #   make gpu-build       release build + GPU tests for the GPU machine (sm_90a), see tests/gpu/run.sh
 
@@ -100,13 +100,19 @@ test-unit: $(TEST_BIN)
 test-cli: $(BUILD)/infer
 	INFER=$(CURDIR)/$(BUILD)/infer bash tests/cli/run.sh
 
-# Every libFuzzer target (tests/fuzz/fuzz_*.c) for FUZZ_TIME seconds on its seed corpus
-# (tests/fuzz/seeds/<target>/, plus what earlier runs found in build-fuzz/corpus/<target>/);
-# a crash, a sanitizer report or an input slower than 10 s fails, its input saved as
-# build-fuzz/<target>-crash-* (rerun: build-fuzz/<target> FILE). The targets link a libinfer.a
-# of their own in build-fuzz/, built by clang with the fuzzer's coverage and ASan + UBSan (its
-# warnings not errors there: clang warns where gcc, which enforces -Werror, does not).
-FUZZ_TIME ?= 15
+# Every libFuzzer target (tests/fuzz/fuzz_*.c), built by clang with the fuzzer's coverage and
+# ASan + UBSan against a libinfer.a of its own in build-fuzz/ (its warnings not errors there:
+# clang warns where gcc, which enforces -Werror, does not). Two ways to run them:
+# - make fuzz (what make test runs): FUZZ_RUNS inputs per target from seed FUZZ_SEED, starting
+#   from the seed corpus alone (tests/fuzz/seeds/<target>/), so a tree always runs the same
+#   inputs and CI cannot fail on a run's luck;
+# - make fuzz FUZZ_TIME=600: each target for that long from a random seed, on a corpus that grows
+#   across runs (build-fuzz/corpus/<target>/): to look for new bugs.
+# A crash, a sanitizer report or an input slower than 10 s fails, its input saved as
+# build-fuzz/<target>-crash-* (rerun: build-fuzz/<target> FILE); add it to the seeds with the fix.
+FUZZ_RUNS ?= 100000
+FUZZ_SEED ?= 1
+FUZZ_TIME ?=
 FUZZ_CC ?= clang
 FUZZ_OPT := -O1 -g -fno-omit-frame-pointer -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all
 FUZZ_TARGETS := $(notdir $(basename $(wildcard tests/fuzz/fuzz_*.c)))
@@ -117,11 +123,14 @@ fuzz:
 # Only through make fuzz (it sets BUILD, CC and OPT).
 fuzz-run: $(FUZZ_TARGETS:%=$(BUILD)/%) $(FUZZ_TARGETS:%=fuzz-run-%)
 
+FUZZ_HOW = $(if $(FUZZ_TIME),-max_total_time=$(FUZZ_TIME),-runs=$(FUZZ_RUNS) -seed=$(FUZZ_SEED))
+FUZZ_CORPUS = $(BUILD)/corpus$(if $(FUZZ_TIME),,-fixed)/$*
+
 fuzz-run-%: $(BUILD)/%
-	@mkdir -p $(BUILD)/corpus/$*
-	@echo "FUZZ  $* ($(FUZZ_TIME) s)"
-	@$(BUILD)/$* -max_total_time=$(FUZZ_TIME) -max_len=4096 -timeout=10 -artifact_prefix=$(BUILD)/$*- \
-	    $(BUILD)/corpus/$* $(wildcard tests/fuzz/seeds/$*) >$(BUILD)/$*.log 2>&1 || \
+	@$(if $(FUZZ_TIME),,rm -rf $(FUZZ_CORPUS);) mkdir -p $(FUZZ_CORPUS)
+	@echo "FUZZ  $* ($(if $(FUZZ_TIME),$(FUZZ_TIME) s,$(FUZZ_RUNS) runs from seed $(FUZZ_SEED)))"
+	@$(BUILD)/$* $(FUZZ_HOW) -max_len=4096 -timeout=10 -artifact_prefix=$(BUILD)/$*- \
+	    $(FUZZ_CORPUS) $(wildcard tests/fuzz/seeds/$*) >$(BUILD)/$*.log 2>&1 || \
 	    { tail -n 40 $(BUILD)/$*.log; echo "FUZZ  $* FAILED (log: $(BUILD)/$*.log)"; exit 1; }
 	@grep -ho 'Done [0-9]* runs in [0-9]* second(s)' $(BUILD)/$*.log | sed 's/^/FUZZ  $*: /;s/$$/, no crash/'
 

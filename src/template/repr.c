@@ -116,29 +116,76 @@ static void write_str_repr(struct sbuf *b, const struct tstr *s)
     template_strbuf_putc(b, q);
 }
 
-static void write_items(struct sbuf *b, const struct tlist *l)
+/* The containers being written, innermost first: a container met again
+ * inside itself prints as Python prints it ([...], {...}) instead of
+ * recursing forever (a namespace can hold itself). */
+struct repr_path {
+    const void *container;
+    int depth;
+    const struct repr_path *up;
+};
+
+enum { REPR_MAX_DEPTH = 1000 }; /* Python's recursion limit: deeper values print as ... */
+
+static void write_repr(struct sbuf *b, struct tval v, const struct repr_path *up);
+
+/* Enters container c (open/close: its brackets); 0 when it is already being
+ * written (or too deep), having written the placeholder. */
+static int enter(struct sbuf *b, const void *c, const char *seen, const struct repr_path *up, struct repr_path *at)
+{
+    for (const struct repr_path *p = up; p; p = p->up)
+        if (p->container == c) {
+            template_strbuf_puts(b, seen);
+            return 0;
+        }
+    *at = (struct repr_path){c, up ? up->depth + 1 : 1, up};
+    if (at->depth > REPR_MAX_DEPTH) {
+        template_strbuf_puts(b, "...");
+        return 0;
+    }
+    return 1;
+}
+
+static void write_items(struct sbuf *b, const struct tlist *l, const struct repr_path *at)
 {
     for (size_t i = 0; i < l->n; i++) {
         if (i)
             template_strbuf_puts(b, ", ");
-        template_value_write_repr(b, l->v[i]);
+        write_repr(b, l->v[i], at);
     }
 }
 
-static void write_dict(struct sbuf *b, const struct tdict *d)
+static void write_dict(struct sbuf *b, const struct tdict *d, const struct repr_path *up)
 {
+    struct repr_path at;
+    if (!enter(b, d, "{...}", up, &at))
+        return;
     template_strbuf_putc(b, '{');
     for (size_t i = 0; i < d->n; i++) {
         if (i)
             template_strbuf_puts(b, ", ");
-        template_value_write_repr(b, d->k[i]);
+        write_repr(b, d->k[i], &at);
         template_strbuf_puts(b, ": ");
-        template_value_write_repr(b, d->v[i]);
+        write_repr(b, d->v[i], &at);
     }
     template_strbuf_putc(b, '}');
 }
 
-void template_value_write_repr(struct sbuf *b, struct tval v)
+/* A list-like value between its brackets (open, close). */
+static void write_list(struct sbuf *b, const struct tlist *l, const char *open, const char *close,
+                       const char *seen, const struct repr_path *up)
+{
+    struct repr_path at;
+    if (!enter(b, l, seen, up, &at))
+        return;
+    template_strbuf_puts(b, open);
+    write_items(b, l, &at);
+    template_strbuf_puts(b, close);
+}
+
+void template_value_write_repr(struct sbuf *b, struct tval v) { write_repr(b, v, NULL); }
+
+static void write_repr(struct sbuf *b, struct tval v, const struct repr_path *up)
 {
     char num[64];
     switch (v.k) {
@@ -166,9 +213,7 @@ void template_value_write_repr(struct sbuf *b, struct tval v)
         const struct tlist *l = v.u.l;
         switch (l->sub) {
         case TL_TUPLE:
-            template_strbuf_putc(b, '(');
-            write_items(b, l);
-            template_strbuf_puts(b, l->n == 1 ? ",)" : ")");
+            write_list(b, l, "(", l->n == 1 ? ",)" : ")", "(...)", up);
             return;
         case TL_ITER:
             template_strbuf_printf(b, "<%s object>", l->what);
@@ -176,11 +221,11 @@ void template_value_write_repr(struct sbuf *b, struct tval v)
         case TL_ITEMS:
         case TL_KEYS:
         case TL_VALUES:
-            template_strbuf_puts(b, l->sub == TL_ITEMS  ? "dict_items(["
-                                    : l->sub == TL_KEYS ? "dict_keys(["
-                                                        : "dict_values([");
-            write_items(b, l);
-            template_strbuf_puts(b, "])");
+            write_list(b, l,
+                       l->sub == TL_ITEMS  ? "dict_items(["
+                       : l->sub == TL_KEYS ? "dict_keys(["
+                                           : "dict_values([",
+                       "])", "[...]", up);
             return;
         case TL_RANGE:
             if (l->r_step == 1)
@@ -190,18 +235,16 @@ void template_value_write_repr(struct sbuf *b, struct tval v)
                                        (long long)l->r_stop, (long long)l->r_step);
             return;
         default:
-            template_strbuf_putc(b, '[');
-            write_items(b, l);
-            template_strbuf_putc(b, ']');
+            write_list(b, l, "[", "]", "[...]", up);
             return;
         }
     }
     case TV_DICT:
-        write_dict(b, v.u.d);
+        write_dict(b, v.u.d, up);
         return;
     case TV_NS:
         template_strbuf_puts(b, "<Namespace ");
-        write_dict(b, v.u.ns->d);
+        write_dict(b, v.u.ns->d, up);
         template_strbuf_putc(b, '>');
         return;
     case TV_FUNC:

@@ -74,7 +74,7 @@ void strmap_put(struct strmap *m, const char *key, size_t len, int32_t value)
         m->cap = m->cap ? m->cap * 2 : 1024;
         m->entries = xrealloc(m->entries, m->cap * sizeof *m->entries);
     }
-    if (m->arena_len + len > m->arena_cap) {
+    if (!m->arena || m->arena_len + len > m->arena_cap) { /* an empty first key too: no offset on NULL */
         m->arena_cap = (m->arena_len + len) * 2 + 4096;
         m->arena = xrealloc(m->arena, m->arena_cap);
     }

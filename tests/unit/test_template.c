@@ -315,6 +315,10 @@ Test(template_errors, name_the_line)
     expect_error("{{ 'a'.center(99999999) }}", "width too large");
     expect("{{ '%5s|%.2s' % ('ab', 'xyz') }}{{ '{:>4}'.format(7) }}", "   ab|xy   7");
     expect("{{ '%5c|%-4s|%04d|%+5.1f' % ('x', 'ab', 7, 2.25) }}", "    x|ab  |0007| +2.2");
+    /* a namespace holding itself prints as Python prints it (found by make fuzz: the stack overflowed) */
+    expect("{% set ns = namespace(n=0) %}{% set ns.n = ns %}{{ ns.n }}|{{ ns }}",
+           "<Namespace {'n': <Namespace {...}>}>|<Namespace {'n': <Namespace {...}>}>");
+    expect("{% set ns = namespace(n=0) %}{% set ns.n = [ns] %}{{ ns.n }}", "[<Namespace {'n': [...]}>]");
 }
 
 /* --------------------------------------------------------------- filters */

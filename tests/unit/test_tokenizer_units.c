@@ -82,6 +82,19 @@ Test(strmap, put_get_overwrite_and_grow)
     strmap_free(&m);
 }
 
+/* An empty key first, before the arena exists (found by make fuzz: a GGUF
+ * vocabulary whose first token is empty). */
+Test(strmap, empty_first_key)
+{
+    struct strmap m;
+    strmap_init(&m, 4);
+    strmap_put(&m, "", 0, 5);
+    strmap_put(&m, "a", 1, 6);
+    cr_assert_eq(strmap_get(&m, "", 0), 5);
+    cr_assert_eq(strmap_get(&m, "a", 1), 6);
+    strmap_free(&m);
+}
+
 static void refuse(const char *json, const char *needle)
 {
     char dir[] = "/tmp/infer-tok-XXXXXX";
