@@ -20,6 +20,7 @@
 #include "sampling/sample_seen.h"
 #include "sampling/sampling.h"
 #include "core/dtype.h"
+#include "backend/comm.h"
 #include "core/error.h"
 
 /* A weight matrix [rows, cols], row-major (a vector has rows = 1), in the
@@ -173,9 +174,10 @@ struct backend_ops {
     int (*graph_replay)(struct backend *be, void *graph, struct err *e);
     void (*graph_free)(struct backend *be, void *graph);
 
-    /* out[t] = table[ids[t]] * scale */
+    /* out[t] = table[ids[t] - vocab_lo] * scale, or zeros where the id is
+     * not one of the table's rows (a rank's share of the vocabulary) */
     void (*embed)(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
-                  float scale);
+                  int64_t vocab_lo, float scale);
     /* out[t] = x[t] / rms(x[t]) * (w or 1 + w); out may equal x */
     void (*rmsnorm)(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows,
                     float eps, int plus_one);
@@ -222,6 +224,11 @@ struct backend_ops {
     /* out[i] = x[logit_rows[i]] for the batch's logit rows, [n_logits, n_cols] */
     void (*gather_rows)(struct backend *be, void *out, const void *x, const struct fwd_meta *m,
                         int n_cols);
+    /* Tensor parallelism (be->comm set; backend/comm.h): buf[n] (act dtype)
+     * := its sum over the ranks; rank 0's out[rows, cols * ranks] := every
+     * rank's in[rows, cols] (f32 logits) side by side. */
+    void (*all_reduce)(struct backend *be, void *buf, size_t n);
+    void (*gather_cols)(struct backend *be, float *out, const float *in, int rows, int cols);
     /* f32 logits[n_rows, w.rows] = x . w^T, then tanh soft-cap if softcap > 0 */
     void (*logits)(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows,
                    float softcap);
@@ -256,6 +263,8 @@ struct backend {
      * --batch-invariant; the CPU backend always is; CUDA pays with slower
      * prefill and long-context decode). */
     int batch_invariant;
+    int weights_borrowed; /* weight_upload keeps the host pointer (the CPU backend): it must outlive the weight */
+    struct comm *comm;    /* the rank's group when the model is split (src/dist), else NULL */
     void (*destroy)(struct backend *be); /* called by backend_free */
 };
 

@@ -17,15 +17,18 @@ struct ws_buf {
 static int ws_layout(struct forward_ws *ws, const struct model *m, struct ws_buf *bufs)
 {
     const struct model_config *c = &m->cfg;
+    const struct model_shard *sh = &m->sh;
     size_t act = dtype_size(m->be->act_dtype);
-    size_t D = (size_t)c->hidden_size, F = (size_t)c->intermediate_size;
-    size_t qd = (size_t)c->n_heads * c->head_dim, kvd = (size_t)c->n_kv_heads * c->head_dim;
+    size_t D = (size_t)c->hidden_size, F = (size_t)sh->ffn;
+    size_t qd = (size_t)sh->n_heads * c->head_dim, kvd = (size_t)sh->n_kv_heads * c->head_dim;
+    size_t V = sh->rank == 0 ? (size_t)c->vocab_size : 0, Vs = sh->size > 1 ? (size_t)sh->vocab_n : 0;
     struct ws_buf list[] = {
         {&ws->x, D, 0, act},     {&ws->h, D, 0, act},     {&ws->q, qd, 0, act},
         {&ws->k, kvd, 0, act},   {&ws->v, kvd, 0, act},   {&ws->qkv, qd + 2 * kvd, 0, act},
         {&ws->attn, qd, 0, act}, {&ws->o, D, 0, act},     {&ws->gate, 2 * F, 0, act},
         {&ws->up, F, 0, act},    {&ws->act, F, 0, act},
-        {&ws->sel, D, 1, act},   {(void **)&ws->logits, (size_t)c->vocab_size, 1, sizeof(float)},
+        {&ws->sel, D, 1, act},   {(void **)&ws->logits, V, 1, sizeof(float)},
+        {(void **)&ws->shard_logits, Vs, 1, sizeof(float)},
     };
     int n = (int)(sizeof list / sizeof list[0]);
     memcpy(bufs, list, sizeof list);
@@ -79,9 +82,9 @@ static void attention_in(const struct model *m, struct forward_ws *ws, struct kv
     struct backend *be = m->be;
     const struct layer_weights *l = &m->w.layers[layer];
     const int T = meta->n_tokens;
-    struct attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, kv->block_size};
+    struct attn_shape shape = {m->sh.n_heads, m->sh.n_kv_heads, c->head_dim, kv->block_size};
 
-    const int qd = c->n_heads * c->head_dim, kvd = c->n_kv_heads * c->head_dim;
+    const int qd = m->sh.n_heads * c->head_dim, kvd = m->sh.n_kv_heads * c->head_dim;
     const size_t es = dtype_size(be->act_dtype);
     const void *q_in = ws->q, *k_in = ws->k, *v_in = ws->v;
     int q_stride = qd, kv_stride = kvd;
@@ -105,10 +108,18 @@ void forward_attention(const struct model *m, struct forward_ws *ws, struct kv_s
                        const struct fwd_meta *meta, int layer)
 {
     const struct model_config *c = &m->cfg;
-    struct attn_shape shape = {c->n_heads, c->n_kv_heads, c->head_dim, kv->block_size};
+    struct attn_shape shape = {m->sh.n_heads, m->sh.n_kv_heads, c->head_dim, kv->block_size};
     int window = c->layer_sliding[layer] ? c->sliding_window : 0;
     m->be->ops->attention(m->be, ws->attn, ws->q, meta, &shape, &kv->layers[layer], window, (float)c->attn_scale,
                           (float)c->attn_softcap);
+}
+
+/* On a split model each rank's product is a partial sum of the rows of x
+ * (T rows of D): the all-reduce makes it the whole on every rank. */
+static void sum_over_ranks(const struct model *m, void *x, int T)
+{
+    if (m->sh.size > 1)
+        m->be->ops->all_reduce(m->be, x, (size_t)T * (size_t)m->cfg.hidden_size);
 }
 
 /* Folds a sub-block's output ws->o into the residual stream ws->x and norms
@@ -137,7 +148,7 @@ static void mlp_block(const struct model *m, struct forward_ws *ws, int layer, i
     struct backend *be = m->be;
     const struct layer_weights *l = &m->w.layers[layer];
 
-    const int F = c->intermediate_size;
+    const int F = m->sh.ffn;
     const enum act_fn act = c->act == MODEL_ACT_SILU ? ACT_FN_SILU : ACT_FN_GELU_TANH;
     if (l->w_gate_up.data) { /* one projection, rows gate then up, with the activation */
         ops->gated_matmul(be, ws->act, ws->gate, ws->h, &l->w_gate_up, T, act);
@@ -147,6 +158,7 @@ static void mlp_block(const struct model *m, struct forward_ws *ws, int layer, i
         ops->gated_act(be, ws->act, ws->gate, ws->up, T, F, F, act);
     }
     ops->matmul(be, ws->o, ws->act, &l->w_down, T);
+    sum_over_ranks(m, ws->o, T);
 }
 
 void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta,
@@ -159,11 +171,13 @@ void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store
     const float eps = (float)c->rms_norm_eps;
     CHECK(piece >= 0 && piece <= L);
     if (piece == 0) {
-        ops->embed(be, ws->x, meta, &m->w.embed, (float)c->embed_scale);
+        ops->embed(be, ws->x, meta, &m->w.embed, m->sh.vocab_lo, (float)c->embed_scale);
+        sum_over_ranks(m, ws->x, T); /* the one rank whose rows hold the token */
         ops->rmsnorm(be, ws->h, ws->x, &m->w.layers[0].attn_norm, T, eps, c->norm_plus_one);
     } else { /* finish layer piece - 1: o projection, MLP, each output folded into the residual */
         const struct layer_weights *l = &m->w.layers[piece - 1];
         ops->matmul(be, ws->o, ws->attn, &l->wo, T);
+        sum_over_ranks(m, ws->o, T);
         fold_and_norm(m, ws, &l->post_attn_norm, &l->ffn_norm, T);
         mlp_block(m, ws, piece - 1, T);
         fold_and_norm(m, ws, &l->post_ffn_norm, piece < L ? &m->w.layers[piece].attn_norm : &m->w.final_norm, T);
@@ -179,7 +193,13 @@ void forward_logits(const struct model *m, struct forward_ws *ws, const struct f
     if (meta->n_logits <= 0)
         return;
     ops->gather_rows(m->be, ws->sel, ws->h, meta, c->hidden_size);
-    ops->logits(m->be, ws->logits, ws->sel, &m->w.lm_head, meta->n_logits, (float)c->final_softcap);
+    if (m->sh.size == 1) {
+        ops->logits(m->be, ws->logits, ws->sel, &m->w.lm_head, meta->n_logits, (float)c->final_softcap);
+        return;
+    }
+    /* each rank its vocabulary's columns; rank 0 gathers them side by side */
+    ops->logits(m->be, ws->shard_logits, ws->sel, &m->w.lm_head, meta->n_logits, (float)c->final_softcap);
+    ops->gather_cols(m->be, ws->logits, ws->shard_logits, meta->n_logits, m->sh.vocab_n);
 }
 
 void model_forward(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta)

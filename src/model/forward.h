@@ -1,5 +1,9 @@
 /* The forward pass, written once against the op table, and the activation
- * workspace it runs in (allocated once, sized for the largest step). */
+ * workspace it runs in (allocated once, sized for the largest step). On a
+ * model split over ranks (model/shard.h) every rank runs it on its share:
+ * heads and MLP columns local, an all-reduce after the o and down
+ * projections and after the embedding, and the LM head's columns gathered
+ * on rank 0. Buffer shapes below are the rank's. */
 #ifndef INFER_MODEL_FORWARD_H
 #define INFER_MODEL_FORWARD_H
 
@@ -21,7 +25,8 @@ struct forward_ws {
     void *up;       /* (max_tokens, F) unfused up projection */
     void *act;      /* (max_tokens, F) act(gate) * up, the down projection's input */
     void *sel;      /* (max_logits, D) rows that need logits */
-    float *logits;  /* (max_logits, V) */
+    float *logits;  /* (max_logits, V) on rank 0 (the only rank that draws), else empty */
+    float *shard_logits; /* (max_logits, V / ranks) this rank's logit columns, when the model is split */
 };
 
 /* Allocates every buffer in be's memory. Free with forward_ws_free. */

@@ -3,14 +3,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-size_t kv_store_block_bytes(const struct model_config *cfg, enum dtype kv_dtype, int block_size)
+size_t kv_store_block_bytes(const struct model_config *cfg, const struct model_shard *sh, enum dtype kv_dtype,
+                            int block_size)
 {
-    return 2 * (size_t)cfg->n_layers * (size_t)block_size * (size_t)cfg->n_kv_heads *
-           (size_t)cfg->head_dim * dtype_size(kv_dtype);
+    return 2 * (size_t)cfg->n_layers * (size_t)block_size * (size_t)sh->n_kv_heads * (size_t)cfg->head_dim *
+           dtype_size(kv_dtype);
 }
 
-int kv_store_init(struct kv_store *kv, const struct model_config *cfg, struct backend *be, int n_blocks,
-                  int block_size, struct err *e)
+int kv_store_init(struct kv_store *kv, const struct model_config *cfg, const struct model_shard *sh,
+                  struct backend *be, int n_blocks, int block_size, struct err *e)
 {
     memset(kv, 0, sizeof *kv);
     CHECK(n_blocks > 0 && block_size > 0);
@@ -18,8 +19,8 @@ int kv_store_init(struct kv_store *kv, const struct model_config *cfg, struct ba
     kv->n_layers = cfg->n_layers;
     kv->n_blocks = n_blocks;
     kv->block_size = block_size;
-    size_t per = (size_t)n_blocks * (size_t)block_size * (size_t)cfg->n_kv_heads *
-                 (size_t)cfg->head_dim * dtype_size(be->kv_dtype);
+    size_t per = (size_t)n_blocks * (size_t)block_size * (size_t)sh->n_kv_heads * (size_t)cfg->head_dim *
+                 dtype_size(be->kv_dtype);
     if (be->ops->reserve(be, MEM_REGION_KV, 2 * (size_t)cfg->n_layers * ((per + 255) & ~(size_t)255), e)) {
         free(kv->layers);
         kv->layers = NULL;

@@ -7,6 +7,7 @@
 
 #include "backend/ops.h"
 #include "io/model_config.h"
+#include "model/shard.h"
 
 struct kv_store {
     struct kv_layer *layers; /* [n_layers] */
@@ -16,13 +17,14 @@ struct kv_store {
     size_t bytes; /* total, k and v of every layer */
 };
 
-/* Returns 0, or -1 with e set when the memory cannot be had. Free with
- * kv_store_free. */
-int kv_store_init(struct kv_store *kv, const struct model_config *cfg, struct backend *be, int n_blocks,
-                  int block_size, struct err *e);
+/* The rank's KV heads (sh) of every layer of cfg. Returns 0, or -1 with e
+ * set when the memory cannot be had. Free with kv_store_free. */
+int kv_store_init(struct kv_store *kv, const struct model_config *cfg, const struct model_shard *sh,
+                  struct backend *be, int n_blocks, int block_size, struct err *e);
 void kv_store_free(struct kv_store *kv, struct backend *be);
 
-/* Bytes one block takes across all layers (k and v). */
-size_t kv_store_block_bytes(const struct model_config *cfg, enum dtype kv_dtype, int block_size);
+/* Bytes one block takes across all layers (k and v) for the rank's KV heads. */
+size_t kv_store_block_bytes(const struct model_config *cfg, const struct model_shard *sh, enum dtype kv_dtype,
+                            int block_size);
 
 #endif

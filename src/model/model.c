@@ -25,20 +25,11 @@ static float *upload_inv_freq(struct backend *be, const struct rope_config *r, i
 
 static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 
-/* The weights region: every tensor as the backend's activation dtype (bf16
- * on CUDA) plus the two RoPE tables, each allocation 256-byte aligned. */
-static size_t weights_region_bytes(const struct model_config *cfg, const struct backend *be)
+/* The weights region: the rank's share of every tensor as the backend's
+ * activation dtype (bf16 on CUDA) plus the two RoPE tables. */
+static size_t weights_region_bytes(const struct model *m)
 {
-    struct model_weights w = {0};
-    w.layers = xcalloc((size_t)cfg->n_layers, sizeof *w.layers);
-    struct weight_spec *specs;
-    int n = weight_specs_build(cfg, &w, &specs);
-    size_t bytes = 2 * align256((size_t)(cfg->head_dim / 2) * sizeof(float));
-    for (int i = 0; i < n; i++)
-        bytes += align256((size_t)(specs[i].rows * specs[i].cols) * dtype_size(be->act_dtype));
-    free(specs);
-    free(w.layers);
-    return bytes;
+    return model_weights_bytes(&m->cfg, &m->sh, m->be) + 2 * align256((size_t)(m->cfg.head_dim / 2) * sizeof(float));
 }
 
 int model_path_is_gguf(const char *path)
@@ -68,13 +59,18 @@ int model_open_checkpoint(const char *path, struct model_config *cfg, struct che
 
 struct model *model_load(const char *dir, struct backend *be, struct err *e)
 {
+    return model_load_shard(dir, be, 0, 1, e);
+}
+
+struct model *model_load_shard(const char *dir, struct backend *be, int rank, int size, struct err *e)
+{
     struct model *m = xcalloc(1, sizeof *m);
     m->be = be;
-    if (model_open_checkpoint(dir, &m->cfg, &m->ck, e))
+    if (model_open_checkpoint(dir, &m->cfg, &m->ck, e) || model_shard_plan(&m->cfg, rank, size, &m->sh, e))
         goto fail;
-    if (be->ops->reserve(be, MEM_REGION_WEIGHTS, weights_region_bytes(&m->cfg, be), e))
+    if (be->ops->reserve(be, MEM_REGION_WEIGHTS, weights_region_bytes(m), e))
         goto fail;
-    if (model_weights_load(&m->w, &m->cfg, m->ck, be, e))
+    if (model_weights_load(&m->w, &m->cfg, &m->sh, m->ck, be, e))
         goto fail;
     m->inv_freq_global = upload_inv_freq(be, &m->cfg.rope_global, m->cfg.head_dim, e);
     m->inv_freq_local = m->inv_freq_global ? upload_inv_freq(be, &m->cfg.rope_local, m->cfg.head_dim, e) : NULL;

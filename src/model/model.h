@@ -6,10 +6,12 @@
 #include "backend/ops.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
+#include "model/shard.h"
 #include "model/weights.h"
 
 struct model {
-    struct model_config cfg;
+    struct model_config cfg; /* the whole model's */
+    struct model_shard sh;   /* this rank's share (the whole model on one rank) */
     struct checkpoint *ck; /* kept open: CPU weights point into its mapping */
     struct model_weights w;
     struct backend *be;        /* borrowed */
@@ -22,6 +24,9 @@ struct model {
  * metadata, weights dequantised). Returns NULL with e set (naming the file)
  * on failure. Free with model_free. */
 struct model *model_load(const char *dir, struct backend *be, struct err *e);
+/* The same, rank's share of the model split over size ranks (tensor
+ * parallelism); the refusals name --tensor-parallel-size. */
+struct model *model_load_shard(const char *dir, struct backend *be, int rank, int size, struct err *e);
 /* The configuration and checkpoint model_load reads from path (either form);
  * -1 with e set. Close *ck with checkpoint_close. */
 int model_open_checkpoint(const char *path, struct model_config *cfg, struct checkpoint **ck, struct err *e);

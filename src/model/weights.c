@@ -6,7 +6,7 @@
 #include "core/log.h"
 
 static void spec_add(struct weight_spec *s, int *n, struct weight *slot, enum weight_kind kind,
-                     int ndim, int64_t rows, int64_t cols, const char *fmt, int layer)
+                     enum weight_split split, int ndim, int64_t rows, int64_t cols, const char *fmt, int layer)
 {
     struct weight_spec *x = &s[(*n)++];
     snprintf(x->name, sizeof x->name, fmt, layer);
@@ -14,6 +14,7 @@ static void spec_add(struct weight_spec *s, int *n, struct weight *slot, enum we
     x->rows = rows;
     x->cols = cols;
     x->kind = kind;
+    x->split = split;
     x->slot = slot;
 }
 
@@ -26,34 +27,35 @@ int weight_specs_build(const struct model_config *cfg, struct model_weights *w,
     struct weight_spec *s = xcalloc((size_t)cfg->n_layers * 13 + 3, sizeof *s);
     int n = 0;
     const enum weight_kind M = WEIGHT_KIND_MATRIX, N = WEIGHT_KIND_NORM;
-    spec_add(s, &n, &w->embed, M, 2, V, D, "model.embed_tokens.weight", 0);
+    const enum weight_split W = WEIGHT_SPLIT_NONE;
+    spec_add(s, &n, &w->embed, M, WEIGHT_SPLIT_VOCAB_ROWS, 2, V, D, "model.embed_tokens.weight", 0);
     for (int i = 0; i < cfg->n_layers; i++) {
         struct layer_weights *l = &w->layers[i];
-        spec_add(s, &n, &l->attn_norm, N, 1, 1, D, "model.layers.%d.input_layernorm.weight", i);
-        spec_add(s, &n, &l->wq, M, 2, q_dim, D, "model.layers.%d.self_attn.q_proj.weight", i);
-        spec_add(s, &n, &l->wk, M, 2, kv_dim, D, "model.layers.%d.self_attn.k_proj.weight", i);
-        spec_add(s, &n, &l->wv, M, 2, kv_dim, D, "model.layers.%d.self_attn.v_proj.weight", i);
-        spec_add(s, &n, &l->wo, M, 2, D, q_dim, "model.layers.%d.self_attn.o_proj.weight", i);
+        spec_add(s, &n, &l->attn_norm, N, W, 1, 1, D, "model.layers.%d.input_layernorm.weight", i);
+        spec_add(s, &n, &l->wq, M, WEIGHT_SPLIT_Q_ROWS, 2, q_dim, D, "model.layers.%d.self_attn.q_proj.weight", i);
+        spec_add(s, &n, &l->wk, M, WEIGHT_SPLIT_KV_ROWS, 2, kv_dim, D, "model.layers.%d.self_attn.k_proj.weight", i);
+        spec_add(s, &n, &l->wv, M, WEIGHT_SPLIT_KV_ROWS, 2, kv_dim, D, "model.layers.%d.self_attn.v_proj.weight", i);
+        spec_add(s, &n, &l->wo, M, WEIGHT_SPLIT_Q_COLS, 2, D, q_dim, "model.layers.%d.self_attn.o_proj.weight", i);
         if (cfg->qk_norm) {
-            spec_add(s, &n, &l->q_norm, N, 1, 1, hd, "model.layers.%d.self_attn.q_norm.weight", i);
-            spec_add(s, &n, &l->k_norm, N, 1, 1, hd, "model.layers.%d.self_attn.k_norm.weight", i);
+            spec_add(s, &n, &l->q_norm, N, W, 1, 1, hd, "model.layers.%d.self_attn.q_norm.weight", i);
+            spec_add(s, &n, &l->k_norm, N, W, 1, 1, hd, "model.layers.%d.self_attn.k_norm.weight", i);
         }
         if (cfg->sandwich_norms) {
-            spec_add(s, &n, &l->post_attn_norm, N, 1, 1, D,
-                     "model.layers.%d.post_attention_layernorm.weight", i);
-            spec_add(s, &n, &l->ffn_norm, N, 1, 1, D, "model.layers.%d.pre_feedforward_layernorm.weight", i);
-            spec_add(s, &n, &l->post_ffn_norm, N, 1, 1, D,
-                     "model.layers.%d.post_feedforward_layernorm.weight", i);
+            spec_add(s, &n, &l->post_attn_norm, N, W, 1, 1, D, "model.layers.%d.post_attention_layernorm.weight",
+                     i);
+            spec_add(s, &n, &l->ffn_norm, N, W, 1, 1, D, "model.layers.%d.pre_feedforward_layernorm.weight", i);
+            spec_add(s, &n, &l->post_ffn_norm, N, W, 1, 1, D, "model.layers.%d.post_feedforward_layernorm.weight",
+                     i);
         } else {
-            spec_add(s, &n, &l->ffn_norm, N, 1, 1, D, "model.layers.%d.post_attention_layernorm.weight", i);
+            spec_add(s, &n, &l->ffn_norm, N, W, 1, 1, D, "model.layers.%d.post_attention_layernorm.weight", i);
         }
-        spec_add(s, &n, &l->w_gate, M, 2, F, D, "model.layers.%d.mlp.gate_proj.weight", i);
-        spec_add(s, &n, &l->w_up, M, 2, F, D, "model.layers.%d.mlp.up_proj.weight", i);
-        spec_add(s, &n, &l->w_down, M, 2, D, F, "model.layers.%d.mlp.down_proj.weight", i);
+        spec_add(s, &n, &l->w_gate, M, WEIGHT_SPLIT_FFN_ROWS, 2, F, D, "model.layers.%d.mlp.gate_proj.weight", i);
+        spec_add(s, &n, &l->w_up, M, WEIGHT_SPLIT_FFN_ROWS, 2, F, D, "model.layers.%d.mlp.up_proj.weight", i);
+        spec_add(s, &n, &l->w_down, M, WEIGHT_SPLIT_FFN_COLS, 2, D, F, "model.layers.%d.mlp.down_proj.weight", i);
     }
-    spec_add(s, &n, &w->final_norm, N, 1, 1, D, "model.norm.weight", 0);
+    spec_add(s, &n, &w->final_norm, N, W, 1, 1, D, "model.norm.weight", 0);
     if (!cfg->tie_embeddings)
-        spec_add(s, &n, &w->lm_head, M, 2, V, D, "lm_head.weight", 0);
+        spec_add(s, &n, &w->lm_head, M, WEIGHT_SPLIT_VOCAB_ROWS, 2, V, D, "lm_head.weight", 0);
     *specs = s;
     return n;
 }
@@ -127,27 +129,66 @@ static int fused_part(const struct layer_weights *l, const struct weight *slot)
     return -1;
 }
 
-static int upload_fused(struct backend *be, struct weight *dst, const struct st_tensor *const *t, int n,
-                        struct err *e)
+/* The rank's share of a stored tensor: rows are a pointer into it, columns
+ * a copy made here (kept in w while the backend borrows host memory). */
+struct host_part {
+    const void *data;
+    enum dtype dtype;
+    int64_t rows, cols;
+};
+
+static struct host_part share_of(struct model_weights *w, const struct weight_spec *sp, const struct st_tensor *t,
+                                 const struct model_shard *sh, const struct model_config *cfg)
+{
+    struct host_part p = {t->data, t->dtype, sp->rows, sp->cols};
+    const struct weight_slice s = model_shard_slice(sh, cfg, sp->split);
+    const size_t es = dtype_size(t->dtype);
+    if (s.axis == 0) {
+        p.data = (const char *)t->data + (size_t)s.lo * (size_t)sp->cols * es;
+        p.rows = s.n;
+    } else if (s.axis == 1) {
+        char *cols = xmalloc((size_t)(sp->rows * s.n) * es);
+        for (int64_t r = 0; r < sp->rows; r++)
+            memcpy(cols + (size_t)(r * s.n) * es, (const char *)t->data + (size_t)(r * sp->cols + s.lo) * es,
+                   (size_t)s.n * es);
+        w->owned = xrealloc(w->owned, (size_t)(w->n_owned + 1) * sizeof *w->owned);
+        w->owned[w->n_owned++] = cols;
+        p.data = cols;
+        p.cols = s.n;
+    }
+    return p;
+}
+
+static int upload_fused(struct backend *be, struct weight *dst, const struct host_part *pt, int n, struct err *e)
 {
     const void *parts[3];
     enum dtype dtypes[3];
     int64_t rows[3];
     for (int i = 0; i < n; i++) {
-        parts[i] = t[i]->data;
-        dtypes[i] = t[i]->dtype;
-        rows[i] = t[i]->ndim == 2 ? t[i]->shape[0] : 1;
+        parts[i] = pt[i].data;
+        dtypes[i] = pt[i].dtype;
+        rows[i] = pt[i].rows;
     }
-    return be->ops->weight_upload_concat(be, dst, parts, dtypes, rows, n, t[0]->shape[1], e);
+    return be->ops->weight_upload_concat(be, dst, parts, dtypes, rows, n, pt[0].cols, e);
 }
 
-int model_weights_load(struct model_weights *w, const struct model_config *cfg, const struct checkpoint *ck,
-                       struct backend *be, struct err *e)
+/* Host copies the backend has taken in already. */
+static void drop_owned(struct model_weights *w)
+{
+    for (int i = 0; i < w->n_owned; i++)
+        free(w->owned[i]);
+    free(w->owned);
+    w->owned = NULL;
+    w->n_owned = 0;
+}
+
+int model_weights_load(struct model_weights *w, const struct model_config *cfg, const struct model_shard *sh,
+                       const struct checkpoint *ck, struct backend *be, struct err *e)
 {
     memset(w, 0, sizeof *w);
     w->layers = xcalloc((size_t)cfg->n_layers, sizeof *w->layers);
     const int fuse = be->fuse_weights && be->ops->weight_upload_concat;
-    const struct st_tensor *(*parts)[5] = xcalloc((size_t)cfg->n_layers, sizeof *parts);
+    struct host_part(*parts)[5] = xcalloc((size_t)cfg->n_layers, sizeof *parts);
     struct weight_spec *specs;
     int n = weight_specs_build(cfg, w, &specs);
     int rc = 0;
@@ -157,14 +198,15 @@ int model_weights_load(struct model_weights *w, const struct model_config *cfg, 
             rc = -1;
             break;
         }
+        const struct host_part p = share_of(w, &specs[i], t, sh, cfg);
         int layer = -1, part = -1;
         for (int L = 0; fuse && L < cfg->n_layers && part < 0; L++)
             if ((part = fused_part(&w->layers[L], specs[i].slot)) >= 0)
                 layer = L;
         if (part >= 0) /* uploaded below, stacked with its siblings */
-            parts[layer][part] = t;
+            parts[layer][part] = p;
         else
-            rc = be->ops->weight_upload(be, specs[i].slot, t->data, t->dtype, specs[i].rows, specs[i].cols, e);
+            rc = be->ops->weight_upload(be, specs[i].slot, p.data, p.dtype, p.rows, p.cols, e);
     }
     for (int L = 0; fuse && L < cfg->n_layers && !rc; L++)
         rc = upload_fused(be, &w->layers[L].wqkv, parts[L], 3, e) ||
@@ -176,9 +218,29 @@ int model_weights_load(struct model_weights *w, const struct model_config *cfg, 
                  cfg->arch_name);
     free(parts);
     free(specs);
+    if (!be->weights_borrowed)
+        drop_owned(w);
     if (rc)
         model_weights_free(w, cfg, be);
     return rc ? -1 : 0;
+}
+
+size_t model_weights_bytes(const struct model_config *cfg, const struct model_shard *sh, const struct backend *be)
+{
+    struct model_weights w = {0};
+    w.layers = xcalloc((size_t)cfg->n_layers, sizeof *w.layers);
+    struct weight_spec *specs;
+    const int n = weight_specs_build(cfg, &w, &specs);
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++) {
+        const struct weight_slice s = model_shard_slice(sh, cfg, specs[i].split);
+        const int64_t elems = s.axis == 0 ? s.n * specs[i].cols : s.axis == 1 ? specs[i].rows * s.n
+                                                                              : specs[i].rows * specs[i].cols;
+        bytes += ((size_t)elems * dtype_size(be->act_dtype) + 255) & ~(size_t)255;
+    }
+    free(specs);
+    free(w.layers);
+    return bytes;
 }
 
 void model_weights_free(struct model_weights *w, const struct model_config *cfg, struct backend *be)
@@ -198,5 +260,6 @@ void model_weights_free(struct model_weights *w, const struct model_config *cfg,
     }
     free(specs);
     free(w->layers);
+    drop_owned(w);
     memset(w, 0, sizeof *w);
 }

@@ -7,6 +7,7 @@
 #include "backend/ops.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
+#include "model/shard.h"
 
 struct layer_weights {
     struct weight attn_norm;      /* (D) input_layernorm */
@@ -27,11 +28,15 @@ struct layer_weights {
     struct weight w_gate_up; /* (2F, D) rows of w_gate, w_up */
 };
 
+/* Shapes are the rank's share when the model is split (model/shard.h):
+ * heads, KV heads, MLP columns and vocabulary rows local. */
 struct model_weights {
     struct weight embed;      /* (V, D) */
     struct weight final_norm; /* (D) */
     struct weight lm_head;    /* (V, D); the embedding itself when tied */
     struct layer_weights *layers; /* [n_layers] */
+    void **owned; /* column slices made on the host, kept while a backend borrows them */
+    int n_owned;
 };
 
 enum weight_kind {
@@ -45,7 +50,8 @@ struct weight_spec {
     int64_t rows; /* 1 for vectors */
     int64_t cols;
     enum weight_kind kind;
-    struct weight *slot; /* where it loads to, in the model_weights given */
+    enum weight_split split; /* how a rank's share is cut from it */
+    struct weight *slot;     /* where it loads to, in the model_weights given */
 };
 
 /* Lists every stored tensor of cfg in a stable order. slots point into w
@@ -65,10 +71,13 @@ const struct st_tensor *weight_spec_find(const struct weight_spec *spec, const s
                                          const struct model_config *cfg, struct err *e);
 
 /* Finds, checks (shape, float dtype) and uploads every weight of cfg from ck
- * to be. Messages name the file and tensor. On failure nothing stays
- * uploaded. Free with model_weights_free. */
-int model_weights_load(struct model_weights *w, const struct model_config *cfg,
+ * to be, or the rank's share of it (sh). Messages name the file and tensor.
+ * On failure nothing stays uploaded. Free with model_weights_free. */
+int model_weights_load(struct model_weights *w, const struct model_config *cfg, const struct model_shard *sh,
                        const struct checkpoint *ck, struct backend *be, struct err *e);
+/* Bytes of the rank's share of the weights as the backend stores them
+ * (its activation dtype), each tensor rounded up to 256 bytes. */
+size_t model_weights_bytes(const struct model_config *cfg, const struct model_shard *sh, const struct backend *be);
 void model_weights_free(struct model_weights *w, const struct model_config *cfg, struct backend *be);
 
 #endif

@@ -199,7 +199,7 @@ int graph_runner_init(struct graph_runner *gr, struct runner *r, const struct gr
         graph_runner_free(gr, be);
         return -1;
     }
-    gr->max_draws = r->sampler.max_rows;
+    gr->max_draws = r->o.max_seqs; /* the same on every rank: the shapes of the graphs must agree */
     gr->graphs = xcalloc((size_t)gr->n_buckets, sizeof *gr->graphs);
     if (o->mode == GRAPH_MODE_PIECEWISE)
         gr->pieces = xcalloc((size_t)gr->n_tok_buckets * (gr->n_layers + 1), sizeof *gr->pieces);

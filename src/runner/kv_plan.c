@@ -12,7 +12,7 @@ int kv_plan_blocks(const struct model *m, int needed, int host_blocks, int block
     *n_blocks = host_blocks > needed ? host_blocks : needed;
     if (total == 0) /* host memory: as asked */
         return 0;
-    size_t per_block = kv_store_block_bytes(&m->cfg, be->kv_dtype, block_size);
+    size_t per_block = kv_store_block_bytes(&m->cfg, &m->sh, be->kv_dtype, block_size);
     double budget = util * (double)free_bytes;
     long fit = (long)(budget / (double)per_block);
     if (fit > (1L << 30))

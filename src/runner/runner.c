@@ -35,7 +35,7 @@ static int init_kv(struct runner *r, struct err *e)
     /* per_seq + 1: a full context, and block 0 that padding rows may touch */
     if (kv_plan_blocks(m, per_seq + 1, host, o->block_size, o->gpu_memory_utilization, &n_blocks,
                        &free_before, e) ||
-        kv_store_init(&r->kv, &m->cfg, m->be, n_blocks, o->block_size, e))
+        kv_store_init(&r->kv, &m->cfg, &m->sh, m->be, n_blocks, o->block_size, e))
         return -1;
     size_t free_after = 0, total = 0;
     m->be->ops->mem_info(m->be, &free_after, &total);
@@ -62,8 +62,9 @@ int runner_init(struct runner *r, const struct model *m, const struct runner_opt
     const struct meta_caps caps = {o->max_tokens, o->max_seqs + 1, r->max_blocks_per_seq, max_logits};
     if (forward_ws_init(&r->ws, m, o->max_tokens, max_logits, e))
         return -1;
+    /* only rank 0 draws (and holds the whole vocabulary's logits) */
     if (be->ops->meta_init(be, &caps, &r->meta, e) ||
-        sampler_init(&r->sampler, be, o->max_seqs, m->cfg.vocab_size, e) || init_kv(r, e)) {
+        (m->sh.rank == 0 && sampler_init(&r->sampler, be, o->max_seqs, m->cfg.vocab_size, e)) || init_kv(r, e)) {
         runner_free(r);
         return -1;
     }
@@ -148,7 +149,7 @@ static int run_plan(struct runner *r, const struct step_plan *p, const struct st
 static int fetch_returned(struct runner *r, const struct step_shape *real, struct err *e)
 {
     const int rows = real->n_logits - real->n_draws, V = r->m->cfg.vocab_size;
-    if (rows <= 0)
+    if (rows <= 0 || r->m->sh.rank != 0) /* the other ranks hold their columns only */
         return 0;
     const size_t bytes = (size_t)rows * V * sizeof(float);
     if (!r->returned) /* sized once: the most a step returns */

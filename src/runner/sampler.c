@@ -49,6 +49,8 @@ static int fill_rows(struct sampler *s, const struct step_seq *seqs, int n)
 
 int sampler_stage(struct sampler *s, const struct step_seq *seqs, int n, int pad_rows, struct err *e)
 {
+    if (!s->be) /* a rank that does not draw */
+        return 0;
     int rows = 0;
     for (int i = 0; i < n; i++)
         rows += seqs[i].draw != 0;
@@ -66,12 +68,16 @@ int sampler_stage(struct sampler *s, const struct step_seq *seqs, int n, int pad
 
 int sampler_enqueue(struct sampler *s, const float *logits, int pad_rows, struct err *e)
 {
+    if (!s->be)
+        return 0;
     return s->be->ops->sample_enqueue(s->be, logits, pad_rows, s->vocab, e);
 }
 
 int sampler_collect(struct sampler *s, const float *logits, struct sample_result *out, struct err *e)
 {
     struct backend *be = s->be;
+    if (!be)
+        return 0;
     if (s->on_backend || s->n_rows == 0)
         return be->ops->sample_finish(be, s->on_backend ? s->n_rows : 0, out, e);
     const size_t bytes = (size_t)s->n_rows * s->vocab * sizeof(float);

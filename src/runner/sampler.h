@@ -6,7 +6,8 @@
  * than SAMPLE_MAX_SEEN distinct tokens behind a penalty, or
  * SAMPLE_MAX_BIAS biases), the step is drawn on the host from the logits
  * instead (the backend's draw of greedy padding rows is then ignored): both
- * give the same tokens. */
+ * give the same tokens. A sampler never initialised (the ranks of a split
+ * model other than rank 0) does nothing. */
 #ifndef INFER_RUNNER_SAMPLER_H
 #define INFER_RUNNER_SAMPLER_H
 

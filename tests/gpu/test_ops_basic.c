@@ -27,8 +27,8 @@ GPU_TEST(embed_with_and_without_scale)
         struct fwd_meta mg = {.n_tokens = T, .token_ids = gpu_upload(ctx, ids, sizeof ids)};
         float *oc = malloc((size_t)T * D * sizeof(float));
         void *og = gpu_poisoned_bf16(ctx, (size_t)T * D);
-        ctx->cpu->ops->embed(ctx->cpu, oc, &mc, &wc, scale);
-        ctx->cuda->ops->embed(ctx->cuda, og, &mg, &wg, scale);
+        ctx->cpu->ops->embed(ctx->cpu, oc, &mc, &wc, 0, scale);
+        ctx->cuda->ops->embed(ctx->cuda, og, &mg, &wg, 0, scale);
         float *got = gpu_download_bf16(ctx, og, (size_t)T * D);
         double err = gpu_rel_err(got, oc, (size_t)T * D);
         free(got);

@@ -142,6 +142,16 @@ static int cpu_meta_upload(struct backend *be, const struct meta_buffer *mb, int
     return 0;
 }
 
+static void cpu_all_reduce(struct backend *be, void *buf, size_t n)
+{
+    be->comm->ops->all_reduce(be->comm, buf, n, DTYPE_F32, NULL);
+}
+
+static void cpu_gather_cols(struct backend *be, float *out, const float *in, int rows, int cols)
+{
+    be->comm->ops->gather_cols(be->comm, out, in, rows, cols, NULL);
+}
+
 static int cpu_synchronize(struct backend *be, struct err *e)
 {
     (void)be;
@@ -174,6 +184,8 @@ static const struct backend_ops cpu_ops = {
     .gated_act = cpu_gated_act,
     .gated_matmul = cpu_gated_matmul,
     .gather_rows = cpu_gather_rows,
+    .all_reduce = cpu_all_reduce,
+    .gather_cols = cpu_gather_cols,
     .logits = cpu_logits,
     .sample_init = cpu_sample_init,
     .sample_stage = cpu_sample_stage,
@@ -204,6 +216,7 @@ struct backend *cpu_backend_create(int n_threads, struct err *e)
     be->act_dtype = DTYPE_F32;
     be->kv_dtype = DTYPE_F32;
     be->fuse_weights = 0; /* weights stay in the checkpoint's mapping */
+    be->weights_borrowed = 1;
     be->destroy = cpu_backend_free;
     return be;
 }

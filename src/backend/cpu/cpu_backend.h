@@ -28,7 +28,7 @@ struct backend *cpu_backend_create(int n_threads, struct err *e);
 
 /* op implementations, one file each */
 void cpu_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
-               float scale);
+               int64_t vocab_lo, float scale);
 void cpu_rmsnorm(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows,
                  float eps, int plus_one);
 void cpu_add_rmsnorm(struct backend *be, void *residual, const void *delta, void *out,

@@ -5,15 +5,18 @@
 #include "backend/cpu/cpu_backend.h"
 
 void cpu_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
-               float scale)
+               int64_t vocab_lo, float scale)
 {
     (void)be;
     int64_t d = table->cols;
     for (int t = 0; t < m->n_tokens; t++) {
-        int32_t id = m->token_ids[t];
-        CHECK(id >= 0 && id < table->rows);
+        const int64_t row = (int64_t)m->token_ids[t] - vocab_lo;
         float *o = (float *)out + t * d;
-        cpu_to_f32(o, table->data, table->dtype, (int64_t)id * d, d);
+        if (row < 0 || row >= table->rows) { /* another rank's share of the vocabulary */
+            memset(o, 0, (size_t)d * sizeof(float));
+            continue;
+        }
+        cpu_to_f32(o, table->data, table->dtype, row * d, d);
         if (scale != 1.0f)
             for (int64_t i = 0; i < d; i++)
                 o[i] *= scale;

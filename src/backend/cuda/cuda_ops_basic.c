@@ -7,10 +7,21 @@
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/kernels.h"
 
-void cuda_op_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table, float scale)
+void cuda_op_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
+                   int64_t vocab_lo, float scale)
 {
-    CUDA_CHECK(launch_embed(out, m->token_ids, m->n_tokens, table->data, table->rows, (int)table->cols, scale,
-                            cuda_stream(be)));
+    CUDA_CHECK(launch_embed(out, m->token_ids, m->n_tokens, table->data, vocab_lo, table->rows, (int)table->cols,
+                            scale, cuda_stream(be)));
+}
+
+void cuda_op_all_reduce(struct backend *be, void *buf, size_t n)
+{
+    be->comm->ops->all_reduce(be->comm, buf, n, DTYPE_BF16, cuda_stream(be));
+}
+
+void cuda_op_gather_cols(struct backend *be, float *out, const float *in, int rows, int cols)
+{
+    be->comm->ops->gather_cols(be->comm, out, in, rows, cols, cuda_stream(be));
 }
 
 void cuda_op_rmsnorm(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows, float eps,

@@ -13,9 +13,10 @@
 extern "C" {
 #endif
 
-/* out[t] = table[ids[t]] * scale, rows of d */
-cudaError_t launch_embed(void *out, const int32_t *ids, int n_tokens, const void *table, int64_t vocab, int d,
-                         float scale, cudaStream_t stream);
+/* out[t] = table[ids[t] - vocab_lo] * scale, rows of d; zeros for ids outside
+ * the table's rows (another rank's share of the vocabulary) */
+cudaError_t launch_embed(void *out, const int32_t *ids, int n_tokens, const void *table, int64_t vocab_lo,
+                         int64_t rows, int d, float scale, cudaStream_t stream);
 /* out[r] = rmsnorm(x[r]) * (w or 1 + w); out may equal x */
 cudaError_t launch_rmsnorm(void *out, const void *x, const void *w, int rows, int d, float eps, int plus_one,
                            cudaStream_t stream);

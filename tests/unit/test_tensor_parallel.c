@@ -1,0 +1,149 @@
+/* Tensor parallelism's arithmetic on the CPU, in one process: N ranks as
+ * threads, each with its own CPU backend, its share of a tiny fixture model
+ * (model_load_shard) and a step runner, joined by the CPU communicator. They
+ * run the same steps (a chunked prefill, then decode steps); rank 0's
+ * logits must equal the whole model's within 1e-5 (fp32: only the order of
+ * the partial sums differs). The process-level protocol (bootstrap, control
+ * messages, watchdog) is tested through the CLI (tests/cli/tensor_parallel.sh). */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dist/comm_cpu.h"
+#include "runner/runner.h"
+#include "test_util.h"
+
+enum { PROMPT = 20, DECODE = 8, TOTAL = PROMPT + DECODE, CHUNK = 8, BS = 4, MAX_RANKS = 4 };
+
+struct rank_run {
+    const char *fixture;
+    int rank, size;
+    struct comm *comm; /* made before the threads start: rank 0's creates the segment */
+    int32_t ids[TOTAL];
+    float *logits; /* rank 0: [TOTAL, vocab] */
+    char err[1100];
+};
+
+/* One rank: the prompt in chunks, then one token a step, every row's logits returned. */
+static void *run_rank(void *arg)
+{
+    struct rank_run *rr = arg;
+    struct err e = {{0}};
+    struct backend *be = backend_create(BACKEND_KIND_CPU, 1, &e);
+    struct model *m = NULL;
+    struct runner r = {0};
+    struct block_pool pool = {0};
+    struct seq_blocks blocks = {0};
+    be->comm = rr->comm;
+    if (!(m = model_load_shard(fixture_path(rr->fixture), be, rr->rank, rr->size, &e)))
+        goto done;
+    const struct runner_opts o = {.max_tokens = CHUNK, .max_seqs = 2, .max_context = TOTAL, .block_size = BS,
+                                  .host_kv_blocks = TOTAL / BS + 2, .gpu_memory_utilization = 0.9,
+                                  .return_logits = 1};
+    if (runner_init(&r, m, &o, &e))
+        goto done;
+    block_pool_init(&pool, r.kv.n_blocks, 1);
+    const int V = m->cfg.vocab_size;
+    for (int at = 0; at < TOTAL;) {
+        const int n = at < PROMPT ? (PROMPT - at < CHUNK ? PROMPT - at : CHUNK) : 1;
+        struct sample_result none;
+        CHECK(seq_blocks_reserve(&blocks, &pool, at + n, BS) == 0);
+        const struct step_seq q = {.blocks = &blocks, .tokens = rr->ids + at, .n_tokens = n, .start_pos = at,
+                                   .return_logits = 1};
+        if (runner_step(&r, &q, 1, &none, &e))
+            goto done;
+        if (rr->rank == 0)
+            memcpy(rr->logits + (size_t)at * V, runner_returned_logits(&r, &q, 1, 0), (size_t)n * V * sizeof(float));
+        at += n;
+    }
+done:
+    snprintf(rr->err, sizeof rr->err, "%s", e.msg);
+    seq_blocks_release(&blocks, &pool);
+    seq_blocks_free(&blocks);
+    if (pool.refs)
+        block_pool_free(&pool);
+    runner_free(&r);
+    model_free(m);
+    if (rr->comm)
+        rr->comm->ops->destroy(rr->comm);
+    backend_free(be);
+    return NULL;
+}
+
+/* The logits of the fixture split over size ranks (rank 0's), malloc'ed. */
+static float *run_split(const char *fixture, int size, int vocab)
+{
+    struct rank_run rr[MAX_RANKS];
+    pthread_t th[MAX_RANKS];
+    char shm[64];
+    comm_cpu_name(shm, sizeof shm);
+    float *logits = malloc((size_t)TOTAL * vocab * sizeof(float));
+    for (int r = 0; r < size; r++) {
+        struct err e = {{0}};
+        struct comm *c = size > 1 ? comm_cpu_create(shm, r, size, 1 << 16, &e) : NULL;
+        cr_assert(size == 1 || c, "%s", e.msg);
+        rr[r] = (struct rank_run){.fixture = fixture, .rank = r, .size = size, .comm = c, .logits = logits};
+        for (int i = 0; i < TOTAL; i++)
+            rr[r].ids[i] = (int32_t)((i * 7919 + 13) % vocab);
+    }
+    for (int r = 0; r < size; r++)
+        cr_assert_eq(pthread_create(&th[r], NULL, run_rank, &rr[r]), 0);
+    for (int r = 0; r < size; r++)
+        pthread_join(th[r], NULL);
+    for (int r = 0; r < size; r++)
+        cr_assert(!rr[r].err[0], "%s rank %d of %d: %s", fixture, r, size, rr[r].err);
+    return logits;
+}
+
+static void check(const char *fixture)
+{
+    struct backend *be;
+    struct model *m = test_load_model(fixture, &be);
+    const int V = m->cfg.vocab_size;
+    test_free_model(m, be);
+    float *whole = run_split(fixture, 1, V);
+    for (int size = 2; size <= 4; size *= 2) {
+        float *split = run_split(fixture, size, V);
+        double worst = 0;
+        for (int t = 0; t < TOTAL; t++) {
+            const double err = max_rel_err(split + (size_t)t * V, whole + (size_t)t * V, V);
+            worst = err > worst ? err : worst;
+            cr_assert(err <= 1e-5, "%s over %d ranks: position %d (%s): rel err %.3g against one rank", fixture,
+                      size, t, t < PROMPT ? "prefill" : "decode", err);
+        }
+        cr_log_info("%s over %d ranks: max rel err %.3g over %d prefill and %d decode rows", fixture, size, worst,
+                    PROMPT, DECODE);
+        free(split);
+    }
+    free(whole);
+}
+
+Test(tensor_parallel, llama_split_equals_whole) { check("tiny-llama"); }
+Test(tensor_parallel, qwen3_split_equals_whole) { check("tiny-qwen3"); }
+Test(tensor_parallel, gemma3_split_equals_whole) { check("tiny-gemma3"); }
+
+Test(tensor_parallel, refusals_name_the_flag)
+{
+    struct err e = {{0}};
+    struct backend *be = backend_create(BACKEND_KIND_CPU, 1, &e);
+    cr_assert_null(model_load_shard(fixture_path("tiny-llama"), be, 0, 3, &e));
+    cr_assert(strstr(e.msg, "--tensor-parallel-size 3 does not divide the model's 4 attention heads"), "%s", e.msg);
+    cr_assert_null(model_load_shard(fixture_path("tiny-llama"), be, 0, 8, &e));
+    cr_assert(strstr(e.msg, "--tensor-parallel-size 8"), "%s", e.msg);
+    struct model_config cfg = {.n_heads = 8, .n_kv_heads = 8, .intermediate_size = 30, .vocab_size = 64};
+    struct model_shard sh;
+    cr_assert_neq(model_shard_plan(&cfg, 0, 4, &sh, &e), 0);
+    cr_assert(strstr(e.msg, "MLP width 30"), "%s", e.msg);
+    cfg.intermediate_size = 32, cfg.vocab_size = 66;
+    cr_assert_neq(model_shard_plan(&cfg, 0, 4, &sh, &e), 0);
+    cr_assert(strstr(e.msg, "vocabulary of 66"), "%s", e.msg);
+    cfg.vocab_size = 64, cfg.n_kv_heads = 3, cfg.n_heads = 12;
+    cr_assert_neq(model_shard_plan(&cfg, 0, 4, &sh, &e), 0);
+    cr_assert(strstr(e.msg, "3 KV heads"), "%s", e.msg);
+    /* more ranks than KV heads: each rank keeps the head its queries read */
+    cfg.n_kv_heads = 2, cfg.n_heads = 8;
+    cr_assert_eq(model_shard_plan(&cfg, 3, 4, &sh, &e), 0, "%s", e.msg);
+    cr_assert(sh.n_heads == 2 && sh.n_kv_heads == 1 && sh.kv_head0 == 1 && sh.ffn == 8 && sh.vocab_lo == 48);
+    backend_free(be);
+}
