@@ -71,6 +71,21 @@ static int set_value(struct cli_opt *o, const char *v, struct err *e)
     return err_set(e, "--%s takes no value", o->name);
 }
 
+/* Short names of long options, the way vLLM and SGLang spell them. */
+static const struct {
+    const char *alias, *name;
+} aliases[] = {{"tp", "tensor-parallel-size"}};
+
+static const char *unalias(const char *name, size_t *len)
+{
+    for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+        if (strlen(aliases[i].alias) == *len && !strncmp(aliases[i].alias, name, *len)) {
+            *len = strlen(aliases[i].name);
+            return aliases[i].name;
+        }
+    return name;
+}
+
 int cli_parse(int argc, char **argv, const char *cmd, struct cli_opt *opts, int n_opts, struct err *e)
 {
     for (int i = 0; i < argc; i++) {
@@ -81,8 +96,9 @@ int cli_parse(int argc, char **argv, const char *cmd, struct cli_opt *opts, int 
         }
         if (strncmp(a, "--", 2))
             return err_set(e, "infer %s: unexpected argument '%s' (options start with --)", cmd, a);
-        const char *name = a + 2, *eq = strchr(name, '=');
-        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        const char *eq = strchr(a + 2, '=');
+        size_t len = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+        const char *name = unalias(a + 2, &len);
         struct cli_opt *o = NULL;
         for (int j = 0; j < n_opts; j++)
             if (strlen(opts[j].name) == len && !strncmp(opts[j].name, name, len))

@@ -138,8 +138,8 @@ int cmd_bench(int argc, char **argv)
     engine_flags_opts(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS);
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     struct err e = {{0}};
-    struct backend *be = NULL;
-    struct model *m = NULL;
+    struct loaded_model lm = {0};
+    int node_status = 0;
     int32_t *batch = NULL;
     int n_batch = 0;
     int rc = cli_parse(argc, argv, "bench", opts, n_opts, &e);
@@ -149,14 +149,22 @@ int cmd_bench(int argc, char **argv)
     if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e) ||
         (strcmp(batches, "0") && cli_parse_int_list(batches, "batch", &batch, &n_batch, &e)))
         goto done;
+    const int other_node = model_flags_run_node(&mf, &node_status, &e); /* its ranks of a split model only */
+    if (other_node) {
+        rc = other_node < 0 ? -1 : 0;
+        goto done;
+    }
     for (int i = 0; i < n_batch; i++)
         if (batch[i] < 1 || batch[i] > 1 << 16) {
             err_set(&e, "--batch: %d is outside [1, 65536]", batch[i]);
             goto done;
         }
     struct engine_opts flags;
-    if (model_flags_load(&mf, &be, &m, &e) || engine_flags_apply(&f, m, &flags, &e))
+    if (model_flags_load(&mf, &lm, &e) || engine_flags_apply(&f, lm.m, &flags, &e))
         goto done;
+    flags.relay = loaded_model_relay(&lm);
+    struct model *m = lm.m;
+    const struct backend *be = lm.be;
     const int64_t params = model_config_count_params(&m->cfg);
     const double bytes = (double)params * (double)dtype_size(be->act_dtype);
     const double floor_ms = bytes / H100_COPY_BYTES_PER_S * 1e3;
@@ -196,8 +204,7 @@ done:
     if (rc < 0)
         fprintf(stderr, "infer bench: %s\n", e.msg);
     free(batch);
-    model_free(m);
-    backend_free(be);
+    model_flags_unload(&lm);
     engine_flags_free(&f);
-    return rc < 0 ? 1 : 0;
+    return rc < 0 ? 1 : node_status;
 }

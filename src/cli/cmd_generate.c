@@ -130,6 +130,7 @@ int cmd_generate(int argc, char **argv)
     const char *prompt_ids = NULL, *prompt = NULL, *input = NULL, *stop = NULL;
     int max_tokens = 16, as_json = 0, ignore_eos = 0, chat = 0;
     char *chat_text = NULL;
+    int node_status = 0;
     struct model_flags mf = model_flags_default();
     struct engine_flags f = engine_flags_default();
     struct sampling_flags sf = {0.0, 1.0, 0.0, 0, 0};
@@ -157,8 +158,7 @@ int cmd_generate(int argc, char **argv)
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     struct err e = {{0}};
     struct tokenizer *tok = NULL;
-    struct backend *be = NULL;
-    struct model *m = NULL;
+    struct loaded_model lm = {0};
     int32_t *ids = NULL;
     int n_ids = 0;
     int rc = cli_parse(argc, argv, "generate", opts, n_opts, &e);
@@ -171,6 +171,11 @@ int cmd_generate(int argc, char **argv)
     if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e) ||
         (sampling_params_check(&d.sampling, 1 << 30, &e) && sampling_flag_error(&e)))
         goto done;
+    const int other_node = model_flags_run_node(&mf, &node_status, &e); /* its ranks of a split model only */
+    if (other_node) {
+        rc = other_node < 0 ? -1 : 0;
+        goto done;
+    }
     if (!!prompt + !!prompt_ids + !!input != 1) {
         err_set(&e, "infer generate: give exactly one of --prompt, --prompt-ids and --input");
         goto done;
@@ -188,8 +193,9 @@ int cmd_generate(int argc, char **argv)
         load_tokenizer(mf.model, prompt != NULL, &tok, &e) ||
         (chat && !(chat_text = render_chat(mf.model, prompt, &e))) ||
         (prompt && encode_prompt(tok, chat ? chat_text : prompt, !chat, &ids, &n_ids, &e)) ||
-        model_flags_load(&mf, &be, &m, &e))
+        model_flags_load(&mf, &lm, &e))
         goto done;
+    struct model *m = lm.m;
     if (stop && !tok) {
         err_set(&e, "--stop: %s has no tokenizer to match the text with", mf.model);
         goto done;
@@ -197,6 +203,7 @@ int cmd_generate(int argc, char **argv)
     struct engine_opts o;
     if (engine_flags_apply(&f, m, &o, &e))
         goto done;
+    o.relay = loaded_model_relay(&lm);
     if (input) {
         rc = generate_run_file(m, tok, mf.model, input, &d, &o, as_json, &e);
         goto done;
@@ -218,9 +225,8 @@ done:
         fprintf(stderr, "infer generate: %s\n", e.msg);
     free(ids);
     free(chat_text);
-    model_free(m);
-    backend_free(be);
+    model_flags_unload(&lm);
     tokenizer_free(tok);
     engine_flags_free(&f);
-    return rc < 0 ? 1 : 0;
+    return rc < 0 ? 1 : node_status;
 }

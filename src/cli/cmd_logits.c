@@ -79,8 +79,8 @@ int cmd_logits(int argc, char **argv)
     model_flags_opts(&mf, opts + N_OWN);
     engine_flags_opts(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS);
     struct err e = {{0}};
-    struct backend *be = NULL;
-    struct model *m = NULL;
+    struct loaded_model lm = {0};
+    int node_status = 0;
     int32_t *ids = NULL;
     float *rows = NULL;
     int n = 0;
@@ -91,6 +91,11 @@ int cmd_logits(int argc, char **argv)
     rc = -1;
     if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e))
         goto done;
+    const int other_node = model_flags_run_node(&mf, &node_status, &e); /* its ranks of a split model only */
+    if (other_node) {
+        rc = other_node < 0 ? -1 : 0;
+        goto done;
+    }
     if (!ids_arg == !ids_file) {
         err_set(&e, "infer logits: give exactly one of --ids and --ids-file");
         goto done;
@@ -103,8 +108,9 @@ int cmd_logits(int argc, char **argv)
     }
     if (prefill == 0)
         prefill = n;
-    if (model_flags_load(&mf, &be, &m, &e))
+    if (model_flags_load(&mf, &lm, &e))
         goto done;
+    struct model *m = lm.m;
     for (int i = 0; i < n; i++)
         if (ids[i] >= m->cfg.vocab_size) {
             err_set(&e, "%s: token id %d at index %d is outside the vocabulary (0..%d)",
@@ -122,6 +128,7 @@ int cmd_logits(int argc, char **argv)
     struct engine_opts o;
     if (engine_flags_apply(&f, m, &o, &e))
         goto done;
+    o.relay = loaded_model_relay(&lm);
     if (!cli_given(opts, n_opts, "max-num-seqs")) /* one sequence runs */
         o.max_seqs = 1;
     if (o.max_context == 0)
@@ -140,8 +147,7 @@ done:
         fprintf(stderr, "infer logits: %s\n", e.msg);
     free(ids);
     free(rows);
-    model_free(m);
-    backend_free(be);
+    model_flags_unload(&lm);
     engine_flags_free(&f);
-    return rc < 0 ? 1 : 0;
+    return rc < 0 ? 1 : node_status;
 }

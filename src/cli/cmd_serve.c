@@ -72,8 +72,8 @@ int cmd_serve(int argc, char **argv)
     engine_flags_opts(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS);
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     struct err e = {{0}};
-    struct backend *be = NULL;
-    struct model *m = NULL;
+    struct loaded_model lm = {0};
+    int node_status = 0;
     struct tokenizer *tok = NULL;
     struct chat_template *ct = NULL;
     struct engine_opts eo;
@@ -87,16 +87,22 @@ int cmd_serve(int argc, char **argv)
     so.drain_seconds = drain;
     if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e))
         goto done;
+    const int other_node = model_flags_run_node(&mf, &node_status, &e); /* its ranks of a split model only */
+    if (other_node) {
+        rc = other_node < 0 ? -1 : 0;
+        goto done;
+    }
     so.served_name = name ? name : default_name(mf.model);
     if (!(drain >= 0 && drain <= 86400)) {
         err_set(&e, "--drain-seconds must be in [0, 86400], got %g", drain);
         goto done;
     }
-    if (model_flags_load(&mf, &be, &m, &e) || load_text(mf.model, &tok, &ct, &e) ||
-        engine_flags_apply(&f, m, &eo, &e))
+    if (model_flags_load(&mf, &lm, &e) || load_text(mf.model, &tok, &ct, &e) ||
+        engine_flags_apply(&f, lm.m, &eo, &e))
         goto done;
+    eo.relay = loaded_model_relay(&lm);
     eo.check_integrity = check;
-    if (server_run(m, tok, ct, &eo, &so, &e))
+    if (server_run(lm.m, tok, ct, &eo, &so, &e))
         goto done;
     rc = 0;
 done:
@@ -104,8 +110,7 @@ done:
         fprintf(stderr, "infer serve: %s\n", e.msg);
     chat_template_free(ct);
     tokenizer_free(tok);
-    model_free(m);
-    backend_free(be);
+    model_flags_unload(&lm);
     engine_flags_free(&f);
-    return rc < 0 ? 1 : 0;
+    return rc < 0 ? 1 : node_status;
 }

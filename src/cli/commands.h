@@ -13,5 +13,6 @@ int cmd_logits(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_gguf_info(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_worker(int argc, char **argv);
 
 #endif

@@ -21,6 +21,7 @@ static const struct {
     {"tokenize", cmd_tokenize, "text to token ids"},
     {"detokenize", cmd_detokenize, "token ids to text"},
     {"template", cmd_template, "render a chat template"},
+    {"worker", cmd_worker, "one rank of a split model (started by --tensor-parallel-size, not by hand)"},
 };
 
 static void usage(FILE *f)

@@ -1,35 +1,182 @@
 #include "cli/model_flags.h"
 
-struct model_flags model_flags_default(void) { return (struct model_flags){.device = "auto"}; }
+#include <stdio.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "dist/comm_cpu.h"
+#include "dist/group.h"
+#include "dist/net.h"
+
+struct model_flags model_flags_default(void)
+{
+    return (struct model_flags){.device = "auto", .tp = 1, .nnodes = 1, .dist_timeout = 120};
+}
 
 void model_flags_opts(struct model_flags *f, struct cli_opt *opts)
 {
     const struct cli_opt list[MODEL_FLAGS_N_OPTS] = {
         {"model", CLI_OPT_STRING, &f->model, 1, 0, 0, "checkpoint directory or .gguf file", 0},
-        {"device", CLI_OPT_STRING, &f->device, 0, 0, 0,
-         "cpu, cuda, or auto (cuda when a GPU is there, else cpu)", 0},
+        {"device", CLI_OPT_STRING, &f->device, 0, 0, 0, "cpu, cuda, or auto (cuda when a GPU is there, else cpu)", 0},
         {"threads", CLI_OPT_INT, &f->threads, 0, 0, 1024, "CPU threads (0: all cores)", 0},
         {"batch-invariant", CLI_OPT_FLAG, &f->batch_invariant, 0, 0, 0,
          "results independent of the batch (CUDA: slower prefill)", 0},
+        {"tensor-parallel-size", CLI_OPT_INT, &f->tp, 0, 1, 1024,
+         "GPUs (ranks, one process each) to split the model over (also --tp)", 0},
+        {"nnodes", CLI_OPT_INT, &f->nnodes, 0, 1, 1024, "machines the ranks run on", 0},
+        {"node-rank", CLI_OPT_INT, &f->node_rank, 0, 0, 1023, "this machine's place among them (0: rank 0's)", 0},
+        {"dist-init-addr", CLI_OPT_STRING, &f->dist_init_addr, 0, 0, 0,
+         "HOST:PORT where rank 0 listens for the other ranks (default: this machine, a free port)", 0},
+        {"dist-backend", CLI_OPT_STRING, &f->dist_backend, 0, 0, 0,
+         "nccl (GPUs), or cpu-test: the CPU communicator, for tests; default nccl", 0},
+        {"dist-timeout", CLI_OPT_DOUBLE, &f->dist_timeout, 0, 0, 0, "seconds the ranks have to meet", 0},
     };
     for (int i = 0; i < MODEL_FLAGS_N_OPTS; i++)
         opts[i] = list[i];
 }
 
+#ifdef INFER_HAVE_CUDA
+int cuda_backend_device_count(void);
+#endif
+
+/* The backend the flags name. */
+static int dist_backend_of(const struct model_flags *f, enum backend_kind kind, enum dist_backend *b, struct err *e)
+{
+    *b = kind == BACKEND_KIND_CPU ? DIST_BACKEND_CPU_TEST : DIST_BACKEND_NCCL;
+    if (f->dist_backend && dist_backend_parse(f->dist_backend, b, e))
+        return -1;
+    if (f->tp > 1 && kind == BACKEND_KIND_CPU && (!f->dist_backend || *b != DIST_BACKEND_CPU_TEST))
+        return err_set(e, "--tensor-parallel-size %d on the cpu needs --dist-backend cpu-test (the CPU splits a "
+                          "model for tests only; split it over GPUs with --device cuda)",
+                       f->tp);
+    if (*b == DIST_BACKEND_CPU_TEST && kind != BACKEND_KIND_CPU)
+        return err_set(e, "--dist-backend cpu-test runs on --device cpu only");
+    if (*b == DIST_BACKEND_NCCL && kind == BACKEND_KIND_CPU)
+        return err_set(e, "--dist-backend nccl needs --device cuda");
+    return 0;
+}
+
 int model_flags_check(const struct model_flags *f, struct err *e)
 {
     enum backend_kind kind;
-    return backend_kind_parse(f->device, &kind, e);
+    enum dist_backend b;
+    if (backend_kind_parse(f->device, &kind, e) || dist_backend_of(f, kind, &b, e))
+        return -1;
+    if (!(f->dist_timeout > 0 && f->dist_timeout <= 86400))
+        return err_set(e, "--dist-timeout must be in (0, 86400] seconds, got %g", f->dist_timeout);
+    if (f->tp % f->nnodes)
+        return err_set(e, "--nnodes %d does not divide --tensor-parallel-size %d (each machine runs as many ranks)",
+                       f->nnodes, f->tp);
+    if (f->node_rank >= f->nnodes)
+        return err_set(e, "--node-rank %d is not one of the %d machines of --nnodes", f->node_rank, f->nnodes);
+    if (f->nnodes > 1 && !f->dist_init_addr)
+        return err_set(e, "--nnodes %d needs --dist-init-addr HOST:PORT, where rank 0 listens", f->nnodes);
+    if (f->dist_init_addr && net_check_addr(f->dist_init_addr, e))
+        return -1;
+#ifdef INFER_HAVE_CUDA
+    const int local = f->tp / f->nnodes, gpus = kind == BACKEND_KIND_CUDA ? cuda_backend_device_count() : 0;
+    if (kind == BACKEND_KIND_CUDA && local > gpus)
+        return err_set(e, "--tensor-parallel-size %d runs %d ranks on this machine, but only %d GPU%s visible",
+                       f->tp, local, gpus, gpus == 1 ? " is" : "s are");
+#endif
+    if (f->tp > 1) { /* refused before any process starts: the model must split this way */
+        struct model_config cfg;
+        struct model_shard sh;
+        if (model_read_config(f->model, &cfg, e) || model_shard_plan(&cfg, 0, f->tp, &sh, e))
+            return -1;
+    }
+    return 0;
 }
 
-int model_flags_load(const struct model_flags *f, struct backend **be, struct model **m, struct err *e)
+static struct dist_opts dist_opts_of(const struct model_flags *f, enum dist_backend b)
+{
+    return (struct dist_opts){.size = f->tp, .nnodes = f->nnodes, .node_rank = f->node_rank,
+                              .init_addr = f->dist_init_addr, .backend = b, .timeout = f->dist_timeout};
+}
+
+int model_flags_run_node(const struct model_flags *f, int *status, struct err *e)
+{
+    if (f->node_rank == 0)
+        return 0;
+    enum backend_kind kind;
+    enum dist_backend b;
+    if (backend_kind_parse(f->device, &kind, e) || dist_backend_of(f, kind, &b, e))
+        return -1;
+    const struct dist_opts o = dist_opts_of(f, b);
+    const int rc = dist_run_node(&o, e);
+    if (rc < 0)
+        return -1;
+    *status = rc;
+    return 1;
+}
+
+/* The communicator of rank of the group the settings describe. */
+static struct comm *comm_open(const struct dist_settings *s, int rank, struct err *e)
+{
+    if (s->backend == DIST_BACKEND_CPU_TEST)
+        return comm_cpu_create(s->comm_id, rank, s->size, 1 << 20, e);
+    err_set(e, "--dist-backend nccl: this build has no NCCL communicator yet");
+    return NULL;
+}
+
+int model_flags_load_rank(const struct dist_settings *s, int rank, struct loaded_model *lm, struct err *e)
 {
     enum backend_kind kind;
-    *be = NULL;
-    *m = NULL;
-    if (backend_kind_parse(f->device, &kind, e) || !(*be = backend_create(kind, f->threads, e)) ||
-        !(*m = model_load(f->model, *be, e)))
+    memset(lm, 0, sizeof *lm);
+    if (backend_kind_parse(s->device, &kind, e) || !(lm->be = backend_create(kind, s->threads, e)))
         return -1;
-    (*be)->batch_invariant = f->batch_invariant;
+    lm->be->batch_invariant = s->batch_invariant;
+    if (s->size > 1 && !(lm->be->comm = comm_open(s, rank, e)))
+        return -1;
+    return (lm->m = model_load_shard(s->model, lm->be, rank, s->size, e)) ? 0 : -1;
+}
+
+int model_flags_load(const struct model_flags *f, struct loaded_model *lm, struct err *e)
+{
+    enum backend_kind kind;
+    enum dist_backend b;
+    memset(lm, 0, sizeof *lm);
+    if (backend_kind_parse(f->device, &kind, e) || dist_backend_of(f, kind, &b, e))
+        return -1;
+    struct dist_settings s = {.size = f->tp, .threads = f->threads, .batch_invariant = f->batch_invariant,
+                              .backend = b};
+    if (strlen(f->model) >= sizeof s.model)
+        return err_set(e, "--model: the path is longer than %zu bytes", sizeof s.model - 1);
+    snprintf(s.model, sizeof s.model, "%s", f->model);
+    snprintf(s.device, sizeof s.device, "%s", kind == BACKEND_KIND_CUDA ? "cuda" : "cpu");
+    if (f->tp == 1)
+        return model_flags_load_rank(&s, 0, lm, e);
+    const struct dist_opts o = dist_opts_of(f, b);
+    if (dist_launch(&o, &lm->group, e))
+        return -1;
+    if (b == DIST_BACKEND_CPU_TEST)
+        comm_cpu_name(s.comm_id, sizeof s.comm_id);
+    /* rank 0 makes the communicator first: the others open it from the settings */
+    if (!(lm->be = backend_create(kind, s.threads, e)))
+        return -1;
+    lm->be->batch_invariant = s.batch_invariant;
+    if (!(lm->be->comm = comm_open(&s, 0, e)) || dist_send_settings(lm->group, &s, e))
+        return -1;
+    dist_watch(lm->group);
+    if (!(lm->m = model_load_shard(s.model, lm->be, 0, s.size, e)) || dist_wait_ready(lm->group, e))
+        return -1;
+    if (b == DIST_BACKEND_CPU_TEST)
+        comm_cpu_unlink(s.comm_id); /* every rank has it open */
+    log_info("model split over %d ranks (%s)", s.size, b == DIST_BACKEND_CPU_TEST ? "cpu-test" : "nccl");
     return 0;
+}
+
+const struct runner_relay *loaded_model_relay(const struct loaded_model *lm)
+{
+    return lm->group ? &lm->group->relay : NULL;
+}
+
+void model_flags_unload(struct loaded_model *lm)
+{
+    model_free(lm->m);
+    if (lm->be && lm->be->comm)
+        lm->be->comm->ops->destroy(lm->be->comm);
+    backend_free(lm->be);
+    dist_group_end(lm->group);
+    memset(lm, 0, sizeof *lm);
 }

@@ -40,7 +40,8 @@ static int engine_alloc(struct engine *eng, struct err *e)
                                    .host_kv_blocks = o->host_kv_blocks,
                                    .gpu_memory_utilization = o->gpu_memory_utilization,
                                    .return_logits = o->return_logits,
-                                   .graph = o->graph};
+                                   .graph = o->graph,
+                                   .relay = o->relay};
     if (runner_init(&eng->runner, m, &ro, e))
         return -1;
     const int n_blocks = eng->runner.kv.n_blocks;

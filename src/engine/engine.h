@@ -18,6 +18,7 @@
 #include "tokenizer/tokenizer.h"
 
 struct model;
+struct runner_relay;
 
 struct engine;
 
@@ -33,6 +34,7 @@ struct engine_opts {
     int return_logits;   /* requests may ask for their logits (sizes every step for a full chunk of rows) */
     int check_integrity; /* run the cache's integrity check after every step; a violation aborts */
     struct graph_opts graph; /* --cuda-graph-mode and its buckets */
+    const struct runner_relay *relay; /* a split model's other ranks, driven step by step (src/dist), or NULL */
 };
 
 /* The defaults, the one source the command-line flags take theirs from:

@@ -37,6 +37,19 @@ int model_path_is_gguf(const char *path)
     return gguf_is_path(path);
 }
 
+int model_read_config(const char *path, struct model_config *cfg, struct err *e)
+{
+    if (model_path_is_gguf(path)) {
+        struct gguf_file *g = gguf_open(path, e);
+        const int rc = g ? model_config_from_gguf(g, cfg, e) : -1;
+        gguf_close(g);
+        return rc;
+    }
+    char cfg_path[4096];
+    snprintf(cfg_path, sizeof cfg_path, "%s/config.json", path);
+    return model_config_load(cfg_path, cfg, e);
+}
+
 int model_open_checkpoint(const char *path, struct model_config *cfg, struct checkpoint **ck, struct err *e)
 {
     *ck = NULL;

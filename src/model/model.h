@@ -30,6 +30,8 @@ struct model *model_load_shard(const char *dir, struct backend *be, int rank, in
 /* The configuration and checkpoint model_load reads from path (either form);
  * -1 with e set. Close *ck with checkpoint_close. */
 int model_open_checkpoint(const char *path, struct model_config *cfg, struct checkpoint **ck, struct err *e);
+/* Only the configuration (config.json, or a GGUF file's metadata). */
+int model_read_config(const char *path, struct model_config *cfg, struct err *e);
 /* 1 when path names a GGUF file (by its .gguf suffix). */
 int model_path_is_gguf(const char *path);
 void model_free(struct model *m);

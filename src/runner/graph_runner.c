@@ -242,6 +242,7 @@ static void plan_decode(const struct graph_runner *gr, const struct step_shape *
     p->path = STEP_PATH_DECODE;
     p->padded = (struct step_shape){.n_tokens = bs, .n_seqs = bs, .n_draws = bs, .n_logits = bs, .decode = 1};
     p->draw_rows = bs;
+    p->graph_index = i;
     p->graph = gr->graphs[i];
 }
 
@@ -256,6 +257,7 @@ static void plan_pieces(const struct graph_runner *gr, const struct step_shape *
     p->padded.n_tokens = T;
     p->padded.n_seqs = real->n_seqs + (T > real->n_tokens); /* one sequence holds the padding tokens */
     p->padded.decode = 0;
+    p->graph_index = t;
     p->pieces = gr->pieces + (size_t)t * (gr->n_layers + 1);
 }
 
@@ -280,7 +282,8 @@ static void plan_full(const struct graph_runner *gr, const struct step_shape *re
     p->path = STEP_PATH_FULL;
     p->padded = (struct step_shape){.n_tokens = T, .n_seqs = S, .n_draws = rows, .n_logits = rows};
     p->draw_rows = rows;
-    p->graph = gr->full[(size_t)t * gr->n_seq_buckets + s];
+    p->graph_index = t * gr->n_seq_buckets + s;
+    p->graph = gr->full[p->graph_index];
 }
 
 void graph_runner_plan(const struct graph_runner *gr, const struct step_shape *real, struct step_plan *p)
@@ -297,6 +300,31 @@ void graph_runner_plan(const struct graph_runner *gr, const struct step_shape *r
     if (p->path == STEP_PATH_EAGER && !p->why_eager)
         p->why_eager = gr->mode == GRAPH_MODE_DECODE ? "decode mode captures decode steps only"
                                                      : "no captured bucket holds it";
+}
+
+int graph_runner_lookup(const struct graph_runner *gr, struct step_plan *p)
+{
+    const int i = p->graph_index;
+    switch (p->path) {
+    case STEP_PATH_EAGER:
+        return 0;
+    case STEP_PATH_DECODE:
+        if (i < 0 || i >= gr->n_buckets)
+            return -1;
+        p->graph = gr->graphs[i];
+        return 0;
+    case STEP_PATH_PIECEWISE:
+        if (!gr->pieces || i < 0 || i >= gr->n_tok_buckets)
+            return -1;
+        p->pieces = gr->pieces + (size_t)i * (gr->n_layers + 1);
+        return 0;
+    case STEP_PATH_FULL:
+        if (!gr->full || i < 0 || i >= gr->n_tok_buckets * gr->n_seq_buckets || !gr->full[i])
+            return -1;
+        p->graph = gr->full[i];
+        return 0;
+    }
+    return -1;
 }
 
 static void free_graphs(struct backend *be, void **g, size_t n)

@@ -41,6 +41,7 @@ struct step_plan {
     enum step_path path;
     struct step_shape padded; /* what the step builder writes */
     int draw_rows;            /* logit rows the sampler draws (the graph's, or the real draws) */
+    int graph_index;          /* which graph of its kind: the same on every rank of a split model */
     void *graph;              /* decode, full */
     void *const *pieces;      /* piecewise: n_layers + 1 graphs */
     const char *why_eager;    /* in a graph mode: why this step runs eagerly */
@@ -73,6 +74,10 @@ int graph_runner_init(struct graph_runner *gr, struct runner *r, const struct gr
 /* How a step of shape real runs: the graph that takes it and its padded
  * shape, or eagerly as it is. */
 void graph_runner_plan(const struct graph_runner *gr, const struct step_shape *real, struct step_plan *p);
+
+/* The graph (or pieces) of p's path and graph_index in gr: how a rank
+ * follows the plan rank 0 made. -1 when gr has no such graph. */
+int graph_runner_lookup(const struct graph_runner *gr, struct step_plan *p);
 
 void graph_runner_free(struct graph_runner *gr, struct backend *be);
 

@@ -33,8 +33,10 @@ static int init_kv(struct runner *r, struct err *e)
     int n_blocks;
     size_t free_before;
     /* per_seq + 1: a full context, and block 0 that padding rows may touch */
+    /* every rank of a split model holds as many blocks as the tightest one */
     if (kv_plan_blocks(m, per_seq + 1, host, o->block_size, o->gpu_memory_utilization, &n_blocks,
                        &free_before, e) ||
+        (o->relay && o->relay->agree_min(o->relay->ctx, n_blocks, &n_blocks, e)) ||
         kv_store_init(&r->kv, &m->cfg, &m->sh, m->be, n_blocks, o->block_size, e))
         return -1;
     size_t free_after = 0, total = 0;
@@ -56,6 +58,8 @@ int runner_init(struct runner *r, const struct model *m, const struct runner_opt
     r->m = m;
     r->o = *o;
     struct backend *be = m->be;
+    if (o->relay && m->sh.rank == 0 && runner_relay_start(r, e)) /* the other ranks start theirs alongside */
+        return -1;
     r->max_blocks_per_seq = (o->max_context + o->block_size - 1) / o->block_size;
     const int max_logits = o->max_seqs + (o->return_logits ? o->max_tokens : 0);
     /* one sequence more: a padded step may add one */
@@ -82,6 +86,9 @@ void runner_free(struct runner *r)
     if (!r->m)
         return;
     struct backend *be = r->m->be;
+    struct err e;
+    if (r->o.relay && r->m->sh.rank == 0 && runner_relay_end(r, &e)) /* a gone rank ends the group anyway */
+        log_warn("ending the other ranks' runner: %s", e.msg);
     graph_runner_free(&r->graphs, be);
     sampler_free(&r->sampler);
     if (r->meta.host)
@@ -127,7 +134,7 @@ static int run_pieces(struct runner *r, const struct step_plan *p, const struct 
     return real->n_draws ? sampler_enqueue(&r->sampler, r->ws.logits, real->n_draws, e) : 0;
 }
 
-static int run_plan(struct runner *r, const struct step_plan *p, const struct step_shape *real, struct err *e)
+int runner_run_plan(struct runner *r, const struct step_plan *p, const struct step_shape *real, struct err *e)
 {
     struct backend *be = r->m->be;
     if (p->path == STEP_PATH_EAGER) {
@@ -170,8 +177,9 @@ int runner_step(struct runner *r, const struct step_seq *seqs, int n, struct sam
                        "runner: a sequence asks for its logits, but the runner was not sized to return them");
     struct step_plan p;
     graph_runner_plan(&r->graphs, &real, &p);
-    if (step_build(&r->builder, seqs, n, &p.padded, e) ||
-        sampler_stage(&r->sampler, seqs, n, p.draw_rows, e) || run_plan(r, &p, &real, e) ||
+    /* the other ranks of a split model get the step as soon as it is written */
+    if (step_build(&r->builder, seqs, n, &p.padded, e) || (r->o.relay && runner_relay_step(r, &p, &real, e)) ||
+        sampler_stage(&r->sampler, seqs, n, p.draw_rows, e) || runner_run_plan(r, &p, &real, e) ||
         fetch_returned(r, &real, e))
         return -1;
     return sampler_collect(&r->sampler, r->ws.logits, draws, e);

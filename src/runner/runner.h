@@ -15,6 +15,20 @@
 #include "runner/sampler.h"
 #include "runner/step_builder.h"
 
+/* How rank 0's runner drives the other ranks of a split model, and how
+ * they follow it (src/dist implements it over its control connections;
+ * runner/follow.c writes and reads the messages). */
+struct runner_relay {
+    void *ctx;
+    /* rank 0: msg[n] to every other rank */
+    int (*send)(void *ctx, const void *msg, size_t n, struct err *e);
+    /* the other ranks: the next message from rank 0 into *msg (malloc'ed);
+     * 0, or 1 when the group ends (no message), -1 with e set */
+    int (*recv)(void *ctx, void **msg, size_t *n, struct err *e);
+    /* every rank: *out := the smallest v of all ranks */
+    int (*agree_min)(void *ctx, int v, int *out, struct err *e);
+};
+
 struct runner_opts {
     int max_tokens;                /* token budget of one step */
     int max_seqs;                  /* sequences of one step (a graph's padding may add one) */
@@ -24,6 +38,7 @@ struct runner_opts {
     double gpu_memory_utilization; /* device backends: share of the memory left for the KV cache */
     int return_logits;             /* steps may return logits to the host (max_tokens more logit rows) */
     struct graph_opts graph;
+    const struct runner_relay *relay; /* a split model's ranks (rank 0 drives, the others follow), or NULL */
 };
 
 struct runner {
@@ -58,6 +73,24 @@ int runner_step(struct runner *r, const struct step_seq *seqs, int n, struct sam
 /* After runner_step over the same seqs: seqs[i]'s logits, [n_tokens,
  * vocab] f32 (one row per token fed), or NULL when it returned none. */
 const float *runner_returned_logits(const struct runner *r, const struct step_seq *seqs, int n, int i);
+
+/* A rank other than 0 of a split model: follows rank 0's runners until
+ * the group ends (relay->recv says so): each runner rank 0 starts is
+ * started here with the same options (and captures the same graphs, in
+ * step with rank 0's collectives), runs every step rank 0 runs from the
+ * metadata rank 0 wrote, and ends with rank 0's. */
+int runner_follow(const struct model *m, const struct runner_relay *relay, struct err *e);
+
+/* follow.c, for rank 0's runner: the messages that start a runner on the
+ * other ranks, run a step there, and end the runner. */
+int runner_relay_start(const struct runner *r, struct err *e);
+int runner_relay_step(const struct runner *r, const struct step_plan *p, const struct step_shape *real,
+                      struct err *e);
+int runner_relay_end(const struct runner *r, struct err *e);
+
+/* Runs a planned step whose metadata is in the staging (the sampler
+ * staged): a graph, the pieces, or eagerly. */
+int runner_run_plan(struct runner *r, const struct step_plan *p, const struct step_shape *real, struct err *e);
 
 /* Queues one step of the given shape over what the staging holds: the
  * upload, the forward and the draw of draw_rows rows (what a decode or full

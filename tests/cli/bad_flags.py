@@ -53,6 +53,13 @@ BAD = {
     "max-body-mb": ["-1", "0", "2000"] + NUMBER,
     "drain-seconds": ["-1", "nan", "1e9"] + NUMBER,
     "host": ["no.such.host.invalid", "999.1.1.1"],
+    "tensor-parallel-size": ["0", "-1", "3", "99999", "1.5"] + NUMBER,
+    "nnodes": ["0", "-1", "3"] + NUMBER,
+    "node-rank": ["-1", "1", "1.5"] + NUMBER,
+    "dist-init-addr": ["nohost", "127.0.0.1:99999", ":80", "127.0.0.1:", "no.such.host.invalid:80"],
+    "dist-backend": ["bogus", "NCCL", "nccl", ""],
+    "dist-timeout": ["0", "-1", "nan", "1e9"] + NUMBER,
+    "rank": ["0", "-1", "1024"] + NUMBER,
 }
 # String flags without a value that is bad as such: paths (a missing one is
 # refused naming the path, tests/cli/run.sh), free text and names.
@@ -80,6 +87,8 @@ def main():
         "tokenize": ["--model", MODEL, "--text", "hi"],
         "detokenize": ["--model", TOKENIZER, "--ids", "1"],
         "template": ["--model", MODEL, "--messages", os.path.join(tmp, "none.json")],
+        # nothing listens on port 1: a good worker gives up after a second
+        "worker": ["--dist-init-addr", "127.0.0.1:1", "--rank", "1", "--dist-timeout", "1"],
     }
     failures, runs = [], 0
     if not os.path.exists(os.path.join(TOKENIZER, "tokenizer.json")):

@@ -359,5 +359,12 @@ else
 fi
 grep SKIP "$TMP/bad_flags" || true
 
+# tensor parallelism on the CPU: ranks as processes, equal to one rank
+if INFER="$INFER" python3 "$ROOT/tests/cli/tensor_parallel.py" >"$TMP/tp" 2>&1; then
+    ok "tensor parallel: $(grep -c PASS "$TMP/tp") checks (logits over 2 and 4 ranks, batched = alone, a killed rank ends the group)"
+else
+    bad "tensor parallel: $(grep FAIL "$TMP/tp" | head -n 20) $(tail -n 3 "$TMP/tp")"
+fi
+
 echo "cli: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -314,6 +314,14 @@ static void cuda_backend_destroy(struct backend *be)
     free(be);
 }
 
+/* How many CUDA devices are visible (tensor parallelism's ranks per machine). */
+int cuda_backend_device_count(void);
+int cuda_backend_device_count(void)
+{
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+}
+
 /* Whether a CUDA device can be used (--device auto). */
 int cuda_backend_available(void);
 int cuda_backend_available(void)

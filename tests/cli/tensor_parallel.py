@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Tensor parallelism on the CPU, ranks as separate processes (the CPU
+communicator, --dist-backend cpu-test), through the CLI:
+- `infer logits` over 2 and 4 ranks equals one rank within 1e-5 (fp32) on the
+  three tiny fixtures: a 12-token prompt (chunks of 8) and 8 decode steps;
+- 64 requests batched over 2 ranks (chunked prefill, a small KV pool that
+  preempts, a shared prefix for the prefix cache) give exactly what each
+  gives alone over 2 ranks, greedy and seeded;
+- a rank killed while `infer serve --tp 2` runs ends the group: the server
+  exits non-zero within 30 s, naming the rank.
+
+Usage: INFER=path/to/infer python3 tests/cli/tensor_parallel.py
+Prints one line per check; exits non-zero on any failure."""
+import json
+import os
+import random
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+INFER = os.environ.get("INFER", "build/infer")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FIX = os.path.join(ROOT, "tests", "fixtures")
+TP = ["--device", "cpu", "--dist-backend", "cpu-test", "--threads", "1"]
+failures = []
+
+
+def check(ok, what):
+    print(f"[{'PASS' if ok else 'FAIL'}] tensor parallel: {what}", flush=True)
+    if not ok:
+        failures.append(what)
+
+
+def read_logits(path):
+    """The f32 [rows, vocab] "logits" tensor of a safetensors file, as rows of floats."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    rows, vocab = header["logits"]["shape"]
+    start, end = header["logits"]["data_offsets"]
+    flat = struct.unpack(f"<{rows * vocab}f", data[start:end])
+    return [flat[r * vocab:(r + 1) * vocab] for r in range(rows)]
+
+
+def rel_err(a, b):
+    return max(abs(x - y) for x, y in zip(a, b)) / max(abs(y) for y in b)
+
+
+def logits(tmp, fixture, ids, prefill, extra):
+    out = os.path.join(tmp, f"{fixture}-{len(extra)}.safetensors")
+    p = subprocess.run([INFER, "logits", "--model", os.path.join(FIX, fixture), "--ids", ",".join(map(str, ids)),
+                        "--prefill", str(prefill), "--max-num-batched-tokens", "8", "--out", out] + extra,
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode:
+        return None, p.stderr[-500:]
+    return read_logits(out), ""
+
+
+def check_logits(tmp):
+    rng = random.Random(1)
+    for fixture in ("tiny-llama", "tiny-qwen3", "tiny-gemma3"):
+        ids = [rng.randrange(1024) for _ in range(20)]
+        one, err = logits(tmp, fixture, ids, 12, ["--device", "cpu", "--threads", "1"])
+        check(one is not None, f"{fixture} one rank ran {err}")
+        for size in (2, 4):
+            split, err = logits(tmp, fixture, ids, 12, ["--tp", str(size)] + TP)
+            if split is None or one is None:
+                check(False, f"{fixture} over {size} ranks ran: {err}")
+                continue
+            worst = max(rel_err(a, b) for a, b in zip(split, one))
+            check(len(split) == 20 and worst <= 1e-5,
+                  f"{fixture} over {size} ranks: 12 prompt + 8 decode rows equal one rank's (max rel err {worst:.2e})")
+
+
+def generate(path, extra):
+    p = subprocess.run([INFER, "generate", "--model", os.path.join(FIX, "tiny-llama"), "--input", path, "--json",
+                        "--max-model-len", "512", "--tp", "2"] + TP + extra,
+                       capture_output=True, text=True, timeout=600)
+    if p.returncode:
+        return None, p.stderr[-800:]
+    return {(o["request"], o["index"]): o["ids"] for o in map(json.loads, p.stdout.splitlines())}, p.stderr
+
+
+def check_batch_equals_alone(tmp):
+    rng = random.Random(5)
+    shared = [rng.randrange(1024) for _ in range(40)]
+    for sampled in (False, True):
+        path = os.path.join(tmp, f"reqs{int(sampled)}.jsonl")
+        with open(path, "w") as f:
+            for i in range(64):
+                prompt = [rng.randrange(1024) for _ in range(rng.randint(1, 120))]
+                if i % 3 == 0:
+                    prompt = shared + prompt[:60]
+                r = {"prompt_ids": prompt, "max_tokens": rng.randint(1, 24), "ignore_eos": True}
+                if sampled:
+                    r.update(temperature=0.8, top_p=0.9, top_k=50, presence_penalty=0.5, seed=rng.randrange(1 << 30))
+                f.write(json.dumps(r) + "\n")
+        alone, err_a = generate(path, ["--max-num-seqs", "1"])
+        batched, err_b = generate(path, ["--max-num-batched-tokens", "64", "--max-num-seqs", "16"])
+        kind = "seeded" if sampled else "greedy"
+        if alone is None or batched is None:
+            check(False, f"64 {kind} requests over 2 ranks ran: {err_a or err_b}")
+            continue
+        same = sum(alone[k] == batched.get(k) for k in alone)
+        check(same == 64 and len(alone) == 64, f"64 {kind} requests batched over 2 ranks equal alone: {same}/64")
+
+
+def children(pid):
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(x) for x in f.read().split()]
+    except OSError:
+        return []
+
+
+def check_killed_rank():
+    p = subprocess.Popen([INFER, "serve", "--model", os.path.join(FIX, "tiny-llama"), "--port", "0", "--tp", "2"] + TP,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    line = ""
+    while time.time() < deadline and "serving" not in line:
+        line = p.stderr.readline()
+        if not line and p.poll() is not None:
+            break
+    workers = children(p.pid)
+    if "serving" not in line or not workers:
+        p.kill()
+        check(False, f"serve --tp 2 started (got {line.strip()!r}, workers {workers})")
+        return
+    t0 = time.time()
+    os.kill(workers[0], signal.SIGKILL)
+    try:
+        rc = p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        check(False, "a killed rank ends serve --tp 2 within 30 s")
+        return
+    took = time.time() - t0
+    rest = p.stderr.read()
+    check(rc != 0 and "rank 1 is gone" in rest,
+          f"a killed rank ends serve --tp 2: exit {rc} after {took:.2f} s, naming the rank")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        check_logits(tmp)
+        check_batch_equals_alone(tmp)
+        check_killed_rank()
+    print(f"tensor parallel: {len(failures)} failures")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
