@@ -17,8 +17,13 @@ exactly. --transitions swaps the workload for 8 requests whose
 output lengths leave 8, then 5, then 3 sequences running (batch-size
 buckets crossed on the way down).
 
+--tp N runs both sides split over N GPUs (--nodes 2: as two machines,
+simulated on this host) (the batched run's pool kept
+about as small: --util is divided by the factor each rank's KV blocks
+shrink by).
+
 Usage: python3 tools/engine_check.py INFER MODEL_DIR [--device cuda] [--util 0.004] [--sampled]
-                                     [--graph decode,piecewise,full] [--transitions]
+                                     [--graph decode,piecewise,full] [--transitions] [--tp N]
 Prints one line per run and the verdict; exits non-zero on any mismatch or
 when the 64-request workload saw no preemption."""
 import argparse
@@ -26,17 +31,35 @@ import json
 import os
 import random
 import re
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 
-def run(infer, model, device, reqs_path, extra):
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run(infer, model, device, reqs_path, extra, nodes=1):
     cmd = [infer, "generate", "--model", model, "--device", device, "--input", reqs_path, "--json",
            "--batch-invariant"] + extra
     t0 = time.time()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    other = None
+    env = None
+    if nodes > 1:  # two machines on one host: a GPU each, NCCL over sockets only
+        cmd += ["--nnodes", "2", "--dist-init-addr", f"127.0.0.1:{free_port()}"]
+        env = dict(os.environ, NCCL_P2P_DISABLE="1", NCCL_SHM_DISABLE="1", CUDA_VISIBLE_DEVICES="0")
+        other = subprocess.Popen(cmd + ["--node-rank", "1"], env=dict(env, CUDA_VISIBLE_DEVICES="1"),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    p = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if other:
+        err1 = other.communicate(timeout=120)[1]
+        if other.returncode != 0:
+            sys.exit(f"node 1 of {' '.join(cmd)} failed:\n{err1[-2000:]}")
     if p.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{p.stderr[-2000:]}")
     out = {}
@@ -60,8 +83,15 @@ def main():
     ap.add_argument("--alone-graph", default="none", help="--cuda-graph-mode of the alone run (cuda only)")
     ap.add_argument("--sampled", action="store_true",
                     help="seeded sampling (temperature 0.8, top_p 0.9, top_k 50, penalties) instead of greedy")
+    ap.add_argument("--tp", type=int, default=1, help="--tensor-parallel-size of both runs")
+    ap.add_argument("--nodes", type=int, default=1, choices=(1, 2),
+                    help="2: the ranks as two machines on this host (--nnodes 2, a GPU each, NCCL over sockets)")
     a = ap.parse_args()
-    vocab = json.load(open(os.path.join(a.model, "config.json")))["vocab_size"]
+    cfg = json.load(open(os.path.join(a.model, "config.json")))
+    vocab = cfg["vocab_size"]
+    tp = ["--tensor-parallel-size", str(a.tp)] if a.tp > 1 else []
+    kv_heads = cfg.get("num_key_value_heads", cfg.get("num_attention_heads", 1))
+    util = float(a.util) / min(a.tp, kv_heads)
     rng = random.Random(5)
     shared = [rng.randrange(vocab) for _ in range(64)]
     if a.transitions:
@@ -85,14 +115,14 @@ def main():
                 f.write(json.dumps(r) + "\n")
         g2 = ["--cuda-graph-mode", a.alone_graph] if a.device == "cuda" else []
         alone, s2, t2 = run(a.infer, a.model, a.device, path,
-                            ["--max-num-seqs", "1", "--max-model-len", "512"] + g2)
+                            ["--max-num-seqs", "1", "--max-model-len", "512"] + g2 + tp, a.nodes)
         print(f"alone   ({t2:.1f} s): {s2}")
         ok = True
         for mode in a.graph.split(","):
             g1 = ["--cuda-graph-mode", mode] if a.device == "cuda" else []
             batched, s1, t1 = run(a.infer, a.model, a.device, path,
                                   ["--max-num-batched-tokens", "256", "--max-num-seqs", "64", "--max-model-len",
-                                   "512", "--gpu-memory-utilization", "0.5" if a.transitions else a.util] + g1)
+                                   "512", "--gpu-memory-utilization", "0.5" if a.transitions else f"{util:g}"] + g1 + tp, a.nodes)
             print(f"batched {mode} ({t1:.1f} s): {s1}")
             bad = [i for i in range(a.requests) if batched.get(i) != alone.get(i)]
             m = re.search(r"(\d+) preemptions?", s1)
@@ -100,7 +130,9 @@ def main():
             kind = ("seeded sampled" if a.sampled else "greedy") + (" transition" if a.transitions else "")
             good = not bad and (preempted > 0 or a.transitions)
             ok = ok and good
-            print(f"{os.path.basename(a.model.rstrip('/'))} [{mode}]: {a.requests - len(bad)}/{a.requests} {kind} "
+            where = f"{mode}, tp {a.tp}" if a.tp > 1 else mode
+            where += ", 2 nodes" if a.nodes > 1 else ""
+            print(f"{os.path.basename(a.model.rstrip('/'))} [{where}]: {a.requests - len(bad)}/{a.requests} {kind} "
                   f"requests equal alone, preemptions {preempted} -> {'OK' if good else 'FAIL'}")
             if bad:
                 i = bad[0]

@@ -5,7 +5,7 @@
 #include "backend/ops.h"
 
 #ifdef INFER_HAVE_CUDA
-struct backend *cuda_backend_create(struct err *e);
+struct backend *cuda_backend_create(int device, struct err *e);
 int cuda_backend_available(void);
 #endif
 
@@ -71,11 +71,17 @@ int backend_kind_parse(const char *name, enum backend_kind *kind, struct err *e)
 
 struct backend *backend_create(enum backend_kind kind, int n_threads, struct err *e)
 {
+    return backend_create_on(kind, n_threads, 0, e);
+}
+
+struct backend *backend_create_on(enum backend_kind kind, int n_threads, int device, struct err *e)
+{
     if (kind == BACKEND_KIND_CPU)
         return cpu_backend_create(n_threads, e);
 #ifdef INFER_HAVE_CUDA
-    return cuda_backend_create(e);
+    return cuda_backend_create(device, e);
 #else
+    (void)device;
     err_set(e, "--device cuda: this build of infer has no CUDA backend (nvcc was not found "
                "when it was built)");
     return NULL;

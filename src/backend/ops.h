@@ -274,6 +274,9 @@ enum backend_kind { BACKEND_KIND_CPU, BACKEND_KIND_CUDA };
  * Returns NULL with e set when the kind is unavailable (no CUDA build, no GPU).
  * Free with backend_free. */
 struct backend *backend_create(enum backend_kind kind, int n_threads, struct err *e);
+/* The same on GPU number device (CUDA; the CPU backend ignores it): each
+ * rank of a split model takes its own. */
+struct backend *backend_create_on(enum backend_kind kind, int n_threads, int device, struct err *e);
 void backend_free(struct backend *be);
 int backend_kind_parse(const char *name, enum backend_kind *kind, struct err *e);
 

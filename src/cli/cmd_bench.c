@@ -7,7 +7,8 @@
  *   engine; output tokens per second from the engine's ready to its last
  *   token (what tools/decode_speed.py measures), and the time of one step
  *   after the first token, against the weight-read floor (weight bytes /
- *   3.02 TB/s, the H100 copy bandwidth measured in GPU.md);
+ *   3.02 TB/s, the H100 copy bandwidth measured in GPU.md; per GPU when
+ *   the model is split, "tp" in the line);
  * - prefill: one request of prompt-len random tokens and one output token,
  *   after a warm-up request of other tokens: time to the first token, in
  *   tokens and model FLOPs (2 * parameters * tokens) per second.
@@ -116,8 +117,8 @@ static void workload_opts(const struct engine_opts *flags, const struct cli_opt 
 
 static void print_common(const struct model *m, const struct engine_opts *o)
 {
-    printf("{\"model\": \"%s\", \"device\": \"%s\", \"graph_mode\": \"%s\", ", m->cfg.arch_name,
-           m->be->ops->name, graph_mode_name(o->graph.mode));
+    printf("{\"model\": \"%s\", \"device\": \"%s\", \"tp\": %d, \"graph_mode\": \"%s\", ", m->cfg.arch_name,
+           m->be->ops->name, m->sh.size, graph_mode_name(o->graph.mode));
 }
 
 int cmd_bench(int argc, char **argv)
@@ -167,7 +168,7 @@ int cmd_bench(int argc, char **argv)
     const struct backend *be = lm.be;
     const int64_t params = model_config_count_params(&m->cfg);
     const double bytes = (double)params * (double)dtype_size(be->act_dtype);
-    const double floor_ms = bytes / H100_COPY_BYTES_PER_S * 1e3;
+    const double floor_ms = bytes / m->sh.size / H100_COPY_BYTES_PER_S * 1e3; /* each GPU reads its share */
     for (int i = 0; i < n_batch; i++) {
         struct engine_opts o;
         struct run_result r;

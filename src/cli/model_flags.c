@@ -36,6 +36,7 @@ void model_flags_opts(struct model_flags *f, struct cli_opt *opts)
 }
 
 #ifdef INFER_HAVE_CUDA
+#include "backend/cuda/cuda_comm.h"
 int cuda_backend_device_count(void);
 #endif
 
@@ -75,6 +76,8 @@ int model_flags_check(const struct model_flags *f, struct err *e)
         return -1;
 #ifdef INFER_HAVE_CUDA
     const int local = f->tp / f->nnodes, gpus = kind == BACKEND_KIND_CUDA ? cuda_backend_device_count() : 0;
+    if (kind == BACKEND_KIND_CUDA && f->tp > CUDA_COMM_MAX_RANKS)
+        return err_set(e, "--tensor-parallel-size %d: at most %d GPUs (ranks) per model", f->tp, CUDA_COMM_MAX_RANKS);
     if (kind == BACKEND_KIND_CUDA && local > gpus)
         return err_set(e, "--tensor-parallel-size %d runs %d ranks on this machine, but only %d GPU%s visible",
                        f->tp, local, gpus, gpus == 1 ? " is" : "s are");
@@ -111,22 +114,43 @@ int model_flags_run_node(const struct model_flags *f, int *status, struct err *e
 }
 
 /* The communicator of rank of the group the settings describe. */
-static struct comm *comm_open(const struct dist_settings *s, int rank, struct err *e)
+static struct comm *comm_open(const struct dist_settings *s, struct backend *be, int rank, struct err *e)
 {
     if (s->backend == DIST_BACKEND_CPU_TEST)
         return comm_cpu_create(s->comm_id, rank, s->size, 1 << 20, e);
-    err_set(e, "--dist-backend nccl: this build has no NCCL communicator yet");
+#ifdef INFER_HAVE_CUDA
+    return cuda_comm_create(be, s->comm_id, rank, s->size, s->ranks_per_host, e);
+#else
+    (void)be;
+    err_set(e, "--dist-backend nccl: this build of infer has no CUDA backend");
     return NULL;
+#endif
+}
+
+/* Rank 0: the name the other ranks find the communicator by. */
+static int comm_name(struct dist_settings *s, struct err *e)
+{
+    if (s->backend == DIST_BACKEND_CPU_TEST) {
+        comm_cpu_name(s->comm_id, sizeof s->comm_id);
+        return 0;
+    }
+#ifdef INFER_HAVE_CUDA
+    return cuda_comm_unique_id(s->comm_id, sizeof s->comm_id, e);
+#else
+    return err_set(e, "--dist-backend nccl: this build of infer has no CUDA backend");
+#endif
 }
 
 int model_flags_load_rank(const struct dist_settings *s, int rank, struct loaded_model *lm, struct err *e)
 {
     enum backend_kind kind;
     memset(lm, 0, sizeof *lm);
-    if (backend_kind_parse(s->device, &kind, e) || !(lm->be = backend_create(kind, s->threads, e)))
+    /* rank r takes GPU r of its machine; rank 0 (GPU 0) runs the engine on another thread, whose device is 0 too */
+    const int device = s->ranks_per_host > 0 ? rank % s->ranks_per_host : 0;
+    if (backend_kind_parse(s->device, &kind, e) || !(lm->be = backend_create_on(kind, s->threads, device, e)))
         return -1;
     lm->be->batch_invariant = s->batch_invariant;
-    if (s->size > 1 && !(lm->be->comm = comm_open(s, rank, e)))
+    if (s->size > 1 && !(lm->be->comm = comm_open(s, lm->be, rank, e)))
         return -1;
     return (lm->m = model_load_shard(s->model, lm->be, rank, s->size, e)) ? 0 : -1;
 }
@@ -138,8 +162,8 @@ int model_flags_load(const struct model_flags *f, struct loaded_model *lm, struc
     memset(lm, 0, sizeof *lm);
     if (backend_kind_parse(f->device, &kind, e) || dist_backend_of(f, kind, &b, e))
         return -1;
-    struct dist_settings s = {.size = f->tp, .threads = f->threads, .batch_invariant = f->batch_invariant,
-                              .backend = b};
+    struct dist_settings s = {.size = f->tp, .ranks_per_host = f->tp / f->nnodes, .threads = f->threads,
+                              .batch_invariant = f->batch_invariant, .backend = b};
     if (strlen(f->model) >= sizeof s.model)
         return err_set(e, "--model: the path is longer than %zu bytes", sizeof s.model - 1);
     snprintf(s.model, sizeof s.model, "%s", f->model);
@@ -147,22 +171,25 @@ int model_flags_load(const struct model_flags *f, struct loaded_model *lm, struc
     if (f->tp == 1)
         return model_flags_load_rank(&s, 0, lm, e);
     const struct dist_opts o = dist_opts_of(f, b);
-    if (dist_launch(&o, &lm->group, e))
+    if (dist_launch(&o, &lm->group, e) || comm_name(&s, e))
         return -1;
-    if (b == DIST_BACKEND_CPU_TEST)
-        comm_cpu_name(s.comm_id, sizeof s.comm_id);
-    /* rank 0 makes the communicator first: the others open it from the settings */
-    if (!(lm->be = backend_create(kind, s.threads, e)))
+    if (!(lm->be = backend_create_on(kind, s.threads, 0, e)))
         return -1;
     lm->be->batch_invariant = s.batch_invariant;
-    if (!(lm->be->comm = comm_open(&s, 0, e)) || dist_send_settings(lm->group, &s, e))
+    /* the CPU segment must exist before the others open it; NCCL's start waits for every rank */
+    if (b == DIST_BACKEND_CPU_TEST && !(lm->be->comm = comm_open(&s, lm->be, 0, e)))
+        return -1;
+    if (dist_send_settings(lm->group, &s, e))
         return -1;
     dist_watch(lm->group);
+    if (!lm->be->comm && !(lm->be->comm = comm_open(&s, lm->be, 0, e)))
+        return -1;
     if (!(lm->m = model_load_shard(s.model, lm->be, 0, s.size, e)) || dist_wait_ready(lm->group, e))
         return -1;
     if (b == DIST_BACKEND_CPU_TEST)
         comm_cpu_unlink(s.comm_id); /* every rank has it open */
-    log_info("model split over %d ranks (%s)", s.size, b == DIST_BACKEND_CPU_TEST ? "cpu-test" : "nccl");
+    log_info("model split over %d ranks, %d per machine (%s)", s.size, s.ranks_per_host,
+             b == DIST_BACKEND_CPU_TEST ? "cpu-test" : "nccl");
     return 0;
 }
 
@@ -174,6 +201,7 @@ const struct runner_relay *loaded_model_relay(const struct loaded_model *lm)
 void model_flags_unload(struct loaded_model *lm)
 {
     model_free(lm->m);
+    dist_group_release(lm->group); /* every rank ends its communicator together */
     if (lm->be && lm->be->comm)
         lm->be->comm->ops->destroy(lm->be->comm);
     backend_free(lm->be);

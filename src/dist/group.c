@@ -427,14 +427,20 @@ void dist_watch(struct dist_group *g)
         g->watching = 1;
 }
 
+void dist_group_release(struct dist_group *g)
+{
+    if (!g || atomic_exchange(&g->stopping, 1))
+        return;
+    struct err e;
+    for (int r = 1; g->rank == 0 && r < g->size; r++)
+        net_send_msg(g->ctrl[r], DIST_MSG_EXIT, NULL, 0, &e);
+}
+
 void dist_group_end(struct dist_group *g)
 {
     if (!g)
         return;
-    atomic_store(&g->stopping, 1);
-    struct err e;
-    for (int r = 1; g->rank == 0 && r < g->size; r++)
-        net_send_msg(g->ctrl[r], DIST_MSG_EXIT, NULL, 0, &e);
+    dist_group_release(g);
     const double deadline = clock_now() + 30;
     for (int i = 0; i < g->n_children; i++) /* the ranks started here end on their own, or are ended */
         while (g->children[i] > 0) {

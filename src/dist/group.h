@@ -32,10 +32,11 @@ struct dist_opts {
 struct dist_settings {
     char model[4096];
     char device[16];
-    int size; /* ranks in all */
+    int size;           /* ranks in all */
+    int ranks_per_host; /* on each machine; rank r takes GPU r % ranks_per_host there */
     int threads, batch_invariant;
     int backend;       /* enum dist_backend */
-    char comm_id[256]; /* the communicator's name (CPU: a shared-memory segment; NCCL: its unique id) */
+    char comm_id[512]; /* the communicator's name (CPU: a shared-memory segment; NCCL: its unique id) */
 };
 
 struct dist_group {
@@ -77,8 +78,13 @@ int dist_run_node(const struct dist_opts *o, struct err *e);
  * dies ends this process (non-zero, the cause logged). */
 void dist_watch(struct dist_group *g);
 
-/* An orderly end: rank 0 tells the others to exit and waits for the ranks
- * it started (killing them after a grace period); closes everything. */
+/* The start of an orderly end: rank 0 tells the others to exit, and from
+ * now on no rank takes a peer's leaving for a failure. Call it before the
+ * communicator goes: the others then end theirs at the same time. */
+void dist_group_release(struct dist_group *g);
+
+/* An orderly end (dist_group_release if not yet): waits for the ranks this
+ * process started (killing them after a grace period); closes everything. */
 void dist_group_end(struct dist_group *g);
 
 #endif

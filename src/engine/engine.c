@@ -57,6 +57,11 @@ static int engine_alloc(struct engine *eng, struct err *e)
     eng->drawn = xcalloc((size_t)o->max_seqs, sizeof *eng->drawn);
     eng->stats.kv_blocks = n_blocks;
     eng->stats.max_context = o->max_context;
+    eng->stats.ranks = m->sh.size;
+    eng->stats.graph_capture_s = eng->runner.graphs.capture_seconds;
+    eng->stats.graph_bytes = eng->runner.graphs.free_before > eng->runner.graphs.free_after
+                                 ? (long)(eng->runner.graphs.free_before - eng->runner.graphs.free_after)
+                                 : 0;
     eng->stats.kv_blocks_free = block_pool_n_free(&eng->pool);
     return 0;
 }

@@ -99,6 +99,9 @@ struct engine_stats {
     double plan_s, run_s, commit_s;
     int kv_blocks;
     int max_context; /* tokens one sequence may reach (prompt + output) */
+    int ranks;       /* GPUs (processes) the model is split over */
+    double graph_capture_s; /* this rank's (rank 0's) CUDA graph capture; the others log theirs */
+    long graph_bytes;       /* device memory the capture took on this rank */
     /* now (as of the engine thread's last loop): choices running and
      * waiting (submitted ones not yet scheduled included); KV blocks held
      * by sequences, held by the prefix cache alone, and free */

@@ -160,9 +160,11 @@ static void seq_buckets(struct graph_runner *gr, int max_seqs)
     gr->n_seq_buckets = k;
 }
 
-static void print_summary(const struct graph_runner *gr)
+static void print_summary(const struct graph_runner *gr, const struct model_shard *sh)
 {
-    char what[256];
+    char what[256], rank[48] = "";
+    if (sh->size > 1) /* every rank captures its own graphs */
+        snprintf(rank, sizeof rank, " [rank %d of %d]", sh->rank, sh->size);
     int at = snprintf(what, sizeof what, "%d decode (batch %d..%d)", gr->n_buckets, gr->buckets[0],
                       gr->buckets[gr->n_buckets - 1]);
     if (gr->mode == GRAPH_MODE_PIECEWISE)
@@ -175,10 +177,10 @@ static void print_summary(const struct graph_runner *gr)
                  gr->seq_buckets[0], gr->seq_buckets[gr->n_seq_buckets - 1]);
     fprintf(stderr,
             "infer: cuda graphs: %s captured in %.2f s; device memory free %.2f GiB before, %.2f GiB after "
-            "(%.1f MiB for graphs)\n",
+            "(%.1f MiB for graphs)%s\n",
             what, gr->capture_seconds, (double)gr->free_before / (1 << 30),
             (double)gr->free_after / (1 << 30),
-            ((double)gr->free_before - (double)gr->free_after) / (1 << 20));
+            ((double)gr->free_before - (double)gr->free_after) / (1 << 20), rank);
 }
 
 int graph_runner_init(struct graph_runner *gr, struct runner *r, const struct graph_opts *o, struct err *e)
@@ -218,7 +220,7 @@ int graph_runner_init(struct graph_runner *gr, struct runner *r, const struct gr
     }
     gr->capture_seconds = clock_now() - t0;
     be->ops->mem_info(be, &gr->free_after, &total);
-    print_summary(gr);
+    print_summary(gr, &r->m->sh);
     return 0;
 }
 

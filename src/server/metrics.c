@@ -173,13 +173,18 @@ static void out_long_metric(struct out *o, const char *model, const char *name, 
 }
 
 /* A gauge of part / whole (0 when whole is 0). */
-static void out_ratio_metric(struct out *o, const char *model, const char *name, const char *help, double part,
-                             double whole)
+static void out_double_metric(struct out *o, const char *model, const char *name, const char *help, double v)
 {
     char num[40];
     out_header(o, name, "gauge", help);
-    format_double(num, sizeof num, whole > 0 ? part / whole : 0.0);
+    format_double(num, sizeof num, v);
     out_printf(o, "%s{model_name=\"%s\"} %s\n", name, model, num);
+}
+
+static void out_ratio_metric(struct out *o, const char *model, const char *name, const char *help, double part,
+                             double whole)
+{
+    out_double_metric(o, model, name, help, whole > 0 ? part / whole : 0.0);
 }
 
 /* Whether s is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
@@ -355,6 +360,12 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
                     "Engine steps run as a CUDA graph replay.", g->graph_replays);
     out_long_metric(&o, model, "infer_eager_steps_total", "counter", "Engine steps run eagerly.",
                     g->eager_steps);
+    out_long_metric(&o, model, "infer_tensor_parallel_size", "gauge",
+                    "GPUs (one process each) the model is split over.", g->ranks > 0 ? g->ranks : 1);
+    out_double_metric(&o, model, "infer_graph_capture_seconds", "Seconds rank 0 took to capture its CUDA graphs.",
+                      g->graph_capture_s);
+    out_long_metric(&o, model, "infer_graph_memory_bytes", "gauge",
+                    "Device memory rank 0's CUDA graphs took (each rank logs its own).", g->graph_bytes);
 
     for (int h = 0; h < METRICS_HIST_COUNT_; h++) {
         const struct hist_spec *spec = &hist_specs[h];

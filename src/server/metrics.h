@@ -23,6 +23,9 @@ struct metrics_gauges {
     long prefix_hit_tokens, prefix_lookup_tokens; /* infer_prefix_cache_hits_total / _queries_total (tokens),
                                                      and their ratio infer_prefix_cache_hit_rate */
     long graph_replays, eager_steps;  /* infer_graph_replays_total / infer_eager_steps_total */
+    int ranks;                        /* infer_tensor_parallel_size */
+    double graph_capture_s;           /* infer_graph_capture_seconds (rank 0) */
+    long graph_bytes;                 /* infer_graph_memory_bytes (rank 0) */
 };
 
 struct metrics;

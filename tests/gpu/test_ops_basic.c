@@ -21,20 +21,21 @@ GPU_TEST(embed_with_and_without_scale)
     for (int i = 0; i < T; i++)
         ids[i] = (int32_t)(rng_next(&ctx->rng) % V);
     struct weight wc = gpu_weight_cpu(tb, V, D), wg = gpu_weight_cuda(ctx, tb, V, D);
-    for (int pass = 0; pass < 2; pass++) {
-        float scale = pass ? sqrtf((float)D) : 1.0f;
+    for (int pass = 0; pass < 3; pass++) { /* pass 2: a rank's share of the vocabulary, rows from 300 */
+        float scale = pass == 1 ? sqrtf((float)D) : 1.0f;
+        const int64_t lo = pass == 2 ? 300 : 0;
         struct fwd_meta mc = {.n_tokens = T, .token_ids = ids};
         struct fwd_meta mg = {.n_tokens = T, .token_ids = gpu_upload(ctx, ids, sizeof ids)};
         float *oc = malloc((size_t)T * D * sizeof(float));
         void *og = gpu_poisoned_bf16(ctx, (size_t)T * D);
-        ctx->cpu->ops->embed(ctx->cpu, oc, &mc, &wc, 0, scale);
-        ctx->cuda->ops->embed(ctx->cuda, og, &mg, &wg, 0, scale);
+        ctx->cpu->ops->embed(ctx->cpu, oc, &mc, &wc, lo, scale);
+        ctx->cuda->ops->embed(ctx->cuda, og, &mg, &wg, lo, scale);
         float *got = gpu_download_bf16(ctx, og, (size_t)T * D);
         double err = gpu_rel_err(got, oc, (size_t)T * D);
         free(got);
         free(oc);
         if (err > BF16_TOL)
-            GPU_FAIL("scale %.3f: rel err %.3g", scale, err);
+            GPU_FAIL("scale %.3f, vocab from %lld: rel err %.3g", scale, (long long)lo, err);
     }
     free(table);
     free(tb);

@@ -29,6 +29,9 @@ static const char *const families[][2] = {
     {"infer_prefix_cache_hit_rate", "gauge"},
     {"infer_graph_replays_total", "counter"},
     {"infer_eager_steps_total", "counter"},
+    {"infer_tensor_parallel_size", "gauge"},
+    {"infer_graph_capture_seconds", "gauge"},
+    {"infer_graph_memory_bytes", "gauge"},
     {"infer_time_to_first_token_seconds", "histogram"},
     {"infer_inter_token_latency_seconds", "histogram"},
     {"infer_e2e_request_latency_seconds", "histogram"},
@@ -211,7 +214,7 @@ Test(metrics, counters_histograms_and_gauges)
     for (int i = 0; i < 10; i++)
         metrics_observe(m, METRICS_TTFT, obs[i]);
     metrics_observe(m, METRICS_QUEUE, 600);
-    struct metrics_gauges g = {3, 5, 25, 100, 40, 160, 7, 2};
+    struct metrics_gauges g = {3, 5, 25, 100, 40, 160, 7, 2, 4, 1.5, 1 << 20};
     text = render(m, &g);
     cr_assert_eq(requests(text, "llama", "/v1/chat/completions", 200), 2);
     cr_assert_eq(requests(text, "llama", "/v1/chat/completions", 400), 1);
@@ -224,7 +227,8 @@ Test(metrics, counters_histograms_and_gauges)
         {"num_requests_waiting", 5},   {"kv_cache_blocks_used", 25},    {"kv_cache_blocks_total", 100},
         {"kv_cache_usage_perc", 0.25}, {"prefix_cache_hits_total", 40}, {"prefix_cache_queries_total", 160},
         {"prefix_cache_hit_rate", 0.25},
-        {"graph_replays_total", 7},    {"eager_steps_total", 2}};
+        {"graph_replays_total", 7},    {"eager_steps_total", 2},        {"tensor_parallel_size", 4},
+        {"graph_capture_seconds", 1.5}, {"graph_memory_bytes", 1 << 20}};
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++)
         cr_assert_eq(value(text, "infer_%s{model_name=\"llama\"}", scalars[i].name), scalars[i].want, "%s",
                      scalars[i].name);

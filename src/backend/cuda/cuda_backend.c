@@ -12,7 +12,7 @@
 #include "core/bf16.h"
 #include "core/log.h"
 
-struct backend *cuda_backend_create(struct err *e);
+struct backend *cuda_backend_create(int device, struct err *e);
 long cuda_backend_device_allocs(const struct backend *be);
 
 static struct cuda_backend *impl(struct backend *be) { return be->impl; }
@@ -330,7 +330,7 @@ int cuda_backend_available(void)
     return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
-struct backend *cuda_backend_create(struct err *e)
+struct backend *cuda_backend_create(int device, struct err *e)
 {
     int n = 0;
     cudaError_t rc = cudaGetDeviceCount(&n);
@@ -344,16 +344,22 @@ struct backend *cuda_backend_create(struct err *e)
     *be = (struct backend){.ops = &cuda_ops, .impl = cb, .act_dtype = DTYPE_BF16, .kv_dtype = DTYPE_BF16,
                            .fuse_weights = 1, .destroy = cuda_backend_destroy};
     cb->lt_workspace_bytes = 32u << 20;
-    if (cudaSetDevice(0) != cudaSuccess || cudaGetDeviceProperties(&cb->prop, 0) != cudaSuccess ||
+    cb->device = device;
+    if (device < 0 || device >= n) {
+        err_set(e, "--device cuda: GPU %d is not one of the %d visible", device, n);
+        cuda_backend_destroy(be);
+        return NULL;
+    }
+    if (cudaSetDevice(device) != cudaSuccess || cudaGetDeviceProperties(&cb->prop, device) != cudaSuccess ||
         cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking) != cudaSuccess ||
         cublasLtCreate(&cb->lt) != CUBLAS_STATUS_SUCCESS ||
         !(cb->lt_workspace = device_malloc(cb, cb->lt_workspace_bytes, "cuBLASLt workspace", e)) ||
         !(cb->attn_scratch = device_malloc(cb, CUDA_ATTN_SCRATCH_BYTES, "attention scratch", e))) {
-        err_set(e, "--device cuda: cannot initialise device 0 (stream, cuBLASLt or workspace)");
+        err_set(e, "--device cuda: cannot initialise GPU %d (stream, cuBLASLt or workspace)", device);
         cuda_backend_destroy(be);
         return NULL;
     }
-    log_info("cuda: %s, %d SMs, %.1f GiB", cb->prop.name, cb->prop.multiProcessorCount,
+    log_info("cuda: GPU %d, %s, %d SMs, %.1f GiB", device, cb->prop.name, cb->prop.multiProcessorCount,
              (double)cb->prop.totalGlobalMem / (1 << 20) / 1024);
     return be;
 }

@@ -1,0 +1,54 @@
+/* The all-reduce kernels of a model split over GPUs of one host
+ * (cuda_comm.c): every rank's partial sums meet in each rank's CUDA IPC
+ * buffer, which its peers map, and each rank adds the N copies itself in
+ * rank order in fp32. The result is the same bits on every rank and for
+ * every message size, so a step's sums do not depend on the batch they are
+ * in (which NCCL's ring, whose order follows the chunking, does not give).
+ * A call takes one kernel and no host work: graphs capture it. */
+#ifndef INFER_BACKEND_CUDA_ALLREDUCE_H
+#define INFER_BACKEND_CUDA_ALLREDUCE_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { AR_MAX_RANKS = 8, AR_BLOCKS = 64, AR_THREADS = 512 };
+
+/* Lives at the start of each rank's IPC buffer: peers write their arrival
+ * into arrived[block][their rank]; epoch[block] counts this rank's calls. */
+struct ar_signal {
+    uint32_t arrived[AR_BLOCKS][AR_MAX_RANKS];
+    uint32_t epoch[AR_BLOCKS];
+};
+
+/* One rank's view of the group: every rank's IPC buffer (its own included),
+ * mapped into this process. A buffer is a struct ar_signal, then two halves
+ * of half_bytes for the data: consecutive calls alternate halves, so a call
+ * never overwrites what a slower peer may still be reading. */
+struct ar_group {
+    char *buf[AR_MAX_RANKS];
+    int rank, size;
+    size_t half_bytes;
+};
+
+/* Bytes of an IPC buffer with halves of half_bytes. */
+size_t ar_buffer_bytes(size_t half_bytes);
+
+/* out[i] := sum over ranks r (in rank order, fp32) of rank r's in[i], for n
+ * bf16 elements (n * 2 <= half_bytes); out may equal in. Every rank of the
+ * group must make the same calls in the same order. */
+cudaError_t launch_ar_one_shot(const struct ar_group *g, void *out, const void *in, size_t n, cudaStream_t stream);
+
+/* out[i] := sum over r < size (in rank order, fp32) of parts[r * n + i]: the
+ * local half of an all-reduce done as an all-gather (several machines). */
+cudaError_t launch_ar_sum_parts(void *out, const void *parts, int size, size_t n, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

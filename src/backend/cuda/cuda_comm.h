@@ -1,0 +1,36 @@
+/* The GPU communicator of a split model (backend/comm.h): NCCL for what
+ * crosses machines and for gathering the logits, and a one-shot all-reduce
+ * over CUDA IPC buffers (allreduce.h) between the GPUs of one host.
+ *
+ * NCCL is loaded when a group is made (dlopen of libnccl.so.2), so a CUDA
+ * build runs on one GPU where NCCL is not installed.
+ *
+ * Which all-reduce a message takes (docs/dist.md): on one host, IPC up to
+ * INFER_AR_ONE_SHOT_MAX bytes (default below) and NCCL above; with
+ * --batch-invariant, IPC for every size (in buffer-sized pieces), since its
+ * sums are in rank order whatever the message size. Across hosts NCCL, or
+ * with --batch-invariant an all-gather and a rank-order sum.
+ * INFER_ALLREDUCE=ipc|nccl|gather|off forces one for measurements (off
+ * skips the sums: wrong results, for timing the rest of a step). */
+#ifndef INFER_BACKEND_CUDA_COMM_H
+#define INFER_BACKEND_CUDA_COMM_H
+
+#include <stddef.h>
+
+#include "backend/comm.h"
+#include "backend/ops.h"
+#include "core/error.h"
+
+enum { CUDA_COMM_MAX_RANKS = 8 }; /* the one-shot all-reduce's limit */
+
+/* Rank 0: a new NCCL unique id, as text to send to the other ranks. */
+int cuda_comm_unique_id(char *out, size_t size, struct err *e);
+
+/* Joins the group named by id (cuda_comm_unique_id's text) as rank of size,
+ * on be's device; every rank calls it at about the same time (it blocks
+ * until all have). ranks_per_host ranks share each host (IPC needs 2 or
+ * more on one). NULL with e set on failure. */
+struct comm *cuda_comm_create(struct backend *be, const char *id, int rank, int size, int ranks_per_host,
+                              struct err *e);
+
+#endif

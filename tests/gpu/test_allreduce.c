@@ -1,0 +1,239 @@
+/* The one-shot all-reduce (backend/cuda/allreduce.h) over every visible GPU
+ * of this machine, one process: each GPU's buffer mapped by its peers
+ * through peer access (the engine maps them through CUDA IPC, one process a
+ * GPU; the kernel sees the same pointers either way). The result must be
+ * the rank-order fp32 sum rounded once to bf16, bit for bit, on every
+ * rank: odd sizes (a tail of n % 8), in place and not, consecutive calls
+ * (the buffer halves alternate), ranks launched late (the flags wait).
+ * Skipped (passes, says so) on fewer than 2 GPUs. */
+#include <cuda_runtime_api.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backend/cuda/allreduce.h"
+#include "gpu_test.h"
+
+enum { HALF_BYTES = 1 << 20 };
+
+struct peers {
+    int n;
+    struct ar_group g[AR_MAX_RANKS]; /* rank r's view */
+    cudaStream_t s[AR_MAX_RANKS];
+    void *in[AR_MAX_RANKS], *out[AR_MAX_RANKS];
+};
+
+/* 0, or -1 with the reason in why (fewer than 2 GPUs, no peer access). */
+static int peers_open(struct peers *p, size_t max_elems, char *why, size_t why_size)
+{
+    int n = 0;
+    memset(p, 0, sizeof *p);
+    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) {
+        snprintf(why, why_size, "skipped: %d GPU visible", n);
+        return -1;
+    }
+    p->n = n < AR_MAX_RANKS ? n : AR_MAX_RANKS;
+    char *buf[AR_MAX_RANKS];
+    for (int d = 0; d < p->n; d++) {
+        CHECK(cudaSetDevice(d) == cudaSuccess);
+        for (int q = 0; q < p->n; q++) {
+            int can = 0;
+            if (q == d)
+                continue;
+            cudaDeviceCanAccessPeer(&can, d, q);
+            if (!can) {
+                snprintf(why, why_size, "skipped: GPU %d cannot reach GPU %d", d, q);
+                return -1;
+            }
+            cudaError_t rc = cudaDeviceEnablePeerAccess(q, 0);
+            CHECK(rc == cudaSuccess || rc == cudaErrorPeerAccessAlreadyEnabled);
+            cudaGetLastError();
+        }
+        const size_t bytes = ar_buffer_bytes(HALF_BYTES);
+        CHECK(cudaMalloc((void **)&buf[d], bytes) == cudaSuccess && cudaMemset(buf[d], 0, bytes) == cudaSuccess);
+        CHECK(cudaMalloc(&p->in[d], max_elems * 2) == cudaSuccess && cudaMalloc(&p->out[d], max_elems * 2) ==
+                                                                        cudaSuccess);
+        CHECK(cudaStreamCreateWithFlags(&p->s[d], cudaStreamNonBlocking) == cudaSuccess);
+    }
+    for (int d = 0; d < p->n; d++) {
+        p->g[d] = (struct ar_group){.rank = d, .size = p->n, .half_bytes = HALF_BYTES};
+        memcpy(p->g[d].buf, buf, sizeof buf);
+        CHECK(cudaSetDevice(d) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess);
+    }
+    return 0;
+}
+
+static void peers_close(struct peers *p)
+{
+    for (int d = 0; d < p->n; d++) {
+        cudaSetDevice(d);
+        cudaFree(p->g[d].buf[d]);
+        cudaFree(p->in[d]);
+        cudaFree(p->out[d]);
+        cudaStreamDestroy(p->s[d]);
+    }
+    cudaSetDevice(0);
+}
+
+static float bf16_to_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+GPU_TEST(allreduce_one_shot_equals_rank_order_sum)
+{
+    static const size_t sizes[] = {1, 7, 8, 3072, 3072 * 5 + 3, 2560 * 64, HALF_BYTES / 2};
+    const size_t max_n = HALF_BYTES / 2;
+    struct peers p;
+    if (peers_open(&p, max_n, ctx->msg, sizeof ctx->msg))
+        return 0;
+    uint16_t *host[AR_MAX_RANKS], *got = malloc(max_n * 2), *want = malloc(max_n * 2);
+    float *acc = malloc(max_n * sizeof(float));
+    for (int d = 0; d < p.n; d++) {
+        float *x = gpu_rand_f32(ctx, max_n + 2, 1.0f); /* call rep reads from element rep on */
+        host[d] = gpu_to_bf16(x, max_n + 2);
+        free(x);
+    }
+    int failed = 0, calls = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0] && !failed; si++)
+        for (int rep = 0; rep < 3 && !failed; rep++, calls++) {
+            const size_t n = sizes[si];
+            const int in_place = rep == 1;
+            /* rank-order sums on the host; the inputs shift with rep so consecutive calls differ */
+            for (size_t i = 0; i < n; i++) {
+                float a = 0;
+                for (int d = 0; d < p.n; d++)
+                    a += bf16_to_f32(host[d][i + (size_t)rep]);
+                acc[i] = a;
+            }
+            uint16_t *w = gpu_to_bf16(acc, n);
+            memcpy(want, w, n * 2);
+            free(w);
+            for (int d = 0; d < p.n; d++) {
+                CHECK(cudaSetDevice(d) == cudaSuccess);
+                CHECK(cudaMemcpy(p.in[d], host[d] + rep, n * 2, cudaMemcpyHostToDevice) == cudaSuccess);
+                CHECK(cudaMemset(p.out[d], 0xff, n * 2) == cudaSuccess); /* NaN poison */
+            }
+            for (int d = 0; d < p.n; d++) {
+                CHECK(cudaSetDevice(d) == cudaSuccess);
+                if (rep == 2 && d == p.n - 1)
+                    usleep(20000); /* the others wait at the flags for a late rank */
+                void *out = in_place ? p.in[d] : p.out[d];
+                CHECK(launch_ar_one_shot(&p.g[d], out, p.in[d], n, p.s[d]) == cudaSuccess);
+            }
+            for (int d = 0; d < p.n && !failed; d++) {
+                CHECK(cudaSetDevice(d) == cudaSuccess && cudaStreamSynchronize(p.s[d]) == cudaSuccess);
+                CHECK(cudaMemcpy(got, in_place ? p.in[d] : p.out[d], n * 2, cudaMemcpyDeviceToHost) ==
+                      cudaSuccess);
+                for (size_t i = 0; i < n; i++)
+                    if (got[i] != want[i]) {
+                        snprintf(ctx->msg, sizeof ctx->msg,
+                                 "%d GPUs, %zu elements (call %d%s): rank %d element %zu is %g, the rank-order sum "
+                                 "%g",
+                                 p.n, n, calls, in_place ? ", in place" : "", d, i, bf16_to_f32(got[i]),
+                                 bf16_to_f32(want[i]));
+                        failed = 1;
+                        break;
+                    }
+            }
+        }
+    if (!failed)
+        snprintf(ctx->msg, sizeof ctx->msg, "%d GPUs, %d calls, every rank bit-equal to the rank-order sum", p.n,
+                 calls);
+    for (int d = 0; d < p.n; d++)
+        free(host[d]);
+    free(got);
+    free(want);
+    free(acc);
+    peers_close(&p);
+    return failed;
+}
+
+GPU_TEST(allreduce_sum_parts_equals_rank_order_sum)
+{
+    const int N = 3;
+    const size_t n = 3072 * 4 + 5;
+    float *x = gpu_rand_f32(ctx, n * N, 1.0f);
+    uint16_t *parts = gpu_to_bf16(x, n * N), *got = malloc(n * 2);
+    float *acc = calloc(n, sizeof(float));
+    for (int r = 0; r < N; r++)
+        for (size_t i = 0; i < n; i++)
+            acc[i] += bf16_to_f32(parts[(size_t)r * n + i]);
+    uint16_t *want = gpu_to_bf16(acc, n);
+    void *dp = gpu_upload(ctx, parts, n * N * 2), *out = gpu_poisoned_bf16(ctx, n);
+    CHECK(launch_ar_sum_parts(out, dp, N, n, 0) == cudaSuccess);
+    gpu_download(ctx, got, out, n * 2);
+    int bad = memcmp(got, want, n * 2) != 0;
+    if (bad)
+        snprintf(ctx->msg, sizeof ctx->msg, "the sum of %d parts of %zu differs from the rank-order sum", N, n);
+    free(x);
+    free(parts);
+    free(got);
+    free(acc);
+    free(want);
+    return bad;
+}
+
+struct ar_bench {
+    struct peers *p;
+    size_t n;
+};
+
+/* One all-reduce on every GPU; device 0's stream is what gpu_time_ms times. */
+static void ar_bench_call(void *arg)
+{
+    struct ar_bench *b = arg;
+    for (int d = b->p->n - 1; d >= 0; d--) { /* device 0 last: its events bracket the others' launches */
+        cudaSetDevice(d);
+        cudaError_t rc = launch_ar_one_shot(&b->p->g[d], b->p->in[d], b->p->in[d], b->n, b->p->s[d]);
+        if (rc != cudaSuccess) {
+            fprintf(stderr, "infer: fatal: the one-shot all-reduce on GPU %d failed: %s\n", d, cudaGetErrorString(rc));
+            abort();
+        }
+    }
+}
+
+GPU_TEST(bench_allreduce_one_shot)
+{
+    static const size_t sizes[] = {3072, 2560 * 8, 3072 * 64, 2560 * 128, HALF_BYTES / 2};
+    struct peers p;
+    if (peers_open(&p, HALF_BYTES / 2, ctx->msg, sizeof ctx->msg))
+        return 0;
+    printf("one-shot all-reduce over %d GPUs, eager launches, us per call (median):\n", p.n);
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        struct ar_bench b = {&p, sizes[i]};
+        /* the best of 5 rounds of 100 calls, timed on device 0's stream */
+        double best = 1e30;
+        for (int rep = 0; rep < 5; rep++) {
+            for (int d = 0; d < p.n; d++) {
+                cudaSetDevice(d);
+                cudaDeviceSynchronize();
+            }
+            cudaEvent_t a, z;
+            cudaSetDevice(0);
+            cudaEventCreate(&a);
+            cudaEventCreate(&z);
+            cudaEventRecord(a, p.s[0]);
+            for (int k = 0; k < 100; k++)
+                ar_bench_call(&b);
+            cudaSetDevice(0);
+            cudaEventRecord(z, p.s[0]);
+            cudaEventSynchronize(z);
+            float ms = 0;
+            cudaEventElapsedTime(&ms, a, z);
+            best = ms * 10 < best ? ms * 10 : best;
+            cudaEventDestroy(a);
+            cudaEventDestroy(z);
+        }
+        printf("  %8zu bf16 (%7.1f KiB): %7.2f us\n", sizes[i], sizes[i] * 2 / 1024.0, best);
+    }
+    for (int d = 0; d < p.n; d++) {
+        cudaSetDevice(d);
+        cudaDeviceSynchronize();
+    }
+    peers_close(&p);
+    return 0;
+}
