@@ -56,12 +56,10 @@ def run(infer, model, device, reqs_path, extra, nodes=1):
         other = subprocess.Popen(cmd + ["--node-rank", "1"], env=dict(env, CUDA_VISIBLE_DEVICES="1"),
                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if other:
-        err1 = other.communicate(timeout=120)[1]
-        if other.returncode != 0:
-            sys.exit(f"node 1 of {' '.join(cmd)} failed:\n{err1[-2000:]}")
-    if p.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed:\n{p.stderr[-2000:]}")
+    err1 = other.communicate(timeout=120)[1] if other else ""
+    if p.returncode != 0 or (other and other.returncode != 0):
+        sys.exit(f"{' '.join(cmd)} failed (exit {p.returncode}):\n{p.stderr[-2000:]}" +
+                 (f"\nnode 1 (exit {other.returncode}):\n{err1[-2000:]}" if other else ""))
     out = {}
     for line in p.stdout.splitlines():
         o = json.loads(line)

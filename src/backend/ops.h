@@ -229,6 +229,11 @@ struct backend_ops {
      * rank's in[rows, cols] (f32 logits) side by side. */
     void (*all_reduce)(struct backend *be, void *buf, size_t n);
     void (*gather_cols)(struct backend *be, float *out, const float *in, int rows, int cols);
+    /* Optional: delta[n_rows, w.cols] := its sum over the ranks, folded as
+     * add_rmsnorm (or, with w_delta, add_normed_rmsnorm) folds a delta, in
+     * one pass where the backend can; delta is scratch after. */
+    void (*all_reduce_fold)(struct backend *be, void *residual, void *delta, const struct weight *w_delta, void *out,
+                            const struct weight *w, int n_rows, float eps, int plus_one);
     /* f32 logits[n_rows, w.rows] = x . w^T, then tanh soft-cap if softcap > 0 */
     void (*logits)(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows,
                    float softcap);

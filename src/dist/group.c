@@ -436,12 +436,36 @@ void dist_group_release(struct dist_group *g)
         net_send_msg(g->ctrl[r], DIST_MSG_EXIT, NULL, 0, &e);
 }
 
+/* Waits until the peer closes fd (its process ended) or the deadline passes. */
+static void wait_closed(int fd, double deadline)
+{
+    for (;;) {
+        const double left = deadline - clock_now();
+        struct pollfd p = {fd, POLLIN, 0};
+        const int n = left > 0 ? poll(&p, 1, (int)(left * 1000) + 1) : 0;
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return; /* the deadline, or poll failed */
+        char c;
+        const ssize_t k = recv(fd, &c, 1, MSG_DONTWAIT);
+        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            return; /* closed, or reset */
+    }
+}
+
 void dist_group_end(struct dist_group *g)
 {
     if (!g)
         return;
     dist_group_release(g);
     const double deadline = clock_now() + 30;
+    /* Rank 0 leaves last: a rank of another machine that saw rank 0's
+     * connection drop before it read the end message would take it for a
+     * crash. */
+    for (int r = 1; g->rank == 0 && r < g->size; r++)
+        if (g->live[r] >= 0)
+            wait_closed(g->live[r], deadline);
     for (int i = 0; i < g->n_children; i++) /* the ranks started here end on their own, or are ended */
         while (g->children[i] > 0) {
             const pid_t p = waitpid(g->children[i], NULL, WNOHANG);

@@ -158,7 +158,22 @@ static void mlp_block(const struct model *m, struct forward_ws *ws, int layer, i
         ops->gated_act(be, ws->act, ws->gate, ws->up, T, F, F, act);
     }
     ops->matmul(be, ws->o, ws->act, &l->w_down, T);
+}
+
+/* fold_and_norm of a sub-block's output, summed over the ranks first when
+ * the model is split (in the same kernel where the backend can). */
+static void reduce_and_fold(const struct model *m, struct forward_ws *ws, const struct weight *post,
+                            const struct weight *w, int T)
+{
+    const struct model_config *c = &m->cfg;
+    const struct backend_ops *ops = m->be->ops;
+    if (m->sh.size > 1 && ops->all_reduce_fold) {
+        ops->all_reduce_fold(m->be, ws->x, ws->o, c->sandwich_norms ? post : NULL, ws->h, w, T,
+                             (float)c->rms_norm_eps, c->norm_plus_one);
+        return;
+    }
     sum_over_ranks(m, ws->o, T);
+    fold_and_norm(m, ws, post, w, T);
 }
 
 void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta,
@@ -177,10 +192,9 @@ void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store
     } else { /* finish layer piece - 1: o projection, MLP, each output folded into the residual */
         const struct layer_weights *l = &m->w.layers[piece - 1];
         ops->matmul(be, ws->o, ws->attn, &l->wo, T);
-        sum_over_ranks(m, ws->o, T);
-        fold_and_norm(m, ws, &l->post_attn_norm, &l->ffn_norm, T);
+        reduce_and_fold(m, ws, &l->post_attn_norm, &l->ffn_norm, T);
         mlp_block(m, ws, piece - 1, T);
-        fold_and_norm(m, ws, &l->post_ffn_norm, piece < L ? &m->w.layers[piece].attn_norm : &m->w.final_norm, T);
+        reduce_and_fold(m, ws, &l->post_ffn_norm, piece < L ? &m->w.layers[piece].attn_norm : &m->w.final_norm, T);
     }
     if (piece < L)
         attention_in(m, ws, kv, meta, piece);

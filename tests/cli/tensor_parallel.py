@@ -7,7 +7,10 @@ communicator, --dist-backend cpu-test), through the CLI:
   preempts, a shared prefix for the prefix cache) give exactly what each
   gives alone over 2 ranks, greedy and seeded;
 - a rank killed while `infer serve --tp 2` runs ends the group: the server
-  exits non-zero within 30 s, naming the rank.
+  exits non-zero within 30 s, naming the rank;
+- 2 ranks as two machines (--nnodes 2, node 1 started apart): both end with
+  exit 0, several times over (rank 0 leaves last), and the logits equal one
+  rank's.
 
 Usage: INFER=path/to/infer python3 tests/cli/tensor_parallel.py
 Prints one line per check; exits non-zero on any failure."""
@@ -15,6 +18,7 @@ import json
 import os
 import random
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -145,11 +149,45 @@ def check_killed_rank():
           f"a killed rank ends serve --tp 2: exit {rc} after {took:.2f} s, naming the rank")
 
 
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_two_nodes(tmp):
+    rng = random.Random(2)
+    ids = [rng.randrange(1024) for _ in range(12)]
+    one, err = logits(tmp, "tiny-llama", ids, 8, ["--device", "cpu", "--threads", "1"])
+    runs, bad = 6, []
+    for i in range(runs):
+        nodes = ["--tp", "2", "--nnodes", "2", "--dist-init-addr", f"127.0.0.1:{free_port()}"] + TP
+        other = subprocess.Popen([INFER, "logits", "--model", os.path.join(FIX, "tiny-llama"), "--ids",
+                                  ",".join(map(str, ids)), "--prefill", "8", "--out", os.path.join(tmp, "node1"),
+                                  "--node-rank", "1"] + nodes, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 text=True)
+        split, err0 = logits(tmp, "tiny-llama", ids, 8, nodes + ["--node-rank", "0"])
+        try:
+            err1 = other.communicate(timeout=60)[1]
+        except subprocess.TimeoutExpired:
+            other.kill()
+            err1 = "node 1 still running 60 s on"
+        if split is None or other.returncode != 0:
+            bad.append(f"run {i}: node 0 {err0.strip()[-300:]!r}, node 1 exit {other.returncode}: "
+                       f"{err1.strip()[-300:]!r}")
+        elif one is not None and max(rel_err(a, b) for a, b in zip(split, one)) > 1e-5:
+            bad.append(f"run {i}: logits differ from one rank's")
+    check(one is not None and not bad,
+          f"2 ranks as 2 machines: {runs - len(bad)}/{runs} runs end cleanly on both, logits equal one rank's"
+          + (f"; {bad[0]}" if bad else ""))
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_logits(tmp)
         check_batch_equals_alone(tmp)
         check_killed_rank()
+        check_two_nodes(tmp)
     print(f"tensor parallel: {len(failures)} failures")
     sys.exit(1 if failures else 0)
 

@@ -9,7 +9,8 @@
 #     smoke    --tp 1, 2 (and 4) each give 24 greedy tokens of one short prompt (and end)
 #     parity   prompt logits at TP 1/2/4 against transformers fp32 (tools/tp_parity.py)
 #     engine   64 requests batched = alone, full graphs, greedy and seeded, TP 2 and 4
-#     bench    decode tok/s, batch 1 and 64, full graphs, TP 1/2/4; all-reduce paths
+#     bench    decode tok/s, batch 1 and 64, full graphs, TP 1/2/4; all-reduce paths (nccl, off:
+#              no sums, nofold: one-shot sums not folded into the norm)
 #     nodes    TP 2 as two machines (a GPU each, NCCL over sockets): engine check + speed
 #   MODELS: config folder names, comma-separated (default: all three)
 # NCCL's NVLink multicast stays off (NCCL_NVLS_ENABLE=0): it can take a shared host's GPUs down.
@@ -111,6 +112,7 @@ if has bench; then
         for tp in $SIZES; do # the same steps with the sums over NCCL, and with none (the rest of the step)
             bench "$name" nccl INFER_ALLREDUCE=nccl $B/infer bench "${args[@]}" --tp $tp
             bench "$name" off INFER_ALLREDUCE=off $B/infer bench "${args[@]}" --tp $tp
+            bench "$name" nofold INFER_AR_FOLD=0 $B/infer bench "${args[@]}" --tp $tp
         done
     done
     grep -h "cuda graphs" "$OUT"/bench-*.err | sort | uniq -c | sort -rn | head -n 20 >"$OUT/capture.txt"

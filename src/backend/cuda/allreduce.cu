@@ -1,13 +1,17 @@
 // The one-shot all-reduce over CUDA IPC buffers (allreduce.h).
 //
-// Block b of every rank copies its share of the elements (the same share on
-// every rank: a fixed grid, a grid-stride loop) into its rank's buffer, then
-// meets block b of each peer at a flag barrier, then reads that share from
-// every rank's buffer and adds it up. Only blocks with elements take part in
-// the barrier; every block counts the call, so all blocks agree which half
-// of the buffer a call uses.
+// Push, then sum locally: block b of every rank writes its share of the
+// elements (the same share on every rank: a fixed grid and a grid-stride
+// loop) into slot `rank` of every rank's buffer (stores to a peer's memory
+// are posted, not waited for, unlike loads from it), meets block b of each
+// peer at a flag barrier, then adds the N slots of its own buffer in rank
+// order. Only blocks with elements take part in the barrier; every block
+// counts the call, so all blocks agree which half of the buffers a call
+// uses. ar_fold also folds each row of the sums into the residual and norms
+// it (norm_row.cuh), one row per block at a time.
 #include "backend/cuda/allreduce.h"
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/norm_row.cuh"
 
 namespace {
 
@@ -16,7 +20,7 @@ constexpr size_t signal_bytes() { return (sizeof(ar_signal) + 255) / 256 * 256; 
 struct ar_args {
     char *buf[AR_MAX_RANKS];
     int rank, size;
-    size_t half;
+    size_t half, slot; // bytes of a half, of one rank's slot in it
 };
 
 __device__ __forceinline__ void store_release(uint32_t *p, uint32_t v)
@@ -31,46 +35,29 @@ __device__ __forceinline__ uint32_t load_acquire(const uint32_t *p)
     return v;
 }
 
-__device__ __forceinline__ void add8(float (&acc)[8], uint4 v)
+// Counts this block's call; every thread gets its number.
+__device__ __forceinline__ uint32_t begin_call(const ar_args &g)
 {
-    const bf16 *h = reinterpret_cast<const bf16 *>(&v);
-#pragma unroll
-    for (int k = 0; k < 8; k++)
-        acc[k] += to_f32(h[k]);
-}
-
-__device__ __forceinline__ uint4 pack8(const float (&acc)[8])
-{
-    uint4 v;
-    bf16 *h = reinterpret_cast<bf16 *>(&v);
-#pragma unroll
-    for (int k = 0; k < 8; k++)
-        h[k] = to_bf16(acc[k]);
-    return v;
-}
-
-__global__ void __launch_bounds__(AR_THREADS) ar_one_shot_kernel(ar_args g, bf16 *out, const bf16 *in, size_t n)
-{
-    ar_signal *self = reinterpret_cast<ar_signal *>(g.buf[g.rank]);
     __shared__ uint32_t epoch;
     if (threadIdx.x == 0)
-        epoch = ++self->epoch[blockIdx.x];
+        epoch = ++reinterpret_cast<ar_signal *>(g.buf[g.rank])->epoch[blockIdx.x];
     __syncthreads();
-    const size_t n_vec = n / 8, stride = (size_t)gridDim.x * blockDim.x;
-    const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const bool tail = blockIdx.x == 0 && n % 8; // block 0 also takes the last n % 8 elements
-    if ((size_t)blockIdx.x * blockDim.x >= n_vec && !tail)
-        return; // no elements: nobody waits for this block
-    const size_t data = signal_bytes() + (epoch & 1) * g.half;
+    return epoch;
+}
 
-    bf16 *mine = reinterpret_cast<bf16 *>(g.buf[g.rank] + data);
-    for (size_t i = first; i < n_vec; i += stride)
-        reinterpret_cast<uint4 *>(mine)[i] = reinterpret_cast<const uint4 *>(in)[i];
-    if (tail)
-        for (size_t i = n_vec * 8 + threadIdx.x; i < n; i += blockDim.x)
-            mine[i] = in[i];
+// Rank r's slot of the call's half, in buffer `of`.
+__device__ __forceinline__ char *slot(const ar_args &g, int of, uint32_t epoch, int r)
+{
+    return g.buf[of] + signal_bytes() + (epoch & 1) * g.half + (size_t)r * g.slot;
+}
+
+// Block b of every rank waits here for the others: the stores before it
+// (this block's pushes) are visible to them after it.
+__device__ __forceinline__ void meet(const ar_args &g, uint32_t epoch)
+{
     __syncthreads();
-    if (threadIdx.x < (unsigned)g.size) { // thread r signals peer r and waits for it
+    if (threadIdx.x < (unsigned)g.size) { // thread r signals rank r and waits for it
+        ar_signal *self = reinterpret_cast<ar_signal *>(g.buf[g.rank]);
         ar_signal *peer = reinterpret_cast<ar_signal *>(g.buf[threadIdx.x]);
         __threadfence_system();
         store_release(&peer->arrived[blockIdx.x][g.rank], epoch);
@@ -78,20 +65,111 @@ __global__ void __launch_bounds__(AR_THREADS) ar_one_shot_kernel(ar_args g, bf16
         }
     }
     __syncthreads();
+}
 
-    for (size_t i = first; i < n_vec; i += stride) {
-        float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-        for (int r = 0; r < g.size; r++)
-            add8(acc, __ldcg(reinterpret_cast<const uint4 *>(g.buf[r] + data) + i));
-        reinterpret_cast<uint4 *>(out)[i] = pack8(acc);
-    }
-    if (tail)
-        for (size_t i = n_vec * 8 + threadIdx.x; i < n; i += blockDim.x) {
-            float acc = 0;
-            for (int r = 0; r < g.size; r++)
-                acc += to_f32(reinterpret_cast<const bf16 *>(g.buf[r] + data)[i]);
-            out[i] = to_bf16(acc);
+// Vector i (8 bf16) of this rank's message into its slot of every buffer.
+__device__ __forceinline__ void push8(const ar_args &g, uint32_t epoch, const bf16 *src, size_t i)
+{
+    const uint4 v = reinterpret_cast<const uint4 *>(src)[i];
+    for (int r = 0; r < g.size; r++)
+        reinterpret_cast<uint4 *>(slot(g, r, epoch, g.rank))[i] = v;
+}
+
+__device__ __forceinline__ void push1(const ar_args &g, uint32_t epoch, const bf16 *src, size_t i)
+{
+    const bf16 v = src[i];
+    for (int r = 0; r < g.size; r++)
+        reinterpret_cast<bf16 *>(slot(g, r, epoch, g.rank))[i] = v;
+}
+
+// The rank-order sum of element vector i over the slots of this rank's buffer.
+__device__ __forceinline__ uint4 sum8(const ar_args &g, uint32_t epoch, size_t i)
+{
+    uint4 v[AR_MAX_RANKS];
+#pragma unroll
+    for (int r = 0; r < AR_MAX_RANKS; r++) // every load in flight before the first add
+        if (r < g.size)
+            v[r] = __ldcg(reinterpret_cast<const uint4 *>(slot(g, g.rank, epoch, r)) + i);
+    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (int r = 0; r < AR_MAX_RANKS; r++)
+        if (r < g.size) {
+            const bf16 *h = reinterpret_cast<const bf16 *>(&v[r]);
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                acc[k] += to_f32(h[k]);
         }
+    uint4 o;
+    bf16 *h = reinterpret_cast<bf16 *>(&o);
+#pragma unroll
+    for (int k = 0; k < 8; k++)
+        h[k] = to_bf16(acc[k]);
+    return o;
+}
+
+__device__ __forceinline__ float sum1(const ar_args &g, uint32_t epoch, size_t i)
+{
+    float acc = 0;
+    for (int r = 0; r < g.size; r++)
+        acc += to_f32(__ldcg(reinterpret_cast<const bf16 *>(slot(g, g.rank, epoch, r)) + i));
+    return acc;
+}
+
+__global__ void __launch_bounds__(AR_THREADS) ar_one_shot_kernel(ar_args g, bf16 *out, const bf16 *in, size_t n)
+{
+    const uint32_t epoch = begin_call(g);
+    pdl_wait(); // in is the previous kernel's output (common.cuh: PDL)
+    const size_t n_vec = n / 8, stride = (size_t)gridDim.x * blockDim.x;
+    const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const bool tail = blockIdx.x == 0 && n % 8; // block 0 also takes the last n % 8 elements
+    if ((size_t)blockIdx.x * blockDim.x >= n_vec && !tail)
+        return; // no elements: nobody waits for this block
+    for (size_t i = first; i < n_vec; i += stride)
+        push8(g, epoch, in, i);
+    if (tail)
+        for (size_t i = n_vec * 8 + threadIdx.x; i < n; i += blockDim.x)
+            push1(g, epoch, in, i);
+    meet(g, epoch);
+    pdl_launch_dependents(); // the next kernel may load its weights while this one sums
+    for (size_t i = first; i < n_vec; i += stride)
+        reinterpret_cast<uint4 *>(out)[i] = sum8(g, epoch, i);
+    if (tail)
+        for (size_t i = n_vec * 8 + threadIdx.x; i < n; i += blockDim.x)
+            out[i] = to_bf16(sum1(g, epoch, i));
+}
+
+// Rows of d (d % 8 == 0): partial's rows summed over the ranks, each sum
+// rounded to bf16 (what the all-reduce alone writes), then folded as
+// rmsnorm_kernel's modes 1 / 2 fold a delta: the same bits as the all-reduce
+// followed by add_rmsnorm / add_normed_rmsnorm, in one kernel.
+template <bool SANDWICH>
+__global__ void ar_fold_kernel(ar_args g, bf16 *out, bf16 *residual, const bf16 *partial, const bf16 *w,
+                               const bf16 *wd, int rows, int d, float eps, int plus_one)
+{
+    extern __shared__ float row[]; // d floats
+    const uint32_t epoch = begin_call(g);
+    pdl_wait(); // partial is the previous kernel's output
+    if ((int)blockIdx.x >= rows)
+        return;
+    const size_t dv = (size_t)d / 8;
+    for (int r = blockIdx.x; r < rows; r += gridDim.x)
+        for (size_t i = threadIdx.x; i < dv; i += blockDim.x)
+            push8(g, epoch, partial, (size_t)r * dv + i);
+    meet(g, epoch);
+    pdl_launch_dependents();
+    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
+        const size_t base = (size_t)r * d;
+        for (size_t v = threadIdx.x; v < dv; v += blockDim.x) { // 16-byte loads, every rank's in flight at once
+            const uint4 sum = sum8(g, epoch, base / 8 + v);
+            const bf16 *h = reinterpret_cast<const bf16 *>(&sum);
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                row[v * 8 + k] = to_f32(h[k]);
+        }
+        __syncthreads(); // fold_row reads row[] in its own order
+        fold_row<SANDWICH>(out + base, residual + base, row, w, wd, d, eps, plus_one);
+        __syncthreads(); // and the next row rewrites it
+    }
 }
 
 __global__ void ar_sum_parts_kernel(bf16 *out, const bf16 *parts, int size, size_t n)
@@ -104,27 +182,75 @@ __global__ void ar_sum_parts_kernel(bf16 *out, const bf16 *parts, int size, size
     }
 }
 
+int args_of(const struct ar_group *g, ar_args *a)
+{
+    if (g->size < 1 || g->size > AR_MAX_RANKS || g->rank < 0 || g->rank >= g->size)
+        return -1;
+    *a = ar_args{};
+    for (int r = 0; r < g->size; r++)
+        a->buf[r] = g->buf[r];
+    a->rank = g->rank;
+    a->size = g->size;
+    a->half = g->half_bytes;
+    a->slot = g->half_bytes / (size_t)g->size / 16 * 16;
+    return 0;
+}
+
 } // namespace
+
+extern "C" cudaError_t ar_load_kernels(void)
+{
+    cudaFuncAttributes attr;
+    cudaError_t rc = cudaFuncGetAttributes(&attr, ar_one_shot_kernel);
+    if (rc == cudaSuccess)
+        rc = cudaFuncGetAttributes(&attr, ar_fold_kernel<true>);
+    if (rc == cudaSuccess)
+        rc = cudaFuncGetAttributes(&attr, ar_fold_kernel<false>);
+    return rc;
+}
 
 extern "C" size_t ar_buffer_bytes(size_t half_bytes) { return signal_bytes() + 2 * half_bytes; }
 
 extern "C" cudaError_t launch_ar_one_shot(const struct ar_group *g, void *out, const void *in, size_t n,
                                           cudaStream_t stream)
 {
-    if (n == 0)
-        return cudaSuccess;
-    if (g->size < 1 || g->size > AR_MAX_RANKS || n * sizeof(bf16) > g->half_bytes || ((uintptr_t)in & 15) ||
-        ((uintptr_t)out & 15))
+    ar_args a;
+    if (args_of(g, &a) || ((uintptr_t)in & 15) || ((uintptr_t)out & 15))
         return cudaErrorInvalidValue;
-    ar_args a = {};
-    for (int r = 0; r < g->size; r++)
-        a.buf[r] = g->buf[r];
-    a.rank = g->rank;
-    a.size = g->size;
-    a.half = g->half_bytes;
-    ar_one_shot_kernel<<<AR_BLOCKS, AR_THREADS, 0, stream>>>(a, static_cast<bf16 *>(out),
-                                                             static_cast<const bf16 *>(in), n);
-    return cudaGetLastError();
+    const size_t piece = a.slot / sizeof(bf16);
+    for (size_t at = 0; at < n; at += piece) { // a call per slot-sized piece (8-aligned, so in stays aligned)
+        const size_t k = n - at < piece ? n - at : piece;
+        cudaError_t rc = launch_pdl(ar_one_shot_kernel, AR_BLOCKS, AR_THREADS, 0, stream, a,
+                                    static_cast<bf16 *>(out) + at, static_cast<const bf16 *>(in) + at, k);
+        if (rc != cudaSuccess)
+            return rc;
+    }
+    return cudaSuccess;
+}
+
+extern "C" cudaError_t launch_ar_fold(const struct ar_group *g, void *residual, const void *partial,
+                                      const void *w_delta, void *out, const void *w, int rows, int d, float eps,
+                                      int plus_one, cudaStream_t stream)
+{
+    ar_args a;
+    if (args_of(g, &a) || d <= 0 || d % 8 || ((uintptr_t)partial & 15))
+        return cudaErrorInvalidValue;
+    const int per_call = (int)(a.slot / ((size_t)d * sizeof(bf16)));
+    if (per_call < 1)
+        return cudaErrorInvalidValue;
+    const size_t smem = (size_t)d * sizeof(float);
+    for (int at = 0; at < rows; at += per_call) {
+        const int k = rows - at < per_call ? rows - at : per_call;
+        const size_t off = (size_t)at * d;
+        cudaError_t rc = launch_pdl(w_delta ? ar_fold_kernel<true> : ar_fold_kernel<false>, AR_BLOCKS,
+                                    norm_threads(d), smem, stream, a, static_cast<bf16 *>(out) + off,
+                                    static_cast<bf16 *>(residual) + off, static_cast<const bf16 *>(partial) + off,
+                                    static_cast<const bf16 *>(w), static_cast<const bf16 *>(w_delta), k, d, eps,
+                                    plus_one);
+        if (rc != cudaSuccess)
+            return rc;
+    }
+    return cudaSuccess;
 }
 
 extern "C" cudaError_t launch_ar_sum_parts(void *out, const void *parts, int size, size_t n, cudaStream_t stream)

@@ -1,7 +1,7 @@
 /* The all-reduce kernels of a model split over GPUs of one host
- * (cuda_comm.c): every rank's partial sums meet in each rank's CUDA IPC
- * buffer, which its peers map, and each rank adds the N copies itself in
- * rank order in fp32. The result is the same bits on every rank and for
+ * (cuda_comm.c): every rank writes its partial sums into its slot of each
+ * rank's CUDA IPC buffer (peers map each other's), and each rank adds the N
+ * slots of its own buffer in rank order in fp32. The result is the same bits on every rank and for
  * every message size, so a step's sums do not depend on the batch they are
  * in (which NCCL's ring, whose order follows the chunking, does not give).
  * A call takes one kernel and no host work: graphs capture it. */
@@ -27,8 +27,10 @@ struct ar_signal {
 
 /* One rank's view of the group: every rank's IPC buffer (its own included),
  * mapped into this process. A buffer is a struct ar_signal, then two halves
- * of half_bytes for the data: consecutive calls alternate halves, so a call
- * never overwrites what a slower peer may still be reading. */
+ * of half_bytes for the data, each a slot per rank (half_bytes / size,
+ * rounded down to 16): consecutive calls alternate halves, so a call never
+ * overwrites what a slower peer may still be reading. Messages larger than
+ * a slot go in slot-sized calls. */
 struct ar_group {
     char *buf[AR_MAX_RANKS];
     int rank, size;
@@ -38,10 +40,24 @@ struct ar_group {
 /* Bytes of an IPC buffer with halves of half_bytes. */
 size_t ar_buffer_bytes(size_t half_bytes);
 
+/* Loads the kernels below now. A kernel's first launch otherwise loads it
+ * (CUDA's lazy loading), which waits for the device's running kernels: one
+ * that spins at the flags for a rank whose launch sits behind the load would
+ * never end. */
+cudaError_t ar_load_kernels(void);
+
 /* out[i] := sum over ranks r (in rank order, fp32) of rank r's in[i], for n
- * bf16 elements (n * 2 <= half_bytes); out may equal in. Every rank of the
- * group must make the same calls in the same order. */
+ * bf16 elements; out may equal in (16-byte aligned). Every rank of the group
+ * must make the same calls in the same order. */
 cudaError_t launch_ar_one_shot(const struct ar_group *g, void *out, const void *in, size_t n, cudaStream_t stream);
+
+/* The all-reduce of partial[rows, d] (d % 8 == 0), folded into the residual
+ * stream: o = the rank-order sum (bf16); with w_delta (Gemma's sandwich
+ * norm) o = rmsnorm(o; w_delta); residual += o; out = rmsnorm(residual; w).
+ * Bit for bit what launch_ar_one_shot then launch_add_rmsnorm (or
+ * launch_add_normed_rmsnorm) give; partial is left as it was. */
+cudaError_t launch_ar_fold(const struct ar_group *g, void *residual, const void *partial, const void *w_delta,
+                           void *out, const void *w, int rows, int d, float eps, int plus_one, cudaStream_t stream);
 
 /* out[i] := sum over r < size (in rank order, fp32) of parts[r * n + i]: the
  * local half of an all-reduce done as an all-gather (several machines). */

@@ -286,6 +286,7 @@ static const struct backend_ops cuda_ops = {
     .gather_rows = cuda_op_gather_rows,
     .all_reduce = cuda_op_all_reduce,
     .gather_cols = cuda_op_gather_cols,
+    .all_reduce_fold = cuda_op_all_reduce_fold,
     .logits = cuda_op_logits,
     .sample_init = cuda_op_sample_init,
     .sample_stage = cuda_op_sample_stage,

@@ -130,6 +130,7 @@ struct cuda_comm {
     enum ar_path forced; /* AR_PATH_AUTO unless INFER_ALLREDUCE says */
     int batch_invariant;
     size_t one_shot_max; /* bytes */
+    int fold;            /* the one-shot all-reduce folds into the residual (INFER_AR_FOLD=0: it does not) */
     /* IPC: every rank's buffer mapped here (group.buf[rank] is ours) */
     int have_ipc;
     struct ar_group group;
@@ -154,14 +155,11 @@ static void cuda_comm_all_reduce(struct comm *c, void *buf, size_t n, enum dtype
     struct cuda_comm *cc = cc_of(c);
     cudaStream_t s = stream;
     CHECK(dt == DTYPE_BF16);
-    const size_t piece = IPC_HALF_BYTES / 2; /* elements */
+    const size_t piece = IPC_HALF_BYTES / 2; /* elements of an all-gather's piece */
     char *p = buf;
     switch (choose(cc, n * 2)) {
-    case AR_PATH_IPC:
-        for (size_t at = 0; at < n; at += piece) {
-            const size_t k = n - at < piece ? n - at : piece;
-            CUDA_CHECK(launch_ar_one_shot(&cc->group, p + at * 2, p + at * 2, k, s));
-        }
+    case AR_PATH_IPC: /* in slot-sized calls */
+        CUDA_CHECK(launch_ar_one_shot(&cc->group, buf, buf, n, s));
         break;
     case AR_PATH_NCCL:
         NCCL_CHECK(nccl.AllReduce(buf, buf, n, ncclBfloat16, ncclSum, cc->nccl, s));
@@ -177,6 +175,17 @@ static void cuda_comm_all_reduce(struct comm *c, void *buf, size_t n, enum dtype
     case AR_PATH_AUTO:
         break;
     }
+}
+
+int cuda_comm_all_reduce_fold(struct comm *c, void *residual, const void *partial, const void *w_delta, void *out,
+                              const void *w, int rows, int d, float eps, int plus_one, void *stream)
+{
+    struct cuda_comm *cc = cc_of(c);
+    if (choose(cc, (size_t)rows * (size_t)d * 2) != AR_PATH_IPC || d % 8 ||
+        (size_t)d * 2 > cc->group.half_bytes / (size_t)c->size / 16 * 16 || !cc->fold)
+        return 0;
+    CUDA_CHECK(launch_ar_fold(&cc->group, residual, partial, w_delta, out, w, rows, d, eps, plus_one, stream));
+    return 1;
 }
 
 /* Rank 0 receives each rank's rows into its staging, then places them as
@@ -284,6 +293,10 @@ static int open_ipc(struct cuda_comm *cc, cudaStream_t s, struct err *e)
         err_set(e, "CUDA IPC: the ranks could not agree on their buffers");
         goto done;
     }
+    if (ok && ar_load_kernels() != cudaSuccess) {
+        err_set(e, "CUDA IPC: cannot load the all-reduce kernels");
+        goto done;
+    }
     cc->have_ipc = ok;
     rc = 0;
 done:
@@ -299,7 +312,8 @@ static int read_env(struct cuda_comm *cc, struct err *e)
 {
     cc->forced = AR_PATH_AUTO;
     cc->one_shot_max = ONE_SHOT_MAX_DEFAULT;
-    const char *p = getenv("INFER_ALLREDUCE"), *m = getenv("INFER_AR_ONE_SHOT_MAX");
+    const char *p = getenv("INFER_ALLREDUCE"), *m = getenv("INFER_AR_ONE_SHOT_MAX"), *f = getenv("INFER_AR_FOLD");
+    cc->fold = !(f && !strcmp(f, "0"));
     if (p && *p) {
         int found = 0;
         for (int i = 0; i <= AR_PATH_AUTO; i++)

@@ -11,7 +11,9 @@
  * sums are in rank order whatever the message size. Across hosts NCCL, or
  * with --batch-invariant an all-gather and a rank-order sum.
  * INFER_ALLREDUCE=ipc|nccl|gather|off forces one for measurements (off
- * skips the sums: wrong results, for timing the rest of a step). */
+ * skips the sums: wrong results, for timing the rest of a step);
+ * INFER_AR_FOLD=0 keeps the residual add and norm out of the one-shot
+ * kernel (the same bits, a kernel more). */
 #ifndef INFER_BACKEND_CUDA_COMM_H
 #define INFER_BACKEND_CUDA_COMM_H
 
@@ -32,5 +34,11 @@ int cuda_comm_unique_id(char *out, size_t size, struct err *e);
  * more on one). NULL with e set on failure. */
 struct comm *cuda_comm_create(struct backend *be, const char *id, int rank, int size, int ranks_per_host,
                               struct err *e);
+
+/* The all-reduce of partial[rows, d] folded into the residual
+ * (launch_ar_fold) when a message of that size takes the one-shot path:
+ * 1 when done; 0 when it does not, and the caller all-reduces and folds. */
+int cuda_comm_all_reduce_fold(struct comm *c, void *residual, const void *partial, const void *w_delta, void *out,
+                              const void *w, int rows, int d, float eps, int plus_one, void *stream);
 
 #endif

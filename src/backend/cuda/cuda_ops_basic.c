@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backend/cuda/cuda_comm.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/kernels.h"
 
@@ -22,6 +23,20 @@ void cuda_op_all_reduce(struct backend *be, void *buf, size_t n)
 void cuda_op_gather_cols(struct backend *be, float *out, const float *in, int rows, int cols)
 {
     be->comm->ops->gather_cols(be->comm, out, in, rows, cols, cuda_stream(be));
+}
+
+void cuda_op_all_reduce_fold(struct backend *be, void *residual, void *delta, const struct weight *w_delta, void *out,
+                             const struct weight *w, int n_rows, float eps, int plus_one)
+{
+    CHECK(!w_delta || w_delta->cols == w->cols);
+    if (cuda_comm_all_reduce_fold(be->comm, residual, delta, w_delta ? w_delta->data : NULL, out, w->data, n_rows,
+                                  (int)w->cols, eps, plus_one, cuda_stream(be)))
+        return;
+    cuda_op_all_reduce(be, delta, (size_t)n_rows * (size_t)w->cols);
+    if (w_delta)
+        cuda_op_add_normed_rmsnorm(be, residual, delta, w_delta, out, w, n_rows, eps, plus_one);
+    else
+        cuda_op_add_rmsnorm(be, residual, delta, out, w, n_rows, eps, plus_one);
 }
 
 void cuda_op_rmsnorm(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows, float eps,

@@ -1,27 +1,7 @@
-// RMSNorm and fused residual-add + RMSNorm, one block per row, math in f32.
-// Rounding follows transformers' bf16 modules: the residual sum is rounded to
-// bf16; Llama/Qwen3 round the normalised value before multiplying by w,
-// Gemma multiplies by (1 + w) in f32 and rounds once.
+// RMSNorm and fused residual-add + RMSNorm, one block per row (norm_row.cuh).
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
-
-// Normalises the block's row (row[] its f32 values, ss this thread's share
-// of their squares): bf16 of (plus_one ? y * (1 + w) : w * bf16(y)), y = row
-// / rms, written to out, or (out NULL) back into row as bf16-rounded floats.
-__device__ __forceinline__ void norm_row(float *row, float ss, int d, float eps, const bf16 *w, int plus_one,
-                                         bf16 *out)
-{
-    ss = block_sum(ss);
-    float inv = rsqrtf(ss / d + eps);
-    for (int i = threadIdx.x; i < d; i += blockDim.x) {
-        float y = row[i] * inv, wi = to_f32(w[i]);
-        float o = plus_one ? y * (1.f + wi) : wi * round_bf16(y);
-        if (out)
-            out[i] = to_bf16(o);
-        else
-            row[i] = round_bf16(o);
-    }
-}
+#include "backend/cuda/norm_row.cuh"
 
 // MODE 0: out = norm(x); 1: residual += delta, out = norm(residual); 2 (Gemma's
 // sandwich norms): residual += norm_wd(delta), out = norm(residual) — the
@@ -35,36 +15,25 @@ __global__ void rmsnorm_kernel(bf16 *out, bf16 *residual, const bf16 *x, const b
     pdl_wait();
     pdl_launch_dependents();
     int64_t base = (int64_t)blockIdx.x * d;
-    if (MODE == 2) { // row = bf16(norm_wd(delta)); each thread keeps its own elements
+    if constexpr (MODE == 0) {
         float ss = 0.f;
         for (int i = threadIdx.x; i < d; i += blockDim.x) {
-            float v = to_f32(delta[base + i]);
+            float v = to_f32(x[base + i]);
             row[i] = v;
             ss += v * v;
         }
-        norm_row(row, ss, d, eps, wd, plus_one, nullptr);
+        norm_row(row, ss, d, eps, w, plus_one, out + base);
+    } else {
+        for (int i = threadIdx.x; i < d; i += blockDim.x)
+            row[i] = to_f32(delta[base + i]);
+        fold_row<MODE == 2>(out + base, residual + base, row, w, wd, d, eps, plus_one);
     }
-    float ss = 0.f;
-    for (int i = threadIdx.x; i < d; i += blockDim.x) {
-        float v;
-        if (MODE >= 1) {
-            v = round_bf16(to_f32(residual[base + i]) + (MODE == 2 ? row[i] : to_f32(delta[base + i])));
-            residual[base + i] = to_bf16(v);
-        } else {
-            v = to_f32(x[base + i]);
-        }
-        row[i] = v;
-        ss += v * v;
-    }
-    norm_row(row, ss, d, eps, w, plus_one, out + base);
 }
-
-static int threads_for(int d) { return d >= 1024 ? 1024 : ((d + 31) / 32) * 32; }
 
 extern "C" cudaError_t launch_rmsnorm(void *out, const void *x, const void *w, int rows, int d, float eps,
                                       int plus_one, cudaStream_t stream)
 {
-    return launch_pdl(rmsnorm_kernel<0>, rows, threads_for(d), d * sizeof(float), stream, (bf16 *)out,
+    return launch_pdl(rmsnorm_kernel<0>, rows, norm_threads(d), d * sizeof(float), stream, (bf16 *)out,
                       (bf16 *)nullptr, (const bf16 *)x, (const bf16 *)nullptr, (const bf16 *)w,
                       (const bf16 *)nullptr, d, eps, plus_one);
 }
@@ -72,7 +41,7 @@ extern "C" cudaError_t launch_rmsnorm(void *out, const void *x, const void *w, i
 extern "C" cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, const void *w, int rows,
                                           int d, float eps, int plus_one, cudaStream_t stream)
 {
-    return launch_pdl(rmsnorm_kernel<1>, rows, threads_for(d), d * sizeof(float), stream, (bf16 *)out,
+    return launch_pdl(rmsnorm_kernel<1>, rows, norm_threads(d), d * sizeof(float), stream, (bf16 *)out,
                       (bf16 *)residual, (const bf16 *)nullptr, (const bf16 *)delta, (const bf16 *)w,
                       (const bf16 *)nullptr, d, eps, plus_one);
 }
@@ -81,7 +50,7 @@ extern "C" cudaError_t launch_add_normed_rmsnorm(void *residual, const void *del
                                                  const void *w, int rows, int d, float eps, int plus_one,
                                                  cudaStream_t stream)
 {
-    return launch_pdl(rmsnorm_kernel<2>, rows, threads_for(d), d * sizeof(float), stream, (bf16 *)out,
+    return launch_pdl(rmsnorm_kernel<2>, rows, norm_threads(d), d * sizeof(float), stream, (bf16 *)out,
                       (bf16 *)residual, (const bf16 *)nullptr, (const bf16 *)delta, (const bf16 *)w,
                       (const bf16 *)w_delta, d, eps, plus_one);
 }
