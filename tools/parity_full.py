@@ -5,11 +5,14 @@ For each config: `infer mkmodel` (random bf16 weights), then transformers
 (bf16, CUDA) runs a PROMPT_LEN-token prompt (longer than Gemma 3's 512-token
 window) and DECODE_STEPS greedy steps with its KV cache; `infer logits
 --device cuda` runs the same ids (the prompt as prefill, the greedy tokens as
-decode steps). Per row: rel err = max|ours - hf| / max|hf|; top-1 agreement
-over all rows. Bounds: rel err <= 2e-2, top-1 >= 99%.
-To show how much of the difference is bf16 rounding itself, transformers is
-also run in float32 on the same ids, and both bf16 results are compared
-with it.
+decode steps). Per row: rel err = max|ours - ref| / max|ref|; top-1 agreement
+over all rows.
+The bound (issue 16; the earlier 2e-2 against transformers bf16 is withdrawn:
+no bf16 implementation meets it): transformers also runs the same ids in
+float32, the reference; infer's bf16 max rel err against it must be within
+1.1x transformers bf16's max rel err against it, and infer's top-1 agreement
+with it no lower than transformers bf16's minus one point. The comparison
+with transformers bf16 itself is printed too, for information.
 
 Usage: python3 tools/parity_full.py INFER WORK_DIR CONFIG.json [CONFIG.json ...]
 Prints one line per model and exits non-zero if any bound fails."""
@@ -92,16 +95,17 @@ def check(infer, work, config):
     ref32 = hf_prompt_logits(path, ids, torch.float32)
     err = rel_err(ours, ref)
     top1 = (ours.argmax(axis=1) == ref.argmax(axis=1)).mean()
-    ok = err.max() <= 2e-2 and top1 >= 0.99
     e32, h32 = rel_err(ours, ref32), rel_err(ref, ref32)
     t32 = (ours.argmax(axis=1) == ref32.argmax(axis=1)).mean()
     th32 = (ref.argmax(axis=1) == ref32.argmax(axis=1)).mean()
+    ok = e32.max() <= 1.1 * h32.max() and t32 >= th32 - 0.01
     print(f"{name}: rows {n} (prompt {PROMPT_LEN}, decode {DECODE_STEPS}) vs transformers bf16: max rel err prompt "
           f"{err[:PROMPT_LEN].max():.3e} decode {err[PROMPT_LEN:].max():.3e} median {np.median(err):.3e} "
-          f"top-1 agreement {100 * top1:.2f}% -> {'OK' if ok else 'FAIL'}", flush=True)
-    print(f"{name}: vs transformers fp32: infer bf16 max {e32.max():.3e} median {np.median(e32):.3e} top-1 "
-          f"{100 * t32:.2f}% | transformers bf16 max {h32.max():.3e} median {np.median(h32):.3e} top-1 "
-          f"{100 * th32:.2f}%", flush=True)
+          f"top-1 agreement {100 * top1:.2f}%", flush=True)
+    print(f"{name}: vs transformers fp32: infer bf16 max {e32.max():.3e} ({e32.max() / h32.max():.3f}x "
+          f"transformers bf16's, bound 1.1x) median {np.median(e32):.3e} top-1 {100 * t32:.2f}% | transformers "
+          f"bf16 max {h32.max():.3e} median {np.median(h32):.3e} top-1 {100 * th32:.2f}% (bound "
+          f"{100 * th32 - 1:.2f}%) -> {'OK' if ok else 'FAIL'}", flush=True)
     os.unlink(out_file)
     return ok
 
