@@ -14,5 +14,6 @@ int cmd_bench(int argc, char **argv);
 int cmd_gguf_info(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
+int cmd_bench_serve(int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@ static const struct {
     {"bench", cmd_bench, "time prefill and decode of one sequence"},
     {"generate", cmd_generate, "generate tokens from a prompt"},
     {"serve", cmd_serve, "serve the OpenAI-compatible HTTP API"},
+    {"bench-serve", cmd_bench_serve, "load an OpenAI-compatible server with a named workload and time it"},
     {"logits", cmd_logits, "write the logits of every position of a token sequence"},
     {"info", cmd_info, "describe a checkpoint: architecture, dimensions, parameters"},
     {"gguf-info", cmd_gguf_info, "list a GGUF file's metadata and tensors"},
@@ -28,7 +29,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: infer <command> [options]   (infer <command> --help for its options)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].help);
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
 }
 
 int main(int argc, char **argv)

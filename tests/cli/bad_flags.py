@@ -60,6 +60,19 @@ BAD = {
     "dist-backend": ["bogus", "NCCL", "nccl", ""],
     "dist-timeout": ["0", "-1", "nan", "1e9"] + NUMBER,
     "rank": ["0", "-1", "1024"] + NUMBER,
+    "url": ["https://x:1", "ftp://x", "http://", "http://h:0", "http://h:99999", "http://h:x", ""],
+    "workload": ["nope", "BASELINE", ""],
+    "num-prompts": ["-1", "99999999999"] + NUMBER,
+    "request-rate": ["-1", "nan", "inf", "1e9"] + NUMBER,
+    "max-concurrency": ["-1", "99999999999"] + NUMBER,
+    "vocab": ["-1", "0", "1", "99999999999"] + NUMBER,
+    "max-context": ["-1", "99999999999"] + NUMBER,
+    "warmup": ["-1", "5000"] + NUMBER,
+    "ignore-eos": ["2", "-1"] + NUMBER,
+    "time-limit": ["0", "-1", "nan", "inf"] + NUMBER,
+    "slo-ttft-ms": ["-1", "nan", "inf"] + NUMBER,
+    "slo-tpot-ms": ["-1", "nan", "inf"] + NUMBER,
+    "report": ["/proc/no/such/dir"],
 }
 # String flags without a value that is bad as such: paths (a missing one is
 # refused naming the path, tests/cli/run.sh), free text and names.
@@ -87,6 +100,9 @@ def main():
         "tokenize": ["--model", MODEL, "--text", "hi"],
         "detokenize": ["--model", TOKENIZER, "--ids", "1"],
         "template": ["--model", MODEL, "--messages", os.path.join(tmp, "none.json")],
+        # nothing listens on port 1: a good run counts one failed request and exits 3
+        "bench-serve": ["--url", "http://127.0.0.1:1", "--model", "m", "--num-prompts", "1", "--warmup", "0",
+                        "--time-limit", "5"],
         # nothing listens on port 1: a good worker gives up after a second
         "worker": ["--dist-init-addr", "127.0.0.1:1", "--rank", "1", "--dist-timeout", "1"],
     }

@@ -1,0 +1,143 @@
+/* The workloads (workload.h). Lengths in tokens; "a..b" is uniform. */
+#include "loadgen/workload.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+
+enum kind { BASELINE, CONTINUOUS, PAGED, CHUNKED, PREFIX, SHAREGPT };
+
+static const struct spec {
+    const char *name;
+    enum kind kind;
+    int default_prompts;
+    const char *what;
+} specs[] = {
+    {"baseline", BASELINE, 16, "one request at a time: prompt 128..512, output 128"},
+    {"continuous_batching", CONTINUOUS, 256, "all at once (or at --request-rate): prompt 32..1024, output 32..512"},
+    {"paged_attention", PAGED, 16, "long contexts: prompt 4096..16384, output 128"},
+    {"chunked_prefill", CHUNKED, 128,
+     "decodes with long prompts arriving among them: 3 of 4 requests prompt 64 / output 256, "
+     "1 of 4 prompt 4096..8192 / output 32"},
+    {"prefix_caching", PREFIX, 256,
+     "8 shared system prompts of 512..1024 tokens, each request one of them + its own 32..128, output 64..128"},
+    {"sharegpt", SHAREGPT, 256,
+     "a ShareGPT-like mix: log-normal prompt (median 150, sigma 1.0) and output (median 180, sigma 0.9) "
+     "lengths, 4..2048 each"},
+};
+
+const char *const workload_names[] = {"baseline", "continuous_batching", "paged_attention", "chunked_prefill",
+                                      "prefix_caching", "sharegpt", NULL};
+
+static const struct spec *find(const char *name)
+{
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++)
+        if (!strcmp(specs[i].name, name))
+            return &specs[i];
+    return NULL;
+}
+
+const char *workload_describe(const char *name)
+{
+    const struct spec *s = find(name);
+    return s ? s->what : NULL;
+}
+
+static int uniform(struct rng *r, int lo, int hi) { return lo + (int)(rng_uniform(r) * (double)(hi - lo + 1)); }
+
+static int lognormal(struct rng *r, double median, double sigma, int lo, int hi)
+{
+    const int v = (int)lround(median * exp(sigma * rng_normal(r)));
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+static void random_ids(struct rng *r, int32_t *out, int n, int vocab)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = 1 + (int32_t)(rng_uniform(r) * (double)(vocab - 1));
+}
+
+int workload_make(struct workload *w, const struct workload_opts *o, struct err *e)
+{
+    memset(w, 0, sizeof *w);
+    const struct spec *s = find(o->name);
+    if (!s) {
+        char names[256] = "";
+        for (int i = 0; workload_names[i]; i++)
+            strcat(strcat(names, i ? ", " : ""), workload_names[i]);
+        return err_set(e, "--workload '%s': unknown (one of %s)", o->name, names);
+    }
+    if (o->vocab < 2)
+        return err_set(e, "--vocab %d: needs at least 2 token ids", o->vocab);
+    const int n = o->num_prompts > 0 ? o->num_prompts : s->default_prompts;
+    struct rng r, ra;
+    rng_seed(&r, o->seed, 0x10ad, (uint64_t)s->kind);
+    rng_seed(&ra, o->seed, 0xa771, (uint64_t)s->kind);
+    w->name = s->name;
+    w->n = n;
+    w->req = xcalloc((size_t)n, sizeof *w->req);
+    w->max_concurrency = s->kind == BASELINE ? 1 : 0;
+    /* the shared prefixes */
+    enum { N_PREFIX = 8 };
+    int32_t *prefix[N_PREFIX] = {0};
+    int prefix_len[N_PREFIX] = {0};
+    if (s->kind == PREFIX)
+        for (int i = 0; i < N_PREFIX; i++) {
+            prefix_len[i] = uniform(&r, 512, 1024);
+            prefix[i] = xmalloc((size_t)prefix_len[i] * sizeof(int32_t));
+            random_ids(&r, prefix[i], prefix_len[i], o->vocab);
+        }
+    double t = 0;
+    for (int i = 0; i < n; i++) {
+        struct lg_request *q = &w->req[i];
+        int in = 0, out = 0, shared = -1;
+        switch (s->kind) {
+        case BASELINE: in = uniform(&r, 128, 512), out = 128; break;
+        case CONTINUOUS: in = uniform(&r, 32, 1024), out = uniform(&r, 32, 512); break;
+        case PAGED: in = uniform(&r, 4096, 16384), out = 128; break;
+        case CHUNKED:
+            if (i % 4 == 3)
+                in = uniform(&r, 4096, 8192), out = 32;
+            else
+                in = 64, out = 256;
+            break;
+        case PREFIX:
+            shared = (int)(rng_uniform(&r) * N_PREFIX);
+            in = prefix_len[shared] + uniform(&r, 32, 128), out = uniform(&r, 64, 128);
+            break;
+        case SHAREGPT: in = lognormal(&r, 150, 1.0, 4, 2048), out = lognormal(&r, 180, 0.9, 4, 2048); break;
+        }
+        if (o->max_context > 0 && in + out > o->max_context) { /* scaled down, in proportion */
+            const double f = (double)o->max_context / (double)(in + out);
+            in = (int)(in * f) > 1 ? (int)(in * f) : 1;
+            out = o->max_context - in > 1 ? o->max_context - in : 1;
+            if (in + out > o->max_context)
+                in = o->max_context - out > 1 ? o->max_context - out : 1;
+        }
+        q->n_prompt = in;
+        q->max_tokens = out;
+        q->prompt = xmalloc((size_t)in * sizeof(int32_t));
+        int at = 0;
+        if (shared >= 0) { /* as much of the prefix as fits, then the request's own ids */
+            at = prefix_len[shared] < in - 1 ? prefix_len[shared] : in - 1;
+            memcpy(q->prompt, prefix[shared], (size_t)at * sizeof(int32_t));
+        }
+        random_ids(&r, q->prompt + at, in - at, o->vocab);
+        if (o->request_rate > 0 && s->kind != BASELINE && i > 0)
+            t += -log(1.0 - rng_uniform(&ra)) / o->request_rate; /* exponential gaps: Poisson arrivals */
+        q->arrival = t;
+    }
+    for (int i = 0; i < N_PREFIX; i++)
+        free(prefix[i]);
+    return 0;
+}
+
+void workload_free(struct workload *w)
+{
+    for (int i = 0; i < w->n; i++)
+        free(w->req[i].prompt);
+    free(w->req);
+    memset(w, 0, sizeof *w);
+}

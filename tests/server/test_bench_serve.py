@@ -1,0 +1,151 @@
+"""`infer bench-serve`, the load generator (src/loadgen/), in CI:
+- against `infer serve` on the tiny Gemma (real tokenizer), each workload briefly: every request
+  completes, and the output tokens it counts from the streams' usage equal the server's own
+  /metrics counters (infer_generation_tokens_total, infer_prompt_tokens_total);
+- against a deliberately broken stub server, a server that answers 500, drops the stream, sends a
+  malformed chunk, sends usage that disagrees, or closes before answering is counted as a
+  failure of that kind (and the exit code says some failed), never as a fast request."""
+import json
+import os
+import socket
+import subprocess
+import threading
+
+import pytest
+from conftest import INFER, Server
+from test_concurrency import metric
+
+WORKLOADS = ["baseline", "continuous_batching", "paged_attention", "chunked_prefill", "prefix_caching", "sharegpt"]
+
+
+def bench(url, model, *extra, timeout=300):
+    p = subprocess.run([INFER, "bench-serve", "--url", url, "--model", model, "--vocab", "1000", "--warmup", "0",
+                        *extra], capture_output=True, text=True, timeout=timeout)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    return p.returncode, (json.loads(lines[-1]) if lines else None), p.stderr
+
+
+@pytest.fixture(scope="module")
+def server(tiny_gguf):
+    s = Server(tiny_gguf, name="tiny", extra=("--max-model-len", "256"))
+    yield s
+    s.stop()
+
+
+@pytest.mark.parametrize("workload", WORKLOADS)
+def test_workload_counts_equal_the_servers(server, workload, tmp_path):
+    gen0 = metric(server.url, "infer_generation_tokens_total")
+    prompt0 = metric(server.url, "infer_prompt_tokens_total")
+    rc, s, err = bench(server.url, "tiny", "--workload", workload, "--num-prompts", "6", "--max-context", "96",
+                       "--request-rate", "50", "--report", str(tmp_path))
+    assert rc == 0 and s, err
+    assert s["completed"] == 6 and s["failed"] == 0, s
+    assert s["output_tokens"] == metric(server.url, "infer_generation_tokens_total") - gen0
+    assert s["prompt_tokens"] == metric(server.url, "infer_prompt_tokens_total") - prompt0
+    assert s["ttft_ms"]["n"] == 6 and s["ttft_ms"]["p50"] > 0 and s["itl_ms"]["n"] > 0, s
+    report = [json.loads(l) for l in open(tmp_path / "results.jsonl")]
+    assert report[-1]["workload"] == workload and report[-1]["output_tokens"] == s["output_tokens"]
+
+
+def test_same_seed_same_requests(server):
+    """The workload is fixed by --seed: two runs send the same prompts (the same token counts)."""
+    a = bench(server.url, "tiny", "--workload", "sharegpt", "--num-prompts", "5", "--max-context", "96", "--seed", "7")
+    b = bench(server.url, "tiny", "--workload", "sharegpt", "--num-prompts", "5", "--max-context", "96", "--seed", "7")
+    c = bench(server.url, "tiny", "--workload", "sharegpt", "--num-prompts", "5", "--max-context", "96", "--seed", "8")
+    assert a[0] == b[0] == c[0] == 0
+    assert (a[1]["prompt_tokens"], a[1]["output_tokens"]) == (b[1]["prompt_tokens"], b[1]["output_tokens"])
+    assert (a[1]["prompt_tokens"], a[1]["output_tokens"]) != (c[1]["prompt_tokens"], c[1]["output_tokens"])
+
+
+# --- a broken server ---
+
+def chunk(obj):
+    return ("data: " + (obj if isinstance(obj, str) else json.dumps(obj)) + "\n\n").encode()
+
+
+def text_chunk(t):
+    return chunk({"choices": [{"index": 0, "text": t, "finish_reason": None}]})
+
+
+def stub_response(mode, body):
+    """The bytes the stub answers with, by mode; body is the request's JSON."""
+    n, k = len(body["prompt"]), body["max_tokens"]
+    events = [text_chunk("x") for _ in range(k)]
+    events.append(chunk({"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}))
+    usage = {"prompt_tokens": n, "completion_tokens": k, "total_tokens": n + k}
+    if mode == "usage":
+        usage["completion_tokens"] = k + 3
+    events.append(chunk({"choices": [], "usage": usage}))
+    events.append(chunk("[DONE]"))
+    if mode == "cut":
+        events = events[: k // 2]
+    if mode == "malformed":
+        events.insert(1, b"data: {not json\n\n")
+    if mode == "500":
+        msg = b'{"error": {"message": "boom"}}'
+        return b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: %d\r\n\r\n%s" % (len(msg), msg)
+    if mode == "close":
+        return b""
+    data = b"".join(b"%x\r\n%s\r\n" % (len(e), e) for e in events)
+    if mode != "cut":
+        data += b"0\r\n\r\n"
+    return b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n" + data
+
+
+class Stub:
+    """A one-thread-per-connection HTTP server that answers every request per `mode`."""
+
+    def __init__(self, mode):
+        self.mode = mode
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.url = "http://127.0.0.1:%d" % self.sock.getsockname()[1]
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.answer, args=(c,), daemon=True).start()
+
+    def answer(self, c):
+        with c:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += c.recv(65536)
+            head, rest = data.split(b"\r\n\r\n", 1)
+            length = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1])
+            while len(rest) < length:
+                rest += c.recv(65536)
+            c.sendall(stub_response(self.mode, json.loads(rest)))
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.mark.parametrize("mode,kind", [("ok", None), ("500", "status"), ("cut", "cut"), ("malformed", "chunk"),
+                                       ("usage", "usage"), ("close", "connect")])
+def test_broken_server_is_counted_as_failures(mode, kind):
+    stub = Stub(mode)
+    try:
+        rc, s, err = bench(stub.url, "stub", "--workload", "continuous_batching", "--num-prompts", "8",
+                           "--max-context", "48", timeout=60)
+    finally:
+        stub.close()
+    assert s, err
+    if kind is None:
+        assert rc == 0 and s["completed"] == 8 and s["failed"] == 0, (s, err)
+        assert s["output_tokens"] == s["itl_ms"]["n"] + 8  # one chunk a token here
+    else:
+        assert rc == 3 and s["completed"] == 0 and s["failures"] == {kind: 8}, (s, err)
+        assert s["output_tokens"] == 0 and s["output_tok_s"] == 0
+
+
+def test_refusals_name_the_flag():
+    for args, flag in [(["--url", "https://x:1"], "--url"), (["--workload", "nope"], "--workload"),
+                       (["--url", "http://127.0.0.1:99999"], "--url"), (["--request-rate", "-1"], "--request-rate")]:
+        p = subprocess.run([INFER, "bench-serve", "--model", "m", *args], capture_output=True, text=True)
+        assert p.returncode == 2 and flag in p.stderr, (args, p.stderr)
