@@ -15,6 +15,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "loadgen/loadgen.h"
+#include "loadgen/scrape.h"
 #include "loadgen/stats.h"
 #include "loadgen/workload.h"
 
@@ -24,8 +25,45 @@ static void print_dist(FILE *f, const char *name, const struct lg_dist *d, int l
             name, d->n, d->mean * 1e3, d->p50 * 1e3, d->p90 * 1e3, d->p99 * 1e3, d->max * 1e3, last ? "" : ", ");
 }
 
+static int ends_with(const char *s, const char *end)
+{
+    const size_t n = strlen(s), k = strlen(end);
+    return n >= k && !strcmp(s + n - k, end);
+}
+
+/* What the server's /metrics counted over the run: every counter's
+ * (*_total) increase, the graph gauges as they end, and whether its token
+ * counters agree with the streams' usage (NULL pages: it has no /metrics). */
+static void print_server(FILE *f, const struct scrape *a, const struct scrape *b, const struct lg_summary *s)
+{
+    if (!a || !b) {
+        fprintf(f, "\"server_metrics\": null, \"metrics_agree\": null, ");
+        return;
+    }
+    fprintf(f, "\"server_metrics\": {");
+    int first = 1, agree = 1, checked = 0;
+    for (int i = 0; i < b->n; i++) {
+        const char *name = b->names[i];
+        int found = 0;
+        const double before = scrape_get(a, name, &found), after = b->values[i];
+        const int counter = ends_with(name, "_total");
+        if (!(counter && found) && !strstr(name, "graph_memory_bytes") && !strstr(name, "graph_capture_seconds") &&
+            !strstr(name, "tensor_parallel_size"))
+            continue;
+        const double v = counter ? after - before : after;
+        fprintf(f, "%s\"%s\": %.17g", first ? "" : ", ", name, v);
+        first = 0;
+        if (counter && (ends_with(name, "generation_tokens_total") || ends_with(name, "prompt_tokens_total"))) {
+            const long long ours = ends_with(name, "generation_tokens_total") ? s->output_tokens : s->prompt_tokens;
+            checked = 1;
+            agree &= (long long)llround(v) == ours;
+        }
+    }
+    fprintf(f, "}, \"metrics_agree\": %s, ", !checked ? "null" : agree ? "true" : "false");
+}
+
 static void print_summary(FILE *f, const struct workload *w, const char *url, double rate, int max_c,
-                          const struct lg_summary *s)
+                          const struct lg_summary *s, const struct scrape *before, const struct scrape *after)
 {
     fprintf(f, "{\"workload\": \"%s\", \"url\": \"%s\", \"request_rate\": ", w->name, url);
     if (rate > 0)
@@ -39,14 +77,21 @@ static void print_summary(FILE *f, const struct workload *w, const char *url, do
         if (s->failures[k])
             fprintf(f, "%s\"%s\": %d", first ? "" : ", ", lg_failure_names[k], s->failures[k]), first = 0;
     fprintf(f, "}, \"duration_s\": %.3f, \"prompt_tokens\": %lld, \"output_tokens\": %lld, \"requests_per_s\": %.3f, "
-               "\"output_tok_s\": %.2f, \"total_tok_s\": %.2f, ",
-            s->duration, s->prompt_tokens, s->output_tokens, s->request_rate, s->output_tok_s, s->total_tok_s);
+               "\"output_tok_s\": %.2f, \"total_tok_s\": %.2f, \"chunks\": %lld, \"chunks_per_s\": %.1f, ",
+            s->duration, s->prompt_tokens, s->output_tokens, s->request_rate, s->output_tok_s, s->total_tok_s,
+            s->chunks, s->chunks_per_s);
     print_dist(f, "ttft", &s->ttft, 0);
     print_dist(f, "itl", &s->itl, 0);
     print_dist(f, "tpot", &s->tpot, 0);
     print_dist(f, "e2e", &s->e2e, 0);
-    fprintf(f, "\"slo\": {\"ttft_ms\": %g, \"tpot_ms\": %g}, \"good\": %d, \"goodput_req_s\": %.3f}\n",
-            s->slo_ttft * 1e3, s->slo_tpot * 1e3, s->good, s->goodput);
+    print_server(f, before, after, s);
+    struct timespec res = {0, 0};
+    clock_getres(CLOCK_MONOTONIC, &res);
+    fprintf(f,
+            "\"slo\": {\"ttft_ms\": %g, \"tpot_ms\": %g}, \"good\": %d, \"goodput_req_s\": %.3f, "
+            "\"clock\": \"CLOCK_MONOTONIC, read as each chunk is parsed after the read that brought it\", "
+            "\"clock_resolution_ns\": %ld}\n",
+            s->slo_ttft * 1e3, s->slo_tpot * 1e3, s->good, s->goodput, (long)(res.tv_sec * 1000000000L + res.tv_nsec));
 }
 
 int cmd_bench_serve(int argc, char **argv)
@@ -145,15 +190,22 @@ int cmd_bench_serve(int argc, char **argv)
         workload_free(&wu);
     }
     struct lg_record *rec = xcalloc((size_t)w.n, sizeof *rec);
+    struct scrape before, after;
+    struct err se;
+    int scraped = !rc && !scrape_metrics(&t, &before, &se);
     if (!rc && lg_run(&t, w.req, w.n, &lo, rec, &e))
         rc = 1;
+    if (scraped && scrape_metrics(&t, &after, &se)) {
+        scrape_free(&before);
+        scraped = 0;
+    }
     if (rc) {
         if (e.msg[0])
             fprintf(stderr, "infer bench-serve: %s\n", e.msg);
     } else {
         struct lg_summary s;
         lg_summarize(rec, w.n, slo_ttft_ms / 1e3, slo_tpot_ms / 1e3, &s);
-        print_summary(stdout, &w, url, rate, max_c, &s);
+        print_summary(stdout, &w, url, rate, max_c, &s, scraped ? &before : NULL, scraped ? &after : NULL);
         fflush(stdout);
         for (int i = 0, shown = 0; i < w.n && shown < 3; i++)
             if (rec[i].failure != LG_OK)
@@ -173,7 +225,7 @@ int cmd_bench_serve(int argc, char **argv)
                 fprintf(stderr, "infer bench-serve: --report: cannot append to %s: %s\n", path, strerror(errno));
                 rc = 1;
             } else {
-                print_summary(f, &w, url, rate, max_c, &s);
+                print_summary(f, &w, url, rate, max_c, &s, scraped ? &before : NULL, scraped ? &after : NULL);
                 if (fclose(f)) {
                     fprintf(stderr, "infer bench-serve: --report: writing %s failed\n", path);
                     rc = 1;
@@ -183,6 +235,8 @@ int cmd_bench_serve(int argc, char **argv)
         if (s.failed)
             rc = rc ? rc : 3;
     }
+    if (scraped)
+        scrape_free(&before), scrape_free(&after);
     for (int i = 0; i < w.n; i++)
         lg_record_free(&rec[i]);
     free(rec);

@@ -64,6 +64,7 @@ void lg_summarize(const struct lg_record *rec, int n, double slo_ttft, double sl
         s->completed++;
         s->prompt_tokens += r->prompt_tokens;
         s->output_tokens += r->completion_tokens;
+        s->chunks += r->n_chunks;
         e2e[n_e2e++] = r->end - r->sent;
         if (r->n_chunks)
             ttft[n_ttft++] = r->first - r->sent;
@@ -83,6 +84,7 @@ void lg_summarize(const struct lg_record *rec, int n, double slo_ttft, double sl
         s->request_rate = s->completed / s->duration;
         s->output_tok_s = (double)s->output_tokens / s->duration;
         s->total_tok_s = (double)(s->output_tokens + s->prompt_tokens) / s->duration;
+        s->chunks_per_s = (double)s->chunks / s->duration;
         s->goodput = s->good / s->duration;
     }
     dist(ttft, n_ttft, &s->ttft);

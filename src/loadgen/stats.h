@@ -16,7 +16,8 @@ struct lg_summary {
     int failures[LG_N_FAILURES];
     double duration;                   /* first send to last end, seconds */
     long long prompt_tokens, output_tokens; /* of completed requests, from their usage */
-    double request_rate, output_tok_s, total_tok_s;
+    long long chunks;                  /* chunks with text, of completed requests */
+    double request_rate, output_tok_s, total_tok_s, chunks_per_s;
     struct lg_dist ttft, itl, tpot, e2e;
     double slo_ttft, slo_tpot;         /* seconds; 0: not set */
     int good;                          /* completed requests within the SLO */

@@ -43,6 +43,8 @@ def test_workload_counts_equal_the_servers(server, workload, tmp_path):
     assert s["output_tokens"] == metric(server.url, "infer_generation_tokens_total") - gen0
     assert s["prompt_tokens"] == metric(server.url, "infer_prompt_tokens_total") - prompt0
     assert s["ttft_ms"]["n"] == 6 and s["ttft_ms"]["p50"] > 0 and s["itl_ms"]["n"] > 0, s
+    # its own reading of /metrics says the same
+    assert s["metrics_agree"] is True and s["server_metrics"]["infer_generation_tokens_total"] == s["output_tokens"]
     report = [json.loads(l) for l in open(tmp_path / "results.jsonl")]
     assert report[-1]["workload"] == workload and report[-1]["output_tokens"] == s["output_tokens"]
 
@@ -117,6 +119,9 @@ class Stub:
             while b"\r\n\r\n" not in data:
                 data += c.recv(65536)
             head, rest = data.split(b"\r\n\r\n", 1)
+            if not head.startswith(b"POST"):  # no /metrics here
+                c.sendall(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+                return
             length = int([l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length")][0].split(b":")[1])
             while len(rest) < length:
                 rest += c.recv(65536)
@@ -138,6 +143,7 @@ def test_broken_server_is_counted_as_failures(mode, kind):
     assert s, err
     if kind is None:
         assert rc == 0 and s["completed"] == 8 and s["failed"] == 0, (s, err)
+        assert s["server_metrics"] is None and s["metrics_agree"] is None  # the stub has no /metrics
         assert s["output_tokens"] == s["itl_ms"]["n"] + 8  # one chunk a token here
     else:
         assert rc == 3 and s["completed"] == 0 and s["failures"] == {kind: 8}, (s, err)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "loadgen/http_response.h"
+#include "loadgen/scrape.h"
 #include "loadgen/sse.h"
 #include "loadgen/stats.h"
 #include "loadgen/workload.h"
@@ -184,4 +185,21 @@ Test(loadgen, percentiles_interpolate)
     cr_assert_float_eq(lg_percentile(v, 5, 0), 1.0, 1e-12);
     double one = 7;
     cr_assert_float_eq(lg_percentile(&one, 1, 99), 7.0, 1e-12);
+}
+
+Test(loadgen, metrics_page_summed_over_labels)
+{
+    struct scrape s = {0};
+    scrape_parse(&s, "# HELP a_total x\n# TYPE a_total counter\na_total{route=\"/v1/x\",code=\"200\"} 3\n"
+                     "a_total{route=\"/{odd}\"} 4.5\nb 7\nc{x=\"y\"} NaN\nd{q=\"a \\\" }\"} 2\n\nbad line\n");
+    int found;
+    cr_assert_float_eq(scrape_get(&s, "a_total", &found), 7.5, 1e-12);
+    cr_assert(found);
+    cr_assert_float_eq(scrape_get(&s, "b", &found), 7.0, 1e-12);
+    cr_assert_float_eq(scrape_get(&s, "d", &found), 2.0, 1e-12, "a quoted '}' in a label value");
+    scrape_get(&s, "c", &found);
+    cr_assert(!found, "a NaN sample is left out");
+    scrape_get(&s, "nope", &found);
+    cr_assert(!found);
+    scrape_free(&s);
 }
