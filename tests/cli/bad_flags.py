@@ -63,7 +63,7 @@ BAD = {
     "url": ["https://x:1", "ftp://x", "http://", "http://h:0", "http://h:99999", "http://h:x", ""],
     "workload": ["nope", "BASELINE", ""],
     "num-prompts": ["-1", "99999999999"] + NUMBER,
-    "request-rate": ["-1", "nan", "inf", "1e9"] + NUMBER,
+    "request-rate": ["-1", "nan", "1e9", "1,", ",", "1,,2", "infinity", "x", "1x", ""],
     "max-concurrency": ["-1", "99999999999"] + NUMBER,
     "vocab": ["-1", "0", "1", "99999999999"] + NUMBER,
     "max-context": ["-1", "99999999999"] + NUMBER,
@@ -77,7 +77,7 @@ BAD = {
 # String flags without a value that is bad as such: paths (a missing one is
 # refused naming the path, tests/cli/run.sh), free text and names.
 FREE_TEXT = {"model", "prompt", "input", "out", "ids-file", "config", "tokenizer", "text", "file", "messages",
-             "api-key", "served-model-name"}
+             "api-key", "served-model-name", "label"}
 
 
 def flags_of(cmd):

@@ -7,6 +7,7 @@
   failure of that kind (and the exit code says some failed), never as a fast request."""
 import json
 import os
+import shutil
 import socket
 import subprocess
 import threading
@@ -47,6 +48,33 @@ def test_workload_counts_equal_the_servers(server, workload, tmp_path):
     assert s["metrics_agree"] is True and s["server_metrics"]["infer_generation_tokens_total"] == s["output_tokens"]
     report = [json.loads(l) for l in open(tmp_path / "results.jsonl")]
     assert report[-1]["workload"] == workload and report[-1]["output_tokens"] == s["output_tokens"]
+
+
+def test_sweep_and_report(server, tmp_path):
+    """A request-rate sweep over two workloads into one report folder: every run a line of
+    results.jsonl, a row of report.md, its samples; the plots drawn where gnuplot is."""
+    for workload in ("continuous_batching", "prefix_caching"):
+        rc, s, err = bench(server.url, "tiny", "--workload", workload, "--num-prompts", "6", "--max-context", "64",
+                           "--request-rate", "40,inf", "--label", "cpu 'tiny'", "--report", str(tmp_path))
+        assert rc == 0, err
+    runs = [json.loads(l) for l in open(tmp_path / "results.jsonl")]
+    assert [(r["workload"], r["request_rate"]) for r in runs] == [
+        ("continuous_batching", 40), ("continuous_batching", "inf"), ("prefix_caching", 40), ("prefix_caching", "inf")]
+    assert all(r["label"] == "cpu 'tiny'" and r["completed"] == 6 for r in runs)
+    for r in runs:
+        for kind in ("ttft", "itl"):
+            lines = open(tmp_path / f"{r['samples']}.{kind}.tsv").read().splitlines()
+            assert len(lines) == (6 if kind == "ttft" else r["itl_ms"]["n"])
+            assert float(lines[-1].split()[1]) == 1.0  # a cumulative distribution
+    md = open(tmp_path / "report.md").read()
+    assert md.count("| cpu 'tiny' |") == 4
+    pngs = ["latency_throughput.png", "ttft_cdf.png", "itl_cdf.png", "workloads.png"]
+    if shutil.which("gnuplot"):
+        for png in pngs:
+            assert open(tmp_path / png, "rb").read(8) == b"\x89PNG\r\n\x1a\n", png
+            assert f"({png})" in md
+    else:
+        assert "Plots not drawn" in md
 
 
 def test_same_seed_same_requests(server):
