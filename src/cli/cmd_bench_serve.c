@@ -21,7 +21,7 @@
 
 struct flags {
     const char *url, *model, *api_key, *workload, *rates, *report, *label;
-    int num_prompts, max_concurrency, vocab, max_context, warmup, ignore_eos, progress;
+    int num_prompts, max_concurrency, vocab, max_context, warmup, ignore_eos, progress, redraw;
     uint64_t seed;
     double time_limit, slo_ttft_ms, slo_tpot_ms;
 };
@@ -164,7 +164,7 @@ int cmd_bench_serve(int argc, char **argv)
                       .vocab = 32000, .warmup = 2, .ignore_eos = 1, .time_limit = 600};
     struct cli_opt opts[] = {
         {"url", CLI_OPT_STRING, &f.url, 0, 0, 0, "the server (http://host:port[/prefix]; default http://127.0.0.1:8000)", 0},
-        {"model", CLI_OPT_STRING, &f.model, 1, 0, 0, "the model name to send", 0},
+        {"model", CLI_OPT_STRING, &f.model, 0, 0, 0, "the model name to send (required, but with --redraw)", 0},
         {"api-key", CLI_OPT_STRING, &f.api_key, 0, 0, 0, "sent as 'Authorization: Bearer KEY'", 0},
         {"workload", CLI_OPT_STRING, &f.workload, 0, 0, 0, "one of the workloads below (default continuous_batching)", 0},
         {"num-prompts", CLI_OPT_INT, &f.num_prompts, 0, 0, 1000000, "requests a run (default: the workload's own)", 0},
@@ -185,6 +185,7 @@ int cmd_bench_serve(int argc, char **argv)
          "a folder: runs appended to DIR/results.jsonl, DIR/report.md and plots redrawn from all of them", 0},
         {"label", CLI_OPT_STRING, &f.label, 0, 0, 0, "the server's configuration, as the report should name it", 0},
         {"progress", CLI_OPT_FLAG, &f.progress, 0, 0, 0, "a progress line on stderr", 0},
+        {"redraw", CLI_OPT_FLAG, &f.redraw, 0, 0, 0, "only redraw --report DIR's report from its results.jsonl", 0},
     };
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
     struct err e = {0};
@@ -197,6 +198,21 @@ int cmd_bench_serve(int argc, char **argv)
     }
     if (parsed < 0) {
         fprintf(stderr, "infer bench-serve: %s\n", e.msg);
+        return 2;
+    }
+    if (f.redraw) {
+        if (!f.report) {
+            fprintf(stderr, "infer bench-serve: --redraw needs --report DIR\n");
+            return 2;
+        }
+        if (report_render(f.report, &e)) {
+            fprintf(stderr, "infer bench-serve: %s\n", e.msg);
+            return 1;
+        }
+        return 0;
+    }
+    if (!f.model) {
+        fprintf(stderr, "infer bench-serve: --model is required (the name the server serves)\n");
         return 2;
     }
     const struct {

@@ -188,7 +188,7 @@ static int write_plots(const char *dir, json_t **runs, size_t n, struct err *e)
     if (!gp)
         return err_set(e, "--report: cannot write %s: %s", path, strerror(errno));
     fprintf(gp, "# drawn by infer bench-serve --report from results.jsonl; run with: cd DIR && gnuplot plots.gp\n"
-                "set terminal pngcairo size 1000,620 noenhanced\nset grid\nset key outside right top\n");
+                "set terminal pngcairo size 1000,720 noenhanced\nset grid\nset key below\n");
     /* latency against throughput: a line per series, runs in rate order */
     json_t **sorted = xmalloc((n ? n : 1) * sizeof *sorted);
     memcpy(sorted, runs, n * sizeof *sorted);

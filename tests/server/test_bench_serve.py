@@ -75,6 +75,9 @@ def test_sweep_and_report(server, tmp_path):
             assert f"({png})" in md
     else:
         assert "Plots not drawn" in md
+    os.remove(tmp_path / "report.md")  # --redraw: the report again from results.jsonl, no requests
+    p = subprocess.run([INFER, "bench-serve", "--redraw", "--report", str(tmp_path)], capture_output=True, text=True)
+    assert p.returncode == 0 and open(tmp_path / "report.md").read().count("| cpu 'tiny' |") == 4, p.stderr
 
 
 def test_same_seed_same_requests(server):

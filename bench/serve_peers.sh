@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# infer serve beside llama.cpp's llama-server on the same GGUF, through
+# `infer bench-serve`, into one report folder: the same workloads, the same
+# prompts (token ids), one server at a time.
+#
+# Usage: bash bench/serve_peers.sh REPORT_DIR GGUF [cpu|cuda]
+#   INFER (default build/infer, or build-gpu/infer for cuda), LLAMA_SERVER (default
+#   $LLAMA_DIR/build/bin/llama-server; bench/llamacpp/build.sh builds it), THREADS (CPU threads of
+#   both servers; default all cores), WORKLOADS, PROMPTS (a run), CONTEXT (--max-context), SLOTS
+#   (llama-server's parallel sequences; infer schedules up to --max-num-seqs by itself).
+set -u
+REPORT=${1:?usage: serve_peers.sh REPORT_DIR GGUF [cpu|cuda]}
+GGUF=${2:?usage: serve_peers.sh REPORT_DIR GGUF [cpu|cuda]}
+DEVICE=${3:-cpu}
+LLAMA_DIR=${LLAMA_DIR:-/tmp/llama.cpp}
+INFER=${INFER:-$([ "$DEVICE" = cuda ] && echo build-gpu/infer || echo build/infer)}
+LLAMA_SERVER=${LLAMA_SERVER:-$LLAMA_DIR/build/bin/llama-server}
+THREADS=${THREADS:-$(nproc)}
+WORKLOADS=${WORKLOADS:-baseline continuous_batching prefix_caching sharegpt}
+PROMPTS=${PROMPTS:-32}
+CONTEXT=${CONTEXT:-512}
+SLOTS=${SLOTS:-16}
+VOCAB=${VOCAB:-32000}
+PORT=${PORT:-18600}
+mkdir -p "$REPORT"
+[ -x "$LLAMA_SERVER" ] || { echo "serve_peers: no $LLAMA_SERVER (bench/llamacpp/build.sh)" >&2; exit 1; }
+
+wait_up() { # URL LOG PID
+    for _ in $(seq 600); do
+        curl -sf "$1/health" >/dev/null 2>&1 || curl -sf "$1/v1/models" >/dev/null 2>&1 && return 0
+        kill -0 "$3" 2>/dev/null || { tail -n 20 "$2" >&2; return 1; }
+        sleep 0.5
+    done
+    return 1
+}
+
+run_all() { # LABEL URL
+    for w in $WORKLOADS; do
+        "$INFER" bench-serve --url "$2" --model m --workload "$w" --num-prompts "$PROMPTS" --vocab "$VOCAB" \
+            --max-context "$CONTEXT" --label "$1" --report "$REPORT" --time-limit 1800 >/dev/null
+    done
+}
+
+ngl=(); [ "$DEVICE" = cuda ] && ngl=(-ngl 99 -fa on)
+url=http://127.0.0.1:$PORT
+"$INFER" serve --model "$GGUF" --port "$PORT" --device "$DEVICE" --threads "$THREADS" --served-model-name m \
+    --max-model-len "$((CONTEXT + 16))" >"$REPORT/infer-serve.log" 2>&1 &
+pid=$!
+wait_up "$url" "$REPORT/infer-serve.log" $pid && run_all "infer $DEVICE" "$url"
+kill $pid; wait $pid 2>/dev/null
+
+"$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -np "$SLOTS" -c "$((SLOTS * (CONTEXT + 16)))" "${ngl[@]}" \
+    >"$REPORT/llama-server.log" 2>&1 &
+pid=$!
+wait_up "$url" "$REPORT/llama-server.log" $pid && run_all "llama.cpp $DEVICE" "$url"
+kill $pid; wait $pid 2>/dev/null
+echo "serve_peers: $REPORT/report.md"

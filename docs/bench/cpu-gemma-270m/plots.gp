@@ -1,0 +1,54 @@
+# drawn by infer bench-serve --report from results.jsonl; run with: cd DIR && gnuplot plots.gp
+set terminal pngcairo size 1000,720 noenhanced
+set grid
+set key below
+set output 'latency_throughput.png'
+set title 'End-to-end latency (p50) against output throughput'
+set xlabel 'output tokens/s'
+set ylabel 'ms'
+plot 'plots/series0.dat' using 1:2 with linespoints title 'infer cpu baseline', \
+     'plots/series1.dat' using 1:2 with linespoints title 'infer cpu continuous_batching', \
+     'plots/series2.dat' using 1:2 with linespoints title 'infer cpu prefix_caching', \
+     'plots/series3.dat' using 1:2 with linespoints title 'infer cpu sharegpt', \
+     'plots/series4.dat' using 1:2 with linespoints title 'llama.cpp cpu baseline', \
+     'plots/series5.dat' using 1:2 with linespoints title 'llama.cpp cpu continuous_batching', \
+     'plots/series6.dat' using 1:2 with linespoints title 'llama.cpp cpu prefix_caching', \
+     'plots/series7.dat' using 1:2 with linespoints title 'llama.cpp cpu sharegpt'
+set output 'ttft_cdf.png'
+set title 'Time to first token (cumulative)'
+set xlabel 'ms'
+set ylabel 'fraction'
+set logscale x
+plot 'samples/infer_cpu_baseline_0.ttft.tsv' using 1:2 with lines title 'infer cpu baseline all at once', \
+     'samples/infer_cpu_continuous_batching_0.ttft.tsv' using 1:2 with lines title 'infer cpu continuous_batching all at once', \
+     'samples/infer_cpu_prefix_caching_0.ttft.tsv' using 1:2 with lines title 'infer cpu prefix_caching all at once', \
+     'samples/infer_cpu_sharegpt_0.ttft.tsv' using 1:2 with lines title 'infer cpu sharegpt all at once', \
+     'samples/llama.cpp_cpu_baseline_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cpu baseline all at once', \
+     'samples/llama.cpp_cpu_continuous_batching_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cpu continuous_batching all at once', \
+     'samples/llama.cpp_cpu_prefix_caching_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cpu prefix_caching all at once', \
+     'samples/llama.cpp_cpu_sharegpt_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cpu sharegpt all at once'
+unset logscale x
+set output 'itl_cdf.png'
+set title 'Inter-token latency (cumulative)'
+set xlabel 'ms'
+set ylabel 'fraction'
+set logscale x
+plot 'samples/infer_cpu_baseline_0.itl.tsv' using 1:2 with lines title 'infer cpu baseline all at once', \
+     'samples/infer_cpu_continuous_batching_0.itl.tsv' using 1:2 with lines title 'infer cpu continuous_batching all at once', \
+     'samples/infer_cpu_prefix_caching_0.itl.tsv' using 1:2 with lines title 'infer cpu prefix_caching all at once', \
+     'samples/infer_cpu_sharegpt_0.itl.tsv' using 1:2 with lines title 'infer cpu sharegpt all at once', \
+     'samples/llama.cpp_cpu_baseline_0.itl.tsv' using 1:2 with lines title 'llama.cpp cpu baseline all at once', \
+     'samples/llama.cpp_cpu_continuous_batching_0.itl.tsv' using 1:2 with lines title 'llama.cpp cpu continuous_batching all at once', \
+     'samples/llama.cpp_cpu_prefix_caching_0.itl.tsv' using 1:2 with lines title 'llama.cpp cpu prefix_caching all at once', \
+     'samples/llama.cpp_cpu_sharegpt_0.itl.tsv' using 1:2 with lines title 'llama.cpp cpu sharegpt all at once'
+unset logscale x
+set output 'workloads.png'
+set title 'Output throughput per workload (best run)'
+set xlabel ''
+set ylabel 'output tokens/s'
+set style data histograms
+set style histogram clustered
+set style fill solid 0.8 border -1
+set boxwidth 0.9
+set xtics rotate by -20
+plot for [c=2:3] 'plots/workloads.dat' using c:xtic(1) title columnheader(c)
