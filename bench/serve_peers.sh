@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# infer serve beside llama.cpp's llama-server on the same GGUF, through
-# `infer bench-serve`, into one report folder: the same workloads, the same
-# prompts (token ids), one server at a time.
+# infer serve, in each configuration the seed plan compares, beside llama.cpp's
+# llama-server on the same GGUF, through `infer bench-serve`, into one report
+# folder: the same workloads, the same prompts (token ids), one server at a time.
 #
 # Usage: bash bench/serve_peers.sh REPORT_DIR GGUF [cpu|cuda]
-#   INFER (default build/infer, or build-gpu/infer for cuda), LLAMA_SERVER (default
-#   $LLAMA_DIR/build/bin/llama-server; bench/llamacpp/build.sh builds it), THREADS (CPU threads of
-#   both servers; default all cores), WORKLOADS, PROMPTS (a run), CONTEXT (--max-context), SLOTS
-#   (llama-server's parallel sequences; infer schedules up to --max-num-seqs by itself).
+#   CONFIGS: infer's configurations, "label=flags" separated by ';' (default on cuda: graphs full
+#   and none, each with prefix caching on and off; on cpu: prefix caching on and off); RATES
+#   (--request-rate, a sweep; default inf); INFER (default build/infer, or build-gpu/infer for
+#   cuda), LLAMA_SERVER (default $LLAMA_DIR/build/bin/llama-server; bench/llamacpp/build.sh
+#   builds it; NO_PEER=1 skips it), THREADS (CPU threads of both servers; default all cores),
+#   WORKLOADS, PROMPTS (a run), CONTEXT (--max-context), SLOTS (llama-server's parallel
+#   sequences; infer schedules up to --max-num-seqs by itself), VOCAB (prompt ids drawn below).
 set -u
 REPORT=${1:?usage: serve_peers.sh REPORT_DIR GGUF [cpu|cuda]}
 GGUF=${2:?usage: serve_peers.sh REPORT_DIR GGUF [cpu|cuda]}
@@ -21,9 +24,15 @@ PROMPTS=${PROMPTS:-32}
 CONTEXT=${CONTEXT:-512}
 SLOTS=${SLOTS:-16}
 VOCAB=${VOCAB:-32000}
+RATES=${RATES:-inf}
+if [ "$DEVICE" = cuda ]; then
+    CONFIGS=${CONFIGS:-"graphs full=--cuda-graph-mode full;graphs none=--cuda-graph-mode none;graphs full, no prefix cache=--cuda-graph-mode full --disable-prefix-caching;graphs none, no prefix cache=--cuda-graph-mode none --disable-prefix-caching"}
+else
+    CONFIGS=${CONFIGS:-"prefix cache=;no prefix cache=--disable-prefix-caching"}
+fi
 PORT=${PORT:-18600}
 mkdir -p "$REPORT"
-[ -x "$LLAMA_SERVER" ] || { echo "serve_peers: no $LLAMA_SERVER (bench/llamacpp/build.sh)" >&2; exit 1; }
+[ -n "${NO_PEER:-}" ] || [ -x "$LLAMA_SERVER" ] || { echo "serve_peers: no $LLAMA_SERVER (bench/llamacpp/build.sh)" >&2; exit 1; }
 
 wait_up() { # URL LOG PID
     for _ in $(seq 600); do
@@ -37,17 +46,23 @@ wait_up() { # URL LOG PID
 run_all() { # LABEL URL
     for w in $WORKLOADS; do
         "$INFER" bench-serve --url "$2" --model m --workload "$w" --num-prompts "$PROMPTS" --vocab "$VOCAB" \
-            --max-context "$CONTEXT" --label "$1" --report "$REPORT" --time-limit 1800 >/dev/null
+            --max-context "$CONTEXT" --request-rate "$RATES" --label "$1" --report "$REPORT" --time-limit 1800 >/dev/null
     done
 }
 
 ngl=(); [ "$DEVICE" = cuda ] && ngl=(-ngl 99 -fa on)
 url=http://127.0.0.1:$PORT
-"$INFER" serve --model "$GGUF" --port "$PORT" --device "$DEVICE" --threads "$THREADS" --served-model-name m \
-    --max-model-len "$((CONTEXT + 16))" >"$REPORT/infer-serve.log" 2>&1 &
-pid=$!
-wait_up "$url" "$REPORT/infer-serve.log" $pid && run_all "infer $DEVICE" "$url"
-kill $pid; wait $pid 2>/dev/null
+IFS=';' read -r -a configs <<<"$CONFIGS"
+for c in "${configs[@]}"; do
+    label=${c%%=*} flags=${c#*=}
+    # shellcheck disable=SC2086 # the configuration's flags split into words
+    "$INFER" serve --model "$GGUF" --port "$PORT" --device "$DEVICE" --threads "$THREADS" --served-model-name m \
+        --max-model-len "$((CONTEXT + 16))" $flags >"$REPORT/infer-serve-${label// /_}.log" 2>&1 &
+    pid=$!
+    wait_up "$url" "$REPORT/infer-serve-${label// /_}.log" $pid && run_all "infer $DEVICE, $label" "$url"
+    kill $pid; wait $pid 2>/dev/null
+done
+[ -n "${NO_PEER:-}" ] && { echo "serve_peers: $REPORT/report.md"; exit 0; }
 
 "$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -np "$SLOTS" -c "$((SLOTS * (CONTEXT + 16)))" "${ngl[@]}" \
     >"$REPORT/llama-server.log" 2>&1 &
