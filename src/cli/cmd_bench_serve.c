@@ -9,10 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "core/fs.h"
 #include "loadgen/loadgen.h"
 #include "loadgen/report.h"
 #include "loadgen/scrape.h"
@@ -240,8 +240,8 @@ int cmd_bench_serve(int argc, char **argv)
     }
     const int max_c = probe.max_concurrency ? probe.max_concurrency : f.max_concurrency;
     workload_free(&probe);
-    if (f.report && mkdir(f.report, 0755) && errno != EEXIST) {
-        fprintf(stderr, "infer bench-serve: --report %s: cannot create it: %s\n", f.report, strerror(errno));
+    if (f.report && fs_mkdir_p(f.report, &e)) {
+        fprintf(stderr, "infer bench-serve: --report: %s\n", e.msg);
         return 2;
     }
     if (f.warmup > 0 && warm_up(&f, &t, max_c))

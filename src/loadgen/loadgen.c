@@ -8,6 +8,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,12 +81,16 @@ struct conn {
     double t0;
 };
 
-static void fail(struct conn *c, enum lg_failure f, const char *fmt, const char *detail)
+/* The request's first failure, and why; later ones are consequences. */
+__attribute__((format(printf, 3, 4))) static void fail(struct conn *c, enum lg_failure f, const char *fmt, ...)
 {
     if (c->rec->failure != LG_OK)
         return;
     c->rec->failure = f;
-    snprintf(c->rec->why, sizeof c->rec->why, fmt, detail);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->rec->why, sizeof c->rec->why, fmt, ap);
+    va_end(ap);
 }
 
 static char *request_bytes(const struct lg_target *t, const struct lg_request *r, const struct lg_options *o,
@@ -195,28 +200,19 @@ static void finish(struct conn *c, const struct lg_request *req, const struct lg
     r->end = now;
     if (r->failure != LG_OK)
         return;
-    char d[64];
-    if (c->http.status != 200) {
-        snprintf(d, sizeof d, "%d", c->http.status);
-        fail(c, c->http.status ? LG_FAIL_STATUS : LG_FAIL_CONNECT,
-             c->http.status ? "HTTP status %s" : "the connection closed before a response%s", c->http.status ? d : "");
-        return;
-    }
-    if (!c->done || sse_reader_pending(&c->sse)) {
-        fail(c, LG_FAIL_CUT, "the stream ended before [DONE]%s", "");
-        return;
-    }
-    if (!c->usage) {
-        fail(c, LG_FAIL_USAGE, "no usage chunk%s", "");
-        return;
-    }
-    if (r->prompt_tokens != req->n_prompt || r->completion_tokens < r->n_chunks ||
-        r->completion_tokens > req->max_tokens || (o->ignore_eos && r->completion_tokens != req->max_tokens)) {
-        snprintf(r->why, sizeof r->why,
-                 "usage says %d prompt + %d completion tokens for %d prompt ids, max_tokens %d, %d chunks of text",
-                 r->prompt_tokens, r->completion_tokens, req->n_prompt, req->max_tokens, r->n_chunks);
-        r->failure = LG_FAIL_USAGE;
-    }
+    if (!c->http.status)
+        fail(c, LG_FAIL_CONNECT, "the connection closed before a response");
+    else if (c->http.status != 200)
+        fail(c, LG_FAIL_STATUS, "HTTP status %d", c->http.status);
+    else if (!c->done || sse_reader_pending(&c->sse))
+        fail(c, LG_FAIL_CUT, "the stream ended before [DONE]");
+    else if (!c->usage)
+        fail(c, LG_FAIL_USAGE, "no usage chunk");
+    else if (r->prompt_tokens != req->n_prompt || r->completion_tokens < r->n_chunks ||
+             r->completion_tokens > req->max_tokens || (o->ignore_eos && r->completion_tokens != req->max_tokens))
+        fail(c, LG_FAIL_USAGE,
+             "usage says %d prompt + %d completion tokens for %d prompt ids, max_tokens %d, %d chunks of text",
+             r->prompt_tokens, r->completion_tokens, req->n_prompt, req->max_tokens, r->n_chunks);
 }
 
 static void conn_close(int ep, struct conn *c)
@@ -258,7 +254,7 @@ int lg_run(const struct lg_target *t, const struct lg_request *req, int n, const
         if (o->time_limit > 0 && now >= o->time_limit) { /* the rest time out */
             for (int s = 0; s < max_c; s++)
                 if (conns[s].rec) {
-                    fail(&conns[s], LG_FAIL_TIMEOUT, "still running at the time limit%s", "");
+                    fail(&conns[s], LG_FAIL_TIMEOUT, "still running at the time limit");
                     conns[s].rec->end = now;
                     conn_close(ep, &conns[s]);
                     running--;
@@ -329,7 +325,7 @@ int lg_run(const struct lg_target *t, const struct lg_request *req, int n, const
                     }
                     if (r == 0) {
                         if (c->rec->failure == LG_OK && http_response_closed(&c->http) && c->http.status == 200)
-                            fail(c, LG_FAIL_CUT, "the connection closed mid-response%s", "");
+                            fail(c, LG_FAIL_CUT, "the connection closed mid-response");
                         closed = 1;
                     } else if (errno != EAGAIN && errno != EINTR) {
                         if (c->http.stage == HTTP_STATUS_LINE)

@@ -9,6 +9,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "core/fs.h"
+#include "loadgen/stats.h"
+
 void report_slug(char *out, size_t size, const char *name)
 {
     size_t k = 0;
@@ -34,19 +37,13 @@ static void gp_str(FILE *gp, const char *s)
     fputc('\'', gp);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    const double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static int write_cdf(const char *path, double *v, size_t n, struct err *e)
+static int write_cdf(const char *path, double *v, int n, struct err *e)
 {
     FILE *f = fopen(path, "w");
     if (!f)
         return err_set(e, "--report: cannot write %s: %s", path, strerror(errno));
-    qsort(v, n, sizeof *v, cmp_double);
-    for (size_t i = 0; i < n; i++)
+    lg_sort(v, (size_t)n);
+    for (int i = 0; i < n; i++)
         fprintf(f, "%.4f\t%.6f\n", v[i] * 1e3, (double)(i + 1) / (double)n);
     return fclose(f) ? err_set(e, "--report: writing %s failed", path) : 0;
 }
@@ -55,21 +52,11 @@ int report_write_samples(const char *dir, const char *name, const struct lg_reco
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/samples", dir);
-    if (mkdir(path, 0755) && errno != EEXIST)
-        return err_set(e, "--report: cannot create %s: %s", path, strerror(errno));
-    size_t n_itl = 0;
-    for (int i = 0; i < n; i++)
-        if (rec[i].failure == LG_OK && rec[i].n_chunks > 1)
-            n_itl += (size_t)rec[i].n_chunks - 1;
-    double *ttft = xmalloc((size_t)(n ? n : 1) * sizeof(double)), *itl = xmalloc((n_itl ? n_itl : 1) * sizeof(double));
-    size_t a = 0, b = 0;
-    for (int i = 0; i < n; i++) {
-        if (rec[i].failure != LG_OK || !rec[i].n_chunks)
-            continue;
-        ttft[a++] = rec[i].first - rec[i].sent;
-        for (int c = 1; c < rec[i].n_chunks; c++)
-            itl[b++] = rec[i].chunk_at[c] - rec[i].chunk_at[c - 1];
-    }
+    if (fs_mkdir_p(path, e))
+        return err_prefix(e, "--report");
+    double *ttft, *itl;
+    int a, b;
+    lg_latency_samples(rec, n, &ttft, &a, &itl, &b);
     snprintf(path, sizeof path, "%s/samples/%s.ttft.tsv", dir, name);
     int rc = write_cdf(path, ttft, a, e);
     snprintf(path, sizeof path, "%s/samples/%s.itl.tsv", dir, name);
@@ -181,8 +168,8 @@ static int write_plots(const char *dir, json_t **runs, size_t n, struct err *e)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/plots", dir);
-    if (mkdir(path, 0755) && errno != EEXIST)
-        return err_set(e, "--report: cannot create %s: %s", path, strerror(errno));
+    if (fs_mkdir_p(path, e))
+        return err_prefix(e, "--report");
     snprintf(path, sizeof path, "%s/plots.gp", dir);
     FILE *gp = fopen(path, "w");
     if (!gp)

@@ -4,6 +4,8 @@
 #ifndef INFER_LOADGEN_STATS_H
 #define INFER_LOADGEN_STATS_H
 
+#include <stddef.h>
+
 #include "loadgen/loadgen.h"
 
 struct lg_dist {
@@ -24,8 +26,15 @@ struct lg_summary {
     double goodput;                    /* good requests per second */
 };
 
+/* Sorts v[0..n) ascending. */
+void lg_sort(double *v, size_t n);
+
 /* p in [0, 100] of v[0..n) (sorted in place), linearly interpolated. */
 double lg_percentile(double *v, int n, double p);
+
+/* The completed requests' latency samples, seconds, in request order (free
+ * both): TTFT of each that had text, every gap between chunks with text. */
+void lg_latency_samples(const struct lg_record *rec, int n, double **ttft, int *n_ttft, double **itl, int *n_itl);
 
 void lg_summarize(const struct lg_record *rec, int n, double slo_ttft, double slo_tpot, struct lg_summary *s);
 

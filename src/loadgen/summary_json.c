@@ -9,6 +9,16 @@
 
 #include "loadgen/workload.h"
 
+/* s as a JSON string (quoted and escaped). */
+static void put_string(FILE *f, const char *s)
+{
+    json_t *j = json_string(s);
+    char *text = j ? json_dumps(j, JSON_ENCODE_ANY) : NULL;
+    fputs(text ? text : "\"\"", f); /* not UTF-8: an empty string */
+    free(text);
+    json_decref(j);
+}
+
 static void print_dist(FILE *f, const char *name, const struct lg_dist *d, int last)
 {
     fprintf(f, "\"%s_ms\": {\"n\": %d, \"mean\": %.3f, \"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"max\": %.3f}%s",
@@ -41,7 +51,9 @@ static void print_server(FILE *f, const struct scrape *a, const struct scrape *b
             !strstr(name, "tensor_parallel_size"))
             continue;
         const double v = counter ? after - before : after;
-        fprintf(f, "%s\"%s\": %.17g", first ? "" : ", ", name, v);
+        fputs(first ? "" : ", ", f);
+        put_string(f, name);
+        fprintf(f, ": %.17g", v);
         first = 0;
         if (counter && (ends_with(name, "generation_tokens_total") || ends_with(name, "prompt_tokens_total"))) {
             const long long ours = ends_with(name, "generation_tokens_total") ? s->output_tokens : s->prompt_tokens;
@@ -55,20 +67,20 @@ static void print_server(FILE *f, const struct scrape *a, const struct scrape *b
 void summary_json_write(FILE *f, const struct run_info *run, const struct lg_summary *s, const struct scrape *before,
                         const struct scrape *after)
 {
-    json_t *id = json_pack("{s:s, s:s, s:s}", "label", run->label ? run->label : "", "workload", run->workload, "url",
-                           run->url);
-    char *head = json_dumps(id, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(id);
-    head[strlen(head) - 1] = 0; /* the object stays open */
-    fprintf(f, "%s, \"request_rate\": ", head);
-    free(head);
+    fprintf(f, "{\"label\": ");
+    put_string(f, run->label ? run->label : "");
+    fprintf(f, ", \"workload\": ");
+    put_string(f, run->workload);
+    fprintf(f, ", \"url\": ");
+    put_string(f, run->url);
+    fprintf(f, ", \"request_rate\": ");
     if (run->rate > 0)
         fprintf(f, "%g", run->rate);
     else
         fprintf(f, "\"inf\"");
     fprintf(f, ", \"samples\": ");
     if (run->samples)
-        fprintf(f, "\"%s\"", run->samples);
+        put_string(f, run->samples);
     else
         fprintf(f, "null");
     fprintf(f, ", \"max_concurrency\": %d, \"requests\": %d, \"completed\": %d, \"failed\": %d, \"failures\": {",
