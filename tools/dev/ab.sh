@@ -10,8 +10,8 @@ for n in "$@"; do
     for rep in 1 2; do
         for mode in base ab; do
             if [ $mode = ab ]; then e="env $AB"; else e=env; fi
-            r=$($e build-gpu/infer bench --model /tmp/m/$n --prompt-len 512 --decode-steps 32 2>/dev/null)
-            echo "$n $mode($AB) rep $rep: $(echo "$r" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); print("graph %.3f ms wall %.3f ms" % (r["graph_step_ms"], r["decode_wall_ms"]))')"
+            r=$($e build-gpu/infer bench --model /tmp/m/$n --batch 1 --input-len 512 --output-len 64 --prompt-len 0 2>/dev/null)
+            echo "$n $mode($AB) rep $rep: $(echo "$r" | python3 -c 'import json,sys; r=json.loads(sys.stdin.read()); print("step %.3f ms, %.1f tok/s" % (r["step_ms"], r["output_tok_s"]))')"
         done
     done
 done

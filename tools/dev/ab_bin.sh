@@ -8,8 +8,8 @@ mkdir -p /tmp/m
 for n in "$@"; do
     [ -f /tmp/m/$n/model.safetensors ] || build-gpu/infer mkmodel --config "$C/$n/config.json" --out /tmp/m/$n --seed 0 >/dev/null
     for round in 1 2; do for bin in "$A" "$B"; do
-        g=$($bin bench --model /tmp/m/$n --prompt-len 512 --decode-steps 32 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['graph_step_ms'])")
+        g=$($bin bench --model /tmp/m/$n --batch 1 --input-len 512 --output-len 64 --prompt-len 0 2>/dev/null | python3 -c "import json,sys; d=json.load(sys.stdin); print(d['step_ms'])")
         t=$(python3 tools/decode_speed.py $bin /tmp/m/$n --batches 1 --modes full | grep -o "full: *[0-9.]*" | head -1)
-        echo "$n $(basename $bin) round $round: graph step $g ms; batch-1 engine $t tok/s"
+        echo "$n $(basename $bin) round $round: step $g ms (512-token context); batch-1 engine $t tok/s"
     done; done
 done

@@ -18,7 +18,7 @@ for n in "$@"; do
     timeout 300 python3 tools/engine_check.py build-gpu/infer /tmp/m/$n --util $u --graph full | grep -E "\]:|mismatch"
     timeout 300 python3 tools/engine_check.py build-gpu/infer /tmp/m/$n --util $u --graph full --sampled | grep -E "\]:|mismatch"
 done
-for n in "$@"; do build-gpu/infer bench --model /tmp/m/$n --prompt-len 512 --decode-steps 32 2>/dev/null; done
+for n in "$@"; do build-gpu/infer bench --model /tmp/m/$n --batch 1,8 --input-len 512 --output-len 64 --prompt-len 512 2>/dev/null; done
 for n in "$@"; do timeout 300 python3 tools/decode_speed.py build-gpu/infer /tmp/m/$n; done
 for n in "$@"; do timeout 300 python3 tools/mixed_steps.py build-gpu/infer /tmp/m/$n | grep -v "engine step"; done
 fi
