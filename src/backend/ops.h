@@ -229,11 +229,18 @@ struct backend_ops {
      * rank's in[rows, cols] (f32 logits) side by side. */
     void (*all_reduce)(struct backend *be, void *buf, size_t n);
     void (*gather_cols)(struct backend *be, float *out, const float *in, int rows, int cols);
-    /* Optional: delta[n_rows, w.cols] := its sum over the ranks, folded as
-     * add_rmsnorm (or, with w_delta, add_normed_rmsnorm) folds a delta, in
-     * one pass where the backend can; delta is scratch after. */
-    void (*all_reduce_fold)(struct backend *be, void *residual, void *delta, const struct weight *w_delta, void *out,
-                            const struct weight *w, int n_rows, float eps, int plus_one);
+    /* Optional, both or neither, for backends whose activations are
+     * narrower than f32: a split model's row-parallel products (o, down)
+     * are partial sums, kept in f32 so that they round once, after the sum
+     * over the ranks, as one device's product does.
+     * matmul_f32: f32 out[n_rows, w.rows] = x . w^T, not rounded.
+     * all_reduce_fold: partial[n_rows, w.cols] := its sum over the ranks,
+     * rounded to the activation dtype, then folded as add_rmsnorm (or, with
+     * w_delta, add_normed_rmsnorm) folds a delta, in one pass where the
+     * backend can; partial is scratch after. */
+    void (*matmul_f32)(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows);
+    void (*all_reduce_fold)(struct backend *be, void *residual, float *partial, const struct weight *w_delta,
+                            void *out, const struct weight *w, int n_rows, float eps, int plus_one);
     /* f32 logits[n_rows, w.rows] = x . w^T, then tanh soft-cap if softcap > 0 */
     void (*logits)(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows,
                    float softcap);

@@ -14,6 +14,16 @@ struct ws_buf {
     size_t elem_size;
 };
 
+/* A split model's o and down products are partial sums. Where activations
+ * are narrower than f32 and the backend can, they stay f32 until the sum
+ * over the ranks, so they round once, as one device's product does
+ * (bf16 partials summed then rounded again drift further from the fp32
+ * reference as the ranks grow). */
+static int partials_f32(const struct model *m)
+{
+    return m->sh.size > 1 && m->be->act_dtype != DTYPE_F32 && m->be->ops->matmul_f32 && m->be->ops->all_reduce_fold;
+}
+
 static int ws_layout(struct forward_ws *ws, const struct model *m, struct ws_buf *bufs)
 {
     const struct model_config *c = &m->cfg;
@@ -29,8 +39,9 @@ static int ws_layout(struct forward_ws *ws, const struct model *m, struct ws_buf
         {&ws->up, F, 0, act},    {&ws->act, F, 0, act},
         {&ws->sel, D, 1, act},   {(void **)&ws->logits, V, 1, sizeof(float)},
         {(void **)&ws->shard_logits, Vs, 1, sizeof(float)},
+        {(void **)&ws->partial, D, 0, sizeof(float)}, /* last: left out (NULL) unless partials_f32 */
     };
-    int n = (int)(sizeof list / sizeof list[0]);
+    int n = (int)(sizeof list / sizeof list[0]) - !partials_f32(m);
     memcpy(bufs, list, sizeof list);
     return n;
 }
@@ -141,6 +152,16 @@ static void fold_and_norm(const struct model *m, struct forward_ws *ws, const st
     ops->add_rmsnorm(m->be, ws->x, ws->o, ws->h, w, T, eps, c->norm_plus_one);
 }
 
+/* A row-parallel projection (o, down): into ws->partial where the model
+ * keeps f32 partials, else ws->o. */
+static void row_parallel(const struct model *m, struct forward_ws *ws, const void *x, const struct weight *w, int T)
+{
+    if (ws->partial)
+        m->be->ops->matmul_f32(m->be, ws->partial, x, w, T);
+    else
+        m->be->ops->matmul(m->be, ws->o, x, w, T);
+}
+
 static void mlp_block(const struct model *m, struct forward_ws *ws, int layer, int T)
 {
     const struct model_config *c = &m->cfg;
@@ -157,19 +178,19 @@ static void mlp_block(const struct model *m, struct forward_ws *ws, int layer, i
         ops->matmul(be, ws->up, ws->h, &l->w_up, T);
         ops->gated_act(be, ws->act, ws->gate, ws->up, T, F, F, act);
     }
-    ops->matmul(be, ws->o, ws->act, &l->w_down, T);
+    row_parallel(m, ws, ws->act, &l->w_down, T);
 }
 
 /* fold_and_norm of a sub-block's output, summed over the ranks first when
- * the model is split (in the same kernel where the backend can). */
+ * the model is split (f32 partials: in the same kernel where the backend
+ * can). */
 static void reduce_and_fold(const struct model *m, struct forward_ws *ws, const struct weight *post,
                             const struct weight *w, int T)
 {
     const struct model_config *c = &m->cfg;
-    const struct backend_ops *ops = m->be->ops;
-    if (m->sh.size > 1 && ops->all_reduce_fold) {
-        ops->all_reduce_fold(m->be, ws->x, ws->o, c->sandwich_norms ? post : NULL, ws->h, w, T,
-                             (float)c->rms_norm_eps, c->norm_plus_one);
+    if (ws->partial) {
+        m->be->ops->all_reduce_fold(m->be, ws->x, ws->partial, c->sandwich_norms ? post : NULL, ws->h, w, T,
+                                    (float)c->rms_norm_eps, c->norm_plus_one);
         return;
     }
     sum_over_ranks(m, ws->o, T);
@@ -191,7 +212,7 @@ void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store
         ops->rmsnorm(be, ws->h, ws->x, &m->w.layers[0].attn_norm, T, eps, c->norm_plus_one);
     } else { /* finish layer piece - 1: o projection, MLP, each output folded into the residual */
         const struct layer_weights *l = &m->w.layers[piece - 1];
-        ops->matmul(be, ws->o, ws->attn, &l->wo, T);
+        row_parallel(m, ws, ws->attn, &l->wo, T);
         reduce_and_fold(m, ws, &l->post_attn_norm, &l->ffn_norm, T);
         mlp_block(m, ws, piece - 1, T);
         reduce_and_fold(m, ws, &l->post_ffn_norm, piece < L ? &m->w.layers[piece].attn_norm : &m->w.final_norm, T);

@@ -27,6 +27,8 @@ struct forward_ws {
     void *sel;      /* (max_logits, D) rows that need logits */
     float *logits;  /* (max_logits, V) on rank 0 (the only rank that draws), else empty */
     float *shard_logits; /* (max_logits, V / ranks) this rank's logit columns, when the model is split */
+    float *partial; /* (max_tokens, D) f32 row-parallel products of a split model, where activations are
+                       narrower (forward.c: partials_f32), else empty */
 };
 
 /* Allocates every buffer in be's memory. Free with forward_ws_free. */

@@ -156,6 +156,68 @@ GPU_TEST(allreduce_one_shot_equals_rank_order_sum)
     return failed;
 }
 
+/* The f32 one-shot (a split model's partial products): the rank-order f32
+ * sum, unrounded, bit for bit; tails of n % 4, in place and not, a message
+ * in more than one slot-sized call. */
+GPU_TEST(allreduce_one_shot_f32_equals_rank_order_sum)
+{
+    const size_t max_n = HALF_BYTES / 4 * 3 / 2; /* past one rank's slot at 2 ranks too */
+    static const size_t sizes[] = {1, 3, 4, 3072, 3072 * 5 + 3, HALF_BYTES / 4 * 3 / 2};
+    struct peers p;
+    if (peers_open(&p, max_n * 2, ctx->msg, sizeof ctx->msg)) /* in and out hold max_n * 2 bf16 = max_n f32 */
+        return 0;
+    float *host[AR_MAX_RANKS], *got = malloc(max_n * 4), *want = malloc(max_n * 4);
+    for (int d = 0; d < p.n; d++) {
+        float *jit = gpu_rand_f32(ctx, max_n, 1.f);
+        host[d] = gpu_rand_f32(ctx, max_n, 1.f);
+        for (size_t i = 0; i < max_n; i++)
+            host[d][i] *= 1.0f + 1e-3f * jit[i];
+        free(jit);
+    }
+    int failed = 0, calls = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0] && !failed; si++)
+        for (int in_place = 0; in_place < 2 && !failed; in_place++, calls++) {
+            const size_t n = sizes[si];
+            for (size_t i = 0; i < n; i++) {
+                float a = 0;
+                for (int d = 0; d < p.n; d++)
+                    a += host[d][i];
+                want[i] = a;
+            }
+            for (int d = 0; d < p.n; d++) {
+                CHECK(cudaSetDevice(d) == cudaSuccess);
+                CHECK(cudaMemcpy(p.in[d], host[d], n * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+                CHECK(cudaMemset(p.out[d], 0xff, n * 4) == cudaSuccess);
+                CHECK(cudaDeviceSynchronize() == cudaSuccess);
+            }
+            for (int d = 0; d < p.n; d++) {
+                CHECK(cudaSetDevice(d) == cudaSuccess);
+                CHECK(launch_ar_one_shot_f32(&p.g[d], in_place ? p.in[d] : p.out[d], p.in[d], n, p.s[d]) ==
+                      cudaSuccess);
+            }
+            for (int d = 0; d < p.n && !failed; d++) {
+                CHECK(cudaSetDevice(d) == cudaSuccess && cudaStreamSynchronize(p.s[d]) == cudaSuccess);
+                CHECK(cudaMemcpy(got, in_place ? p.in[d] : p.out[d], n * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+                for (size_t i = 0; i < n; i++)
+                    if (memcmp(&got[i], &want[i], 4)) {
+                        snprintf(ctx->msg, sizeof ctx->msg,
+                                 "%d GPUs, %zu f32 elements%s: rank %d element %zu is %.9g, the rank-order sum %.9g",
+                                 p.n, n, in_place ? " in place" : "", d, i, got[i], want[i]);
+                        failed = 1;
+                        break;
+                    }
+            }
+        }
+    if (!failed)
+        snprintf(ctx->msg, sizeof ctx->msg, "%d GPUs, %d calls, every rank bit-equal to the rank-order f32 sum", p.n,
+                 calls);
+    for (int d = 0; d < p.n; d++)
+        free(host[d]);
+    free(got), free(want);
+    peers_close(&p);
+    return failed;
+}
+
 GPU_TEST(allreduce_sum_parts_equals_rank_order_sum)
 {
     const int N = 3;
@@ -173,6 +235,21 @@ GPU_TEST(allreduce_sum_parts_equals_rank_order_sum)
     int bad = memcmp(got, want, n * 2) != 0;
     if (bad)
         snprintf(ctx->msg, sizeof ctx->msg, "the sum of %d parts of %zu differs from the rank-order sum", N, n);
+    /* f32 parts (x itself): the unrounded rank-order sum */
+    float *got32 = calloc(n, sizeof(float)), *acc32 = calloc(n, sizeof(float));
+    for (int r = 0; r < N; r++)
+        for (size_t i = 0; i < n; i++)
+            acc32[i] += x[(size_t)r * n + i] * 1.001f;
+    for (size_t i = 0; i < n * N; i++)
+        x[i] *= 1.001f;
+    void *dp32 = gpu_upload(ctx, x, n * N * 4), *out32 = gpu_upload(ctx, got32, n * 4);
+    CHECK(launch_ar_sum_parts_f32(out32, dp32, N, n, 0) == cudaSuccess);
+    gpu_download(ctx, got32, out32, n * 4);
+    if (!bad && memcmp(got32, acc32, n * 4)) {
+        snprintf(ctx->msg, sizeof ctx->msg, "the sum of %d f32 parts of %zu differs from the rank-order sum", N, n);
+        bad = 1;
+    }
+    free(got32), free(acc32);
     free(x);
     free(parts);
     free(got);
@@ -280,10 +357,13 @@ GPU_TEST(allreduce_fold_equals_all_reduce_then_norm)
             void *part_a[AR_MAX_RANKS], *part_b[AR_MAX_RANKS], *res_a[AR_MAX_RANKS], *res_b[AR_MAX_RANKS];
             void *out_a[AR_MAX_RANKS], *out_b[AR_MAX_RANKS], *w_d[AR_MAX_RANKS], *wd_d[AR_MAX_RANKS];
             for (int g = 0; g < p.n; g++) {
-                uint16_t *part = rand_bf16(ctx, n, 0.f, 1.f);
+                float *part = gpu_rand_f32(ctx, n, 1.f), *jit = gpu_rand_f32(ctx, n, 1.f);
+                for (size_t i = 0; i < n; i++) /* f32 partial sums: off the bf16 grid */
+                    part[i] *= 1.0f + 1e-3f * jit[i];
                 CHECK(cudaSetDevice(g) == cudaSuccess);
-                part_a[g] = dev_copy(part, bytes);
-                part_b[g] = dev_copy(part, bytes);
+                part_a[g] = dev_copy(part, n * sizeof(float));
+                part_b[g] = dev_copy(part, n * sizeof(float));
+                free(jit);
                 res_a[g] = dev_copy(res, bytes);
                 res_b[g] = dev_copy(res, bytes);
                 w_d[g] = dev_copy(w, (size_t)d * 2);
@@ -297,7 +377,7 @@ GPU_TEST(allreduce_fold_equals_all_reduce_then_norm)
             const void *wdp = NULL;
             for (int g = 0; g < p.n; g++) { /* the two steps: the all-reduce on every GPU, */
                 CHECK(cudaSetDevice(g) == cudaSuccess);
-                CHECK(launch_ar_one_shot(&p.g[g], part_a[g], part_a[g], n, p.s[g]) == cudaSuccess);
+                CHECK(launch_ar_one_shot_f32(&p.g[g], part_a[g], part_a[g], n, p.s[g]) == cudaSuccess);
             }
             /* One process drives every GPU here: a kernel's first launch may load its module, which waits
              * for the device's running kernels, so nothing is launched while a rank spins at the flags. */
@@ -305,10 +385,10 @@ GPU_TEST(allreduce_fold_equals_all_reduce_then_norm)
                 CHECK(cudaSetDevice(g) == cudaSuccess && cudaStreamSynchronize(p.s[g]) == cudaSuccess);
             for (int g = 0; g < p.n; g++) { /* then the norm */
                 CHECK(cudaSetDevice(g) == cudaSuccess);
-                CHECK((shapes[si].sandwich ? launch_add_normed_rmsnorm(res_a[g], part_a[g], wd_d[g], out_a[g], w_d[g],
-                                                                       rows, d, 1e-6f, po, p.s[g])
-                                           : launch_add_rmsnorm(res_a[g], part_a[g], out_a[g], w_d[g], rows, d,
-                                                                1e-6f, po, p.s[g])) == cudaSuccess);
+                CHECK((shapes[si].sandwich ? launch_add_normed_rmsnorm_f32(res_a[g], part_a[g], wd_d[g], out_a[g],
+                                                                           w_d[g], rows, d, 1e-6f, po, p.s[g])
+                                           : launch_add_rmsnorm_f32(res_a[g], part_a[g], out_a[g], w_d[g], rows, d,
+                                                                    1e-6f, po, p.s[g])) == cudaSuccess);
             }
             for (int g = 0; g < p.n; g++) /* (as above) */
                 CHECK(cudaSetDevice(g) == cudaSuccess && cudaStreamSynchronize(p.s[g]) == cudaSuccess);
@@ -357,9 +437,11 @@ GPU_TEST(allreduce_fold_equals_all_reduce_then_norm)
 }
 
 /* K calls of what in one graph per GPU, the graphs launched together: us per
- * call on GPU 0, the best of 5. what: 0 one-shot of n elements, 1 folded
- * (rows of d = n), 2 add_rmsnorm alone (no communication, for scale). */
-static double time_in_graphs(struct peers *p, int what, size_t n, void **bufs, void **res, void **out, void **w)
+ * call on GPU 0, the best of 5. what: 0 one-shot of n bf16 elements, 1
+ * folded (f32 partials part32, a row of d = n), 2 add_rmsnorm alone (no
+ * communication, for scale). */
+static double time_in_graphs(struct peers *p, int what, size_t n, void **bufs, void **part32, void **res, void **out,
+                             void **w)
 {
     enum { K = 50 };
     cudaGraphExec_t exec[AR_MAX_RANKS];
@@ -369,7 +451,7 @@ static double time_in_graphs(struct peers *p, int what, size_t n, void **bufs, v
         CHECK(cudaStreamBeginCapture(p->s[g], cudaStreamCaptureModeThreadLocal) == cudaSuccess);
         for (int k = 0; k < K; k++)
             CHECK((what == 0   ? launch_ar_one_shot(&p->g[g], bufs[g], bufs[g], n, p->s[g])
-                   : what == 1 ? launch_ar_fold(&p->g[g], res[g], bufs[g], NULL, out[g], w[g], 1, (int)n, 1e-6f, 0,
+                   : what == 1 ? launch_ar_fold(&p->g[g], res[g], part32[g], NULL, out[g], w[g], 1, (int)n, 1e-6f, 0,
                                                 p->s[g])
                                : launch_add_rmsnorm(res[g], bufs[g], out[g], w[g], 1, (int)n, 1e-6f, 0, p->s[g])) ==
                   cudaSuccess);
@@ -418,23 +500,25 @@ GPU_TEST(bench_allreduce_in_graphs)
     struct peers p;
     if (peers_open(&p, max_n, ctx->msg, sizeof ctx->msg))
         return 0;
-    void *res[AR_MAX_RANKS], *out[AR_MAX_RANKS], *w[AR_MAX_RANKS];
+    void *res[AR_MAX_RANKS], *out[AR_MAX_RANKS], *w[AR_MAX_RANKS], *part32[AR_MAX_RANKS];
     uint16_t *h = rand_bf16(ctx, max_n, 0.f, 1.f);
+    float *h32 = gpu_rand_f32(ctx, 8192, 1.f);
     for (int g = 0; g < p.n; g++) {
         cudaSetDevice(g);
         CHECK(cudaMemcpy(p.in[g], h, max_n * 2, cudaMemcpyHostToDevice) == cudaSuccess);
         res[g] = dev_copy(h, max_n * 2);
         out[g] = dev_copy(h, max_n * 2);
         w[g] = dev_copy(h, max_n * 2);
+        part32[g] = dev_copy(h32, 8192 * sizeof(float));
     }
     printf("all-reduce over %d GPUs inside CUDA graphs (50 calls a graph, one graph per GPU), us per call:\n", p.n);
-    printf("  %8s %10s %10s %14s %12s\n", "bf16", "KiB", "one-shot", "folded (1 row)", "norm alone");
+    printf("  %8s %10s %10s %14s %12s\n", "elements", "KiB bf16", "one-shot", "folded (f32)", "norm alone");
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         const size_t n = sizes[i];
-        double one = time_in_graphs(&p, 0, n, p.in, res, out, w);
+        double one = time_in_graphs(&p, 0, n, p.in, part32, res, out, w);
         if (n <= 8192) {
-            double fold = time_in_graphs(&p, 1, n, p.in, res, out, w);
-            double norm = time_in_graphs(&p, 2, n, p.in, res, out, w);
+            double fold = time_in_graphs(&p, 1, n, p.in, part32, res, out, w);
+            double norm = time_in_graphs(&p, 2, n, p.in, part32, res, out, w);
             printf("  %8zu %10.1f %10.2f %14.2f %12.2f\n", n, n * 2 / 1024.0, one, fold, norm);
         } else {
             printf("  %8zu %10.1f %10.2f %14s %12s\n", n, n * 2 / 1024.0, one, "-", "-");
@@ -442,9 +526,9 @@ GPU_TEST(bench_allreduce_in_graphs)
     }
     for (int g = 0; g < p.n; g++) {
         cudaSetDevice(g);
-        cudaFree(res[g]), cudaFree(out[g]), cudaFree(w[g]);
+        cudaFree(res[g]), cudaFree(out[g]), cudaFree(w[g]), cudaFree(part32[g]);
     }
-    free(h);
+    free(h), free(h32);
     peers_close(&p);
     return 0;
 }

@@ -7,7 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda_runtime_api.h>
+
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/kernels.h"
 #include "gpu_test.h"
 
 #define BF16_TOL 2e-2
@@ -135,6 +138,51 @@ GPU_TEST(add_normed_rmsnorm_equals_two_kernels)
     for (int i = 0; i < 5; i++)
         for (int p = 0; p < 2; p++)
             if (check_normed_add(ctx, shapes[i][0], shapes[i][1], p))
+                return 1;
+    return 0;
+}
+
+/* The norms of an f32 delta (a split model's summed partial products): each
+ * element rounded to bf16, then the bf16 kernel's bits exactly (residual and
+ * output), plain and with Gemma's sandwich norm. */
+static int check_f32_delta(struct gpu_ctx *ctx, int rows, int d, int plus_one, int sandwich)
+{
+    size_t n = (size_t)rows * d;
+    float *x = gpu_rand_f32(ctx, n, 2.0f), *delta = gpu_rand_f32(ctx, n, 3.0f), *jit = gpu_rand_f32(ctx, n, 1.0f);
+    for (size_t i = 0; i < n; i++) /* off the bf16 grid, as an f32 sum is */
+        delta[i] *= 1.0f + 1e-3f * jit[i];
+    float *w = gpu_rand_f32(ctx, (size_t)d, 0.3f), *wd = gpu_rand_f32(ctx, (size_t)d, 0.3f);
+    uint16_t *wb = gpu_to_bf16(w, (size_t)d), *wdb = gpu_to_bf16(wd, (size_t)d);
+    struct weight wg = gpu_weight_cuda(ctx, wb, 1, d), wdg = gpu_weight_cuda(ctx, wdb, 1, d);
+    void *x1 = gpu_upload_bf16(ctx, x, n), *x2 = gpu_upload_bf16(ctx, x, n);
+    void *d32 = gpu_upload(ctx, delta, n * sizeof(float)), *d16 = gpu_upload_bf16(ctx, delta, n);
+    void *o1 = gpu_poisoned_bf16(ctx, n), *o2 = gpu_poisoned_bf16(ctx, n);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    if (sandwich) {
+        CHECK(launch_add_normed_rmsnorm_f32(x1, d32, wdg.data, o1, wg.data, rows, d, 1e-6f, plus_one, 0) ==
+              cudaSuccess);
+        CHECK(launch_add_normed_rmsnorm(x2, d16, wdg.data, o2, wg.data, rows, d, 1e-6f, plus_one, 0) == cudaSuccess);
+    } else {
+        CHECK(launch_add_rmsnorm_f32(x1, d32, o1, wg.data, rows, d, 1e-6f, plus_one, 0) == cudaSuccess);
+        CHECK(launch_add_rmsnorm(x2, d16, o2, wg.data, rows, d, 1e-6f, plus_one, 0) == cudaSuccess);
+    }
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    float *r1 = gpu_download_bf16(ctx, x1, n), *r2 = gpu_download_bf16(ctx, x2, n);
+    float *g1 = gpu_download_bf16(ctx, o1, n), *g2 = gpu_download_bf16(ctx, o2, n);
+    int same = !memcmp(r1, r2, n * sizeof(float)) && !memcmp(g1, g2, n * sizeof(float));
+    free(r1), free(r2), free(g1), free(g2), free(x), free(delta), free(jit), free(w), free(wd), free(wb), free(wdb);
+    if (!same)
+        GPU_FAIL("rows %d d %d plus_one %d sandwich %d: the f32 delta differs from its bf16 rounding", rows, d,
+                 plus_one, sandwich);
+    return 0;
+}
+
+GPU_TEST(add_rmsnorm_of_f32_delta_equals_bf16_rounded)
+{
+    const int shapes[][2] = {{1, 3072}, {5, 2560}, {64, 1152}, {2, 1000}};
+    for (int i = 0; i < 4; i++)
+        for (int k = 0; k < 4; k++)
+            if (check_f32_delta(ctx, shapes[i][0], shapes[i][1], k & 1, k >> 1))
                 return 1;
     return 0;
 }

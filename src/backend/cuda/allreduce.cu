@@ -7,8 +7,9 @@
 // peer at a flag barrier, then adds the N slots of its own buffer in rank
 // order. Only blocks with elements take part in the barrier; every block
 // counts the call, so all blocks agree which half of the buffers a call
-// uses. ar_fold also folds each row of the sums into the residual and norms
-// it (norm_row.cuh), one row per block at a time.
+// uses. Messages are bf16 or f32, summed in f32. ar_fold also folds each
+// row of f32 sums into the residual and norms it (norm_row.cuh), one row per
+// block at a time.
 #include "backend/cuda/allreduce.h"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/norm_row.cuh"
@@ -67,83 +68,99 @@ __device__ __forceinline__ void meet(const ar_args &g, uint32_t epoch)
     __syncthreads();
 }
 
-// Vector i (8 bf16) of this rank's message into its slot of every buffer.
-__device__ __forceinline__ void push8(const ar_args &g, uint32_t epoch, const bf16 *src, size_t i)
+// Elements of T in a 16-byte vector, and T to and from f32.
+template <typename T> constexpr int per_vec() { return (int)(16 / sizeof(T)); }
+__device__ __forceinline__ float as_f32(bf16 x) { return to_f32(x); }
+__device__ __forceinline__ float as_f32(float x) { return x; }
+template <typename T> __device__ __forceinline__ T of_f32(float x);
+template <> __device__ __forceinline__ bf16 of_f32<bf16>(float x) { return to_bf16(x); }
+template <> __device__ __forceinline__ float of_f32<float>(float x) { return x; }
+
+// Vector i of this rank's message into its slot of every buffer.
+__device__ __forceinline__ void push_vec(const ar_args &g, uint32_t epoch, const void *src, size_t i)
 {
     const uint4 v = reinterpret_cast<const uint4 *>(src)[i];
     for (int r = 0; r < g.size; r++)
         reinterpret_cast<uint4 *>(slot(g, r, epoch, g.rank))[i] = v;
 }
 
-__device__ __forceinline__ void push1(const ar_args &g, uint32_t epoch, const bf16 *src, size_t i)
+template <typename T> __device__ __forceinline__ void push1(const ar_args &g, uint32_t epoch, const T *src, size_t i)
 {
-    const bf16 v = src[i];
+    const T v = src[i];
     for (int r = 0; r < g.size; r++)
-        reinterpret_cast<bf16 *>(slot(g, r, epoch, g.rank))[i] = v;
+        reinterpret_cast<T *>(slot(g, r, epoch, g.rank))[i] = v;
 }
 
-// The rank-order sum of element vector i over the slots of this rank's buffer.
-__device__ __forceinline__ uint4 sum8(const ar_args &g, uint32_t epoch, size_t i)
+// The rank-order f32 sums of vector i's elements over the slots of this
+// rank's buffer.
+template <typename T> __device__ __forceinline__ void sum_vec(const ar_args &g, uint32_t epoch, size_t i, float *acc)
 {
     uint4 v[AR_MAX_RANKS];
 #pragma unroll
     for (int r = 0; r < AR_MAX_RANKS; r++) // every load in flight before the first add
         if (r < g.size)
             v[r] = __ldcg(reinterpret_cast<const uint4 *>(slot(g, g.rank, epoch, r)) + i);
-    float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+#pragma unroll
+    for (int k = 0; k < per_vec<T>(); k++)
+        acc[k] = 0.f;
 #pragma unroll
     for (int r = 0; r < AR_MAX_RANKS; r++)
         if (r < g.size) {
-            const bf16 *h = reinterpret_cast<const bf16 *>(&v[r]);
+            const T *h = reinterpret_cast<const T *>(&v[r]);
 #pragma unroll
-            for (int k = 0; k < 8; k++)
-                acc[k] += to_f32(h[k]);
+            for (int k = 0; k < per_vec<T>(); k++)
+                acc[k] += as_f32(h[k]);
         }
-    uint4 o;
-    bf16 *h = reinterpret_cast<bf16 *>(&o);
-#pragma unroll
-    for (int k = 0; k < 8; k++)
-        h[k] = to_bf16(acc[k]);
-    return o;
 }
 
-__device__ __forceinline__ float sum1(const ar_args &g, uint32_t epoch, size_t i)
+template <typename T> __device__ __forceinline__ float sum1(const ar_args &g, uint32_t epoch, size_t i)
 {
     float acc = 0;
     for (int r = 0; r < g.size; r++)
-        acc += to_f32(__ldcg(reinterpret_cast<const bf16 *>(slot(g, g.rank, epoch, r)) + i));
+        acc += as_f32(__ldcg(reinterpret_cast<const T *>(slot(g, g.rank, epoch, r)) + i));
     return acc;
 }
 
-__global__ void __launch_bounds__(AR_THREADS) ar_one_shot_kernel(ar_args g, bf16 *out, const bf16 *in, size_t n)
+template <typename T>
+__global__ void __launch_bounds__(AR_THREADS) ar_one_shot_kernel(ar_args g, T *out, const T *in, size_t n)
 {
+    constexpr int V = per_vec<T>();
     const uint32_t epoch = begin_call(g);
     pdl_wait(); // in is the previous kernel's output (common.cuh: PDL)
-    const size_t n_vec = n / 8, stride = (size_t)gridDim.x * blockDim.x;
+    const size_t n_vec = n / V, stride = (size_t)gridDim.x * blockDim.x;
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    const bool tail = blockIdx.x == 0 && n % 8; // block 0 also takes the last n % 8 elements
+    const bool tail = blockIdx.x == 0 && n % V; // block 0 also takes the last n % V elements
     if ((size_t)blockIdx.x * blockDim.x >= n_vec && !tail)
         return; // no elements: nobody waits for this block
     for (size_t i = first; i < n_vec; i += stride)
-        push8(g, epoch, in, i);
+        push_vec(g, epoch, in, i);
     if (tail)
-        for (size_t i = n_vec * 8 + threadIdx.x; i < n; i += blockDim.x)
+        for (size_t i = n_vec * V + threadIdx.x; i < n; i += blockDim.x)
             push1(g, epoch, in, i);
     meet(g, epoch);
     pdl_launch_dependents(); // the next kernel may load its weights while this one sums
-    for (size_t i = first; i < n_vec; i += stride)
-        reinterpret_cast<uint4 *>(out)[i] = sum8(g, epoch, i);
+    for (size_t i = first; i < n_vec; i += stride) {
+        float acc[V];
+        sum_vec<T>(g, epoch, i, acc);
+        uint4 o;
+        T *h = reinterpret_cast<T *>(&o);
+#pragma unroll
+        for (int k = 0; k < V; k++)
+            h[k] = of_f32<T>(acc[k]);
+        reinterpret_cast<uint4 *>(out)[i] = o;
+    }
     if (tail)
-        for (size_t i = n_vec * 8 + threadIdx.x; i < n; i += blockDim.x)
-            out[i] = to_bf16(sum1(g, epoch, i));
+        for (size_t i = n_vec * V + threadIdx.x; i < n; i += blockDim.x)
+            out[i] = of_f32<T>(sum1<T>(g, epoch, i));
 }
 
-// Rows of d (d % 8 == 0): partial's rows summed over the ranks, each sum
-// rounded to bf16 (what the all-reduce alone writes), then folded as
-// rmsnorm_kernel's modes 1 / 2 fold a delta: the same bits as the all-reduce
-// followed by add_rmsnorm / add_normed_rmsnorm, in one kernel.
+// Rows of d (d % 4 == 0) of f32 partial sums: summed over the ranks in rank
+// order and rounded to bf16 once (what one GPU's projection gives), then
+// folded as rmsnorm_kernel's modes 1 / 2 fold an f32 delta: the same bits as
+// the f32 all-reduce followed by add_rmsnorm_f32 / add_normed_rmsnorm_f32,
+// in one kernel.
 template <bool SANDWICH>
-__global__ void ar_fold_kernel(ar_args g, bf16 *out, bf16 *residual, const bf16 *partial, const bf16 *w,
+__global__ void ar_fold_kernel(ar_args g, bf16 *out, bf16 *residual, const float *partial, const bf16 *w,
                                const bf16 *wd, int rows, int d, float eps, int plus_one)
 {
     extern __shared__ float row[]; // d floats
@@ -151,20 +168,20 @@ __global__ void ar_fold_kernel(ar_args g, bf16 *out, bf16 *residual, const bf16 
     pdl_wait(); // partial is the previous kernel's output
     if ((int)blockIdx.x >= rows)
         return;
-    const size_t dv = (size_t)d / 8;
+    const size_t dv = (size_t)d / 4;
     for (int r = blockIdx.x; r < rows; r += gridDim.x)
         for (size_t i = threadIdx.x; i < dv; i += blockDim.x)
-            push8(g, epoch, partial, (size_t)r * dv + i);
+            push_vec(g, epoch, partial, (size_t)r * dv + i);
     meet(g, epoch);
     pdl_launch_dependents();
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const size_t base = (size_t)r * d;
         for (size_t v = threadIdx.x; v < dv; v += blockDim.x) { // 16-byte loads, every rank's in flight at once
-            const uint4 sum = sum8(g, epoch, base / 8 + v);
-            const bf16 *h = reinterpret_cast<const bf16 *>(&sum);
+            float acc[4];
+            sum_vec<float>(g, epoch, base / 4 + v, acc);
 #pragma unroll
-            for (int k = 0; k < 8; k++)
-                row[v * 8 + k] = to_f32(h[k]);
+            for (int k = 0; k < 4; k++)
+                row[v * 4 + k] = round_bf16(acc[k]);
         }
         __syncthreads(); // fold_row reads row[] in its own order
         fold_row<SANDWICH>(out + base, residual + base, row, w, wd, d, eps, plus_one);
@@ -172,13 +189,13 @@ __global__ void ar_fold_kernel(ar_args g, bf16 *out, bf16 *residual, const bf16 
     }
 }
 
-__global__ void ar_sum_parts_kernel(bf16 *out, const bf16 *parts, int size, size_t n)
+template <typename T> __global__ void ar_sum_parts_kernel(T *out, const T *parts, int size, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         float acc = 0;
         for (int r = 0; r < size; r++)
-            acc += to_f32(parts[(size_t)r * n + i]);
-        out[i] = to_bf16(acc);
+            acc += as_f32(parts[(size_t)r * n + i]);
+        out[i] = of_f32<T>(acc);
     }
 }
 
@@ -201,7 +218,9 @@ int args_of(const struct ar_group *g, ar_args *a)
 extern "C" cudaError_t ar_load_kernels(void)
 {
     cudaFuncAttributes attr;
-    cudaError_t rc = cudaFuncGetAttributes(&attr, ar_one_shot_kernel);
+    cudaError_t rc = cudaFuncGetAttributes(&attr, ar_one_shot_kernel<bf16>);
+    if (rc == cudaSuccess)
+        rc = cudaFuncGetAttributes(&attr, ar_one_shot_kernel<float>);
     if (rc == cudaSuccess)
         rc = cudaFuncGetAttributes(&attr, ar_fold_kernel<true>);
     if (rc == cudaSuccess)
@@ -211,31 +230,43 @@ extern "C" cudaError_t ar_load_kernels(void)
 
 extern "C" size_t ar_buffer_bytes(size_t half_bytes) { return signal_bytes() + 2 * half_bytes; }
 
-extern "C" cudaError_t launch_ar_one_shot(const struct ar_group *g, void *out, const void *in, size_t n,
-                                          cudaStream_t stream)
+template <typename T> static cudaError_t one_shot(const struct ar_group *g, void *out, const void *in, size_t n,
+                                                  cudaStream_t stream)
 {
     ar_args a;
     if (args_of(g, &a) || ((uintptr_t)in & 15) || ((uintptr_t)out & 15))
         return cudaErrorInvalidValue;
-    const size_t piece = a.slot / sizeof(bf16);
-    for (size_t at = 0; at < n; at += piece) { // a call per slot-sized piece (8-aligned, so in stays aligned)
+    const size_t piece = a.slot / sizeof(T);
+    for (size_t at = 0; at < n; at += piece) { // a call per slot-sized piece (whole vectors, so in stays aligned)
         const size_t k = n - at < piece ? n - at : piece;
-        cudaError_t rc = launch_pdl(ar_one_shot_kernel, AR_BLOCKS, AR_THREADS, 0, stream, a,
-                                    static_cast<bf16 *>(out) + at, static_cast<const bf16 *>(in) + at, k);
+        cudaError_t rc = launch_pdl(ar_one_shot_kernel<T>, AR_BLOCKS, AR_THREADS, 0, stream, a,
+                                    static_cast<T *>(out) + at, static_cast<const T *>(in) + at, k);
         if (rc != cudaSuccess)
             return rc;
     }
     return cudaSuccess;
 }
 
-extern "C" cudaError_t launch_ar_fold(const struct ar_group *g, void *residual, const void *partial,
+extern "C" cudaError_t launch_ar_one_shot(const struct ar_group *g, void *out, const void *in, size_t n,
+                                          cudaStream_t stream)
+{
+    return one_shot<bf16>(g, out, in, n, stream);
+}
+
+extern "C" cudaError_t launch_ar_one_shot_f32(const struct ar_group *g, float *out, const float *in, size_t n,
+                                              cudaStream_t stream)
+{
+    return one_shot<float>(g, out, in, n, stream);
+}
+
+extern "C" cudaError_t launch_ar_fold(const struct ar_group *g, void *residual, const float *partial,
                                       const void *w_delta, void *out, const void *w, int rows, int d, float eps,
                                       int plus_one, cudaStream_t stream)
 {
     ar_args a;
-    if (args_of(g, &a) || d <= 0 || d % 8 || ((uintptr_t)partial & 15))
+    if (args_of(g, &a) || d <= 0 || d % 4 || ((uintptr_t)partial & 15))
         return cudaErrorInvalidValue;
-    const int per_call = (int)(a.slot / ((size_t)d * sizeof(bf16)));
+    const int per_call = (int)(a.slot / ((size_t)d * sizeof(float)));
     if (per_call < 1)
         return cudaErrorInvalidValue;
     const size_t smem = (size_t)d * sizeof(float);
@@ -244,21 +275,31 @@ extern "C" cudaError_t launch_ar_fold(const struct ar_group *g, void *residual, 
         const size_t off = (size_t)at * d;
         cudaError_t rc = launch_pdl(w_delta ? ar_fold_kernel<true> : ar_fold_kernel<false>, AR_BLOCKS,
                                     norm_threads(d), smem, stream, a, static_cast<bf16 *>(out) + off,
-                                    static_cast<bf16 *>(residual) + off, static_cast<const bf16 *>(partial) + off,
-                                    static_cast<const bf16 *>(w), static_cast<const bf16 *>(w_delta), k, d, eps,
-                                    plus_one);
+                                    static_cast<bf16 *>(residual) + off, partial + off, static_cast<const bf16 *>(w),
+                                    static_cast<const bf16 *>(w_delta), k, d, eps, plus_one);
         if (rc != cudaSuccess)
             return rc;
     }
     return cudaSuccess;
 }
 
-extern "C" cudaError_t launch_ar_sum_parts(void *out, const void *parts, int size, size_t n, cudaStream_t stream)
+template <typename T> static cudaError_t sum_parts(void *out, const void *parts, int size, size_t n,
+                                                   cudaStream_t stream)
 {
     if (n == 0)
         return cudaSuccess;
     const unsigned blocks = (unsigned)((n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024);
-    ar_sum_parts_kernel<<<blocks, 256, 0, stream>>>(static_cast<bf16 *>(out), static_cast<const bf16 *>(parts),
-                                                   size, n);
+    ar_sum_parts_kernel<T><<<blocks, 256, 0, stream>>>(static_cast<T *>(out), static_cast<const T *>(parts), size, n);
     return cudaGetLastError();
+}
+
+extern "C" cudaError_t launch_ar_sum_parts(void *out, const void *parts, int size, size_t n, cudaStream_t stream)
+{
+    return sum_parts<bf16>(out, parts, size, n, stream);
+}
+
+extern "C" cudaError_t launch_ar_sum_parts_f32(float *out, const float *parts, int size, size_t n,
+                                               cudaStream_t stream)
+{
+    return sum_parts<float>(out, parts, size, n, stream);
 }

@@ -1,9 +1,10 @@
 /* The all-reduce kernels of a model split over GPUs of one host
- * (cuda_comm.c): every rank writes its partial sums into its slot of each
- * rank's CUDA IPC buffer (peers map each other's), and each rank adds the N
- * slots of its own buffer in rank order in fp32. The result is the same bits on every rank and for
- * every message size, so a step's sums do not depend on the batch they are
- * in (which NCCL's ring, whose order follows the chunking, does not give).
+ * (cuda_comm.c): every rank writes its partial sums (bf16 or f32) into its
+ * slot of each rank's CUDA IPC buffer (peers map each other's), and each
+ * rank adds the N slots of its own buffer in rank order in fp32. The result
+ * is the same bits on every rank and for every message size, so a step's
+ * sums do not depend on the batch they are in (which NCCL's ring, whose
+ * order follows the chunking, does not give).
  * A call takes one kernel and no host work: graphs capture it. */
 #ifndef INFER_BACKEND_CUDA_ALLREDUCE_H
 #define INFER_BACKEND_CUDA_ALLREDUCE_H
@@ -50,18 +51,23 @@ cudaError_t ar_load_kernels(void);
  * bf16 elements; out may equal in (16-byte aligned). Every rank of the group
  * must make the same calls in the same order. */
 cudaError_t launch_ar_one_shot(const struct ar_group *g, void *out, const void *in, size_t n, cudaStream_t stream);
+/* The same for f32 elements (no rounding). */
+cudaError_t launch_ar_one_shot_f32(const struct ar_group *g, float *out, const float *in, size_t n,
+                                   cudaStream_t stream);
 
-/* The all-reduce of partial[rows, d] (d % 8 == 0), folded into the residual
- * stream: o = the rank-order sum (bf16); with w_delta (Gemma's sandwich
- * norm) o = rmsnorm(o; w_delta); residual += o; out = rmsnorm(residual; w).
- * Bit for bit what launch_ar_one_shot then launch_add_rmsnorm (or
- * launch_add_normed_rmsnorm) give; partial is left as it was. */
-cudaError_t launch_ar_fold(const struct ar_group *g, void *residual, const void *partial, const void *w_delta,
+/* The all-reduce of f32 partial sums partial[rows, d] (d % 4 == 0), folded
+ * into the residual stream: o = the rank-order sum rounded once to bf16;
+ * with w_delta (Gemma's sandwich norm) o = rmsnorm(o; w_delta); residual +=
+ * o; out = rmsnorm(residual; w). Bit for bit what launch_ar_one_shot_f32
+ * then launch_add_rmsnorm_f32 (or launch_add_normed_rmsnorm_f32) give;
+ * partial is left as it was. */
+cudaError_t launch_ar_fold(const struct ar_group *g, void *residual, const float *partial, const void *w_delta,
                            void *out, const void *w, int rows, int d, float eps, int plus_one, cudaStream_t stream);
 
 /* out[i] := sum over r < size (in rank order, fp32) of parts[r * n + i]: the
  * local half of an all-reduce done as an all-gather (several machines). */
 cudaError_t launch_ar_sum_parts(void *out, const void *parts, int size, size_t n, cudaStream_t stream);
+cudaError_t launch_ar_sum_parts_f32(float *out, const float *parts, int size, size_t n, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

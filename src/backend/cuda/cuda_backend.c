@@ -279,6 +279,7 @@ static const struct backend_ops cuda_ops = {
     .add_rmsnorm = cuda_op_add_rmsnorm,
     .add_normed_rmsnorm = cuda_op_add_normed_rmsnorm,
     .matmul = cuda_op_matmul,
+    .matmul_f32 = cuda_op_matmul_f32,
     .qk_rope_kv_write = cuda_op_qk_rope_kv_write,
     .attention = cuda_op_attention,
     .gated_act = cuda_op_gated_act,

@@ -120,7 +120,10 @@ static const char *const ar_path_names[] = {"ipc", "nccl", "gather", "off", "aut
 enum {
     IPC_HALF_BYTES = 8 << 20,          /* per call: larger messages go in pieces */
     GATHER_STAGE_BYTES = 64 << 20,     /* rank 0's landing space for the logits of the other ranks */
-    ONE_SHOT_MAX_DEFAULT = 512 << 10,  /* one host, without --batch-invariant: NCCL above this */
+    /* one host, without --batch-invariant: NCCL above this. The sums are f32
+     * (a batch-64 Llama sum is 768 KiB); on 2x H100 1 MiB against 512 KiB:
+     * batch-64 decode 18.9k against 18.2k tok/s (docs/benchmarks.md) */
+    ONE_SHOT_MAX_DEFAULT = 1 << 20,
 };
 
 struct cuda_comm {
@@ -154,21 +157,23 @@ static void cuda_comm_all_reduce(struct comm *c, void *buf, size_t n, enum dtype
 {
     struct cuda_comm *cc = cc_of(c);
     cudaStream_t s = stream;
-    CHECK(dt == DTYPE_BF16);
-    const size_t piece = IPC_HALF_BYTES / 2; /* elements of an all-gather's piece */
+    CHECK(dt == DTYPE_BF16 || dt == DTYPE_F32);
+    const int f32 = dt == DTYPE_F32;
+    const size_t es = f32 ? 4 : 2, piece = IPC_HALF_BYTES / es; /* elements of an all-gather's piece */
     char *p = buf;
-    switch (choose(cc, n * 2)) {
+    switch (choose(cc, n * es)) {
     case AR_PATH_IPC: /* in slot-sized calls */
-        CUDA_CHECK(launch_ar_one_shot(&cc->group, buf, buf, n, s));
+        CUDA_CHECK(f32 ? launch_ar_one_shot_f32(&cc->group, buf, buf, n, s) : launch_ar_one_shot(&cc->group, buf, buf, n, s));
         break;
     case AR_PATH_NCCL:
-        NCCL_CHECK(nccl.AllReduce(buf, buf, n, ncclBfloat16, ncclSum, cc->nccl, s));
+        NCCL_CHECK(nccl.AllReduce(buf, buf, n, f32 ? ncclFloat32 : ncclBfloat16, ncclSum, cc->nccl, s));
         break;
     case AR_PATH_GATHER:
         for (size_t at = 0; at < n; at += piece) {
             const size_t k = n - at < piece ? n - at : piece;
-            NCCL_CHECK(nccl.AllGather(p + at * 2, cc->parts, k, ncclBfloat16, cc->nccl, s));
-            CUDA_CHECK(launch_ar_sum_parts(p + at * 2, cc->parts, c->size, k, s));
+            NCCL_CHECK(nccl.AllGather(p + at * es, cc->parts, k, f32 ? ncclFloat32 : ncclBfloat16, cc->nccl, s));
+            CUDA_CHECK(f32 ? launch_ar_sum_parts_f32((float *)(p + at * es), cc->parts, c->size, k, s)
+                           : launch_ar_sum_parts(p + at * es, cc->parts, c->size, k, s));
         }
         break;
     case AR_PATH_OFF:
@@ -177,12 +182,12 @@ static void cuda_comm_all_reduce(struct comm *c, void *buf, size_t n, enum dtype
     }
 }
 
-int cuda_comm_all_reduce_fold(struct comm *c, void *residual, const void *partial, const void *w_delta, void *out,
+int cuda_comm_all_reduce_fold(struct comm *c, void *residual, const float *partial, const void *w_delta, void *out,
                               const void *w, int rows, int d, float eps, int plus_one, void *stream)
 {
     struct cuda_comm *cc = cc_of(c);
-    if (choose(cc, (size_t)rows * (size_t)d * 2) != AR_PATH_IPC || d % 8 ||
-        (size_t)d * 2 > cc->group.half_bytes / (size_t)c->size / 16 * 16 || !cc->fold)
+    if (choose(cc, (size_t)rows * (size_t)d * 4) != AR_PATH_IPC || d % 4 ||
+        (size_t)d * 4 > cc->group.half_bytes / (size_t)c->size / 16 * 16 || !cc->fold)
         return 0;
     CUDA_CHECK(launch_ar_fold(&cc->group, residual, partial, w_delta, out, w, rows, d, eps, plus_one, stream));
     return 1;

@@ -35,10 +35,10 @@ int cuda_comm_unique_id(char *out, size_t size, struct err *e);
 struct comm *cuda_comm_create(struct backend *be, const char *id, int rank, int size, int ranks_per_host,
                               struct err *e);
 
-/* The all-reduce of partial[rows, d] folded into the residual
+/* The all-reduce of f32 partial[rows, d] folded into the residual
  * (launch_ar_fold) when a message of that size takes the one-shot path:
  * 1 when done; 0 when it does not, and the caller all-reduces and folds. */
-int cuda_comm_all_reduce_fold(struct comm *c, void *residual, const void *partial, const void *w_delta, void *out,
+int cuda_comm_all_reduce_fold(struct comm *c, void *residual, const float *partial, const void *w_delta, void *out,
                               const void *w, int rows, int d, float eps, int plus_one, void *stream);
 
 #endif

@@ -358,6 +358,11 @@ void cuda_op_matmul(struct backend *be, void *out, const void *x, const struct w
     gemm_run(be, out, 0, x, w, n_rows, 0.f);
 }
 
+void cuda_op_matmul_f32(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows)
+{
+    gemm_run(be, out, 1, x, w, n_rows, 0.f);
+}
+
 void cuda_op_logits(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows,
                     float softcap)
 {

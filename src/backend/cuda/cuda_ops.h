@@ -13,8 +13,8 @@ void cuda_op_embed(struct backend *be, void *out, const struct fwd_meta *m, cons
                    int64_t vocab_lo, float scale);
 void cuda_op_all_reduce(struct backend *be, void *buf, size_t n);
 void cuda_op_gather_cols(struct backend *be, float *out, const float *in, int rows, int cols);
-void cuda_op_all_reduce_fold(struct backend *be, void *residual, void *delta, const struct weight *w_delta, void *out,
-                             const struct weight *w, int n_rows, float eps, int plus_one);
+void cuda_op_all_reduce_fold(struct backend *be, void *residual, float *partial, const struct weight *w_delta,
+                             void *out, const struct weight *w, int n_rows, float eps, int plus_one);
 void cuda_op_rmsnorm(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows, float eps,
                      int plus_one);
 void cuda_op_add_rmsnorm(struct backend *be, void *residual, const void *delta, void *out, const struct weight *w,
@@ -31,6 +31,7 @@ void cuda_op_gather_rows(struct backend *be, void *out, const void *x, const str
 
 /* cuda_gemm.c: cuBLASLt (and a small-M GEMV kernel) */
 void cuda_op_matmul(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows);
+void cuda_op_matmul_f32(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows);
 void cuda_op_logits(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows,
                     float softcap);
 /* out[n_rows, F] = act(x . Wg^T) * (x . Wu^T), w = gate|up [2F, K]: the GEMV

@@ -25,18 +25,20 @@ void cuda_op_gather_cols(struct backend *be, float *out, const float *in, int ro
     be->comm->ops->gather_cols(be->comm, out, in, rows, cols, cuda_stream(be));
 }
 
-void cuda_op_all_reduce_fold(struct backend *be, void *residual, void *delta, const struct weight *w_delta, void *out,
-                             const struct weight *w, int n_rows, float eps, int plus_one)
+void cuda_op_all_reduce_fold(struct backend *be, void *residual, float *partial, const struct weight *w_delta,
+                             void *out, const struct weight *w, int n_rows, float eps, int plus_one)
 {
     CHECK(!w_delta || w_delta->cols == w->cols);
-    if (cuda_comm_all_reduce_fold(be->comm, residual, delta, w_delta ? w_delta->data : NULL, out, w->data, n_rows,
-                                  (int)w->cols, eps, plus_one, cuda_stream(be)))
+    const int d = (int)w->cols;
+    if (cuda_comm_all_reduce_fold(be->comm, residual, partial, w_delta ? w_delta->data : NULL, out, w->data, n_rows, d,
+                                  eps, plus_one, cuda_stream(be)))
         return;
-    cuda_op_all_reduce(be, delta, (size_t)n_rows * (size_t)w->cols);
+    be->comm->ops->all_reduce(be->comm, partial, (size_t)n_rows * (size_t)d, DTYPE_F32, cuda_stream(be));
     if (w_delta)
-        cuda_op_add_normed_rmsnorm(be, residual, delta, w_delta, out, w, n_rows, eps, plus_one);
+        CUDA_CHECK(launch_add_normed_rmsnorm_f32(residual, partial, w_delta->data, out, w->data, n_rows, d, eps,
+                                                 plus_one, cuda_stream(be)));
     else
-        cuda_op_add_rmsnorm(be, residual, delta, out, w, n_rows, eps, plus_one);
+        CUDA_CHECK(launch_add_rmsnorm_f32(residual, partial, out, w->data, n_rows, d, eps, plus_one, cuda_stream(be)));
 }
 
 void cuda_op_rmsnorm(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows, float eps,

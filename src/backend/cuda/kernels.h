@@ -26,6 +26,14 @@ cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, con
 /* residual += rmsnorm(delta; w_delta); out = rmsnorm(residual; w): the two ops in one kernel, bit for bit */
 cudaError_t launch_add_normed_rmsnorm(void *residual, const void *delta, const void *w_delta, void *out,
                                       const void *w, int rows, int d, float eps, int plus_one, cudaStream_t stream);
+/* add_rmsnorm / add_normed_rmsnorm of an f32 delta (a split model's summed
+ * partial products), each element rounded to bf16 first: the same bits as
+ * the bf16 launchers on the rounded delta. */
+cudaError_t launch_add_rmsnorm_f32(void *residual, const float *delta, void *out, const void *w, int rows, int d,
+                                   float eps, int plus_one, cudaStream_t stream);
+cudaError_t launch_add_normed_rmsnorm_f32(void *residual, const float *delta, const void *w_delta, void *out,
+                                          const void *w, int rows, int d, float eps, int plus_one,
+                                          cudaStream_t stream);
 /* Per-head q/k norm (q_norm NULL = none), RoPE at positions; q to q_out
  * (contiguous), k/v into the paged cache at slot_mapping (-1 skips). Input
  * rows have q_stride / kv_stride elements. Caches: [slots, n_kv, head_dim]. */
