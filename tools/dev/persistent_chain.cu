@@ -176,8 +176,9 @@ __device__ void make_input(const phase &P, float *xs, float *red)
 // Phases [first, last) of ch; the ring runs S pieces ahead across phase ends.
 enum { MAX_BLOCK_ROWS = 4096 };
 template <int S>
-__global__ void __launch_bounds__(THREADS, 1) chain_kernel(chain ch, int first, int last, int no_barrier)
+__global__ void __launch_bounds__(THREADS, 1) chain_kernel(chain ch, int first, int last, int skip)
 {
+    // skip (ablation, wrong sums): 1 the grid barriers, 2 making each phase's input, 4 the row-sum flush
     static_assert((S & (S - 1)) == 0, "S is a power of two");
     extern __shared__ __align__(16) unsigned char smem[];
     uint4 *ring = reinterpret_cast<uint4 *>(smem);
@@ -192,7 +193,7 @@ __global__ void __launch_bounds__(THREADS, 1) chain_kernel(chain ch, int first, 
         issue<S>(is, ch, ring, issued, last, gw, n_warps, lane);
     for (int p = first; p < last; p++) {
         const phase &P = ch.ph[p];
-        if (p > first && !no_barrier)
+        if (p > first && !(skip & 1))
             grid_barrier(ch.bar, gen);
         const long rowbytes = (long)P.k * 2;
         long blk0, blk1, b0, b1;
@@ -201,7 +202,8 @@ __global__ void __launch_bounds__(THREADS, 1) chain_kernel(chain ch, int first, 
         const long row0 = blk0 / rowbytes, rows = blk1 > blk0 ? (blk1 - 1) / rowbytes - row0 + 1 : 0;
         for (int i = threadIdx.x; i < rows; i += THREADS)
             sacc[i] = 0.f;
-        make_input(P, xs, red); // ends with __syncthreads
+        if (!(skip & 2))
+            make_input(P, xs, red); // ends with __syncthreads
         warp_range(P, gw, n_warps, b0, b1);
         long off = b0 + lane * 16;
         long row = off / rowbytes, colb = off % rowbytes;
@@ -227,10 +229,12 @@ __global__ void __launch_bounds__(THREADS, 1) chain_kernel(chain ch, int first, 
         }
         if (acc != 0.f)
             atomicAdd(sacc + (row - row0), acc);
-        __syncthreads();
-        for (int i = threadIdx.x; i < rows; i += THREADS)
-            atomicAdd(P.out + row0 + i, sacc[i]); // rows at the block's ends are shared with its neighbours
-        __syncthreads(); // sacc and xs are rewritten by the next phase
+        if (!(skip & 4)) {
+            __syncthreads();
+            for (int i = threadIdx.x; i < rows; i += THREADS)
+                atomicAdd(P.out + row0 + i, sacc[i]); // rows at the block's ends are shared with its neighbours
+            __syncthreads(); // sacc and xs are rewritten by the next phase
+        }
     }
     cp_wait<0>();
 }
@@ -343,17 +347,19 @@ template <int S> static void run(const model_shape &m, int sms)
 
     // modes: 0 persistent, 1 per-phase graph, 2 persistent without barriers
     // (wrong sums: the barriers' cost), 3 the LM head alone (one phase: the
-    // streaming rate without phase ends)
+    // streaming rate without phase ends), 4 without barriers and phase inputs,
+    // 5 without barriers, inputs and row-sum flushes (the bare stream)
     const int reps = 20;
-    float best[4] = {1e9f, 1e9f, 1e9f, 1e9f}, logit0 = 0.f;
-    for (int mode = 0; mode < 4; mode++)
+    float best[6] = {1e9f, 1e9f, 1e9f, 1e9f, 1e9f, 1e9f}, logit0 = 0.f;
+    static const int skips[6] = {0, 0, 1, 0, 3, 7};
+    for (int mode = 0; mode < 6; mode++)
         for (int r = 0; r < reps + 2; r++) {
             CK(cudaMemsetAsync(arena, 0, arena_n * 4, st));
             CK(cudaMemsetAsync(bar, 0, 4, st));
             CK(cudaEventRecord(e0, st));
             if (mode != 1) {
-                int f0 = mode == 3 ? n_ph - 1 : 0, f1 = n_ph, nb = mode == 2;
-                void *args[] = {&ch, &f0, &f1, &nb};
+                int f0 = mode == 3 ? n_ph - 1 : 0, f1 = n_ph, sk = skips[mode];
+                void *args[] = {&ch, &f0, &f1, &sk};
                 CK(cudaLaunchCooperativeKernel((void *)chain_kernel<S>, sms, THREADS, args, smem, st));
             } else {
                 CK(cudaGraphLaunch(ge, st));
@@ -370,9 +376,10 @@ template <int S> static void run(const model_shape &m, int sms)
 
     const double head = (double)ph[4 * L].n * ph[4 * L].k * 2;
     printf("%-14s S=%2d weights %.1f MB: persistent %.3f ms (%.0f GB/s), per-phase graph %.3f ms (%.0f GB/s), "
-           "no barriers %.3f ms, LM head alone %.3f ms (%.0f GB/s); floor at 3.02 TB/s %.3f ms; logit[0] %.3g\n",
+           "no barriers %.3f ms, also no inputs %.3f, also no flushes %.3f ms (%.0f GB/s), LM head alone %.3f ms "
+           "(%.0f GB/s); floor at 3.02 TB/s %.3f ms; logit[0] %.3g\n",
            m.name, S, wbytes / 1e6, best[0], wbytes / best[0] / 1e6, best[1], wbytes / best[1] / 1e6, best[2],
-           best[3], head / best[3] / 1e6, wbytes / 3.02e9, logit0);
+           best[4], best[5], wbytes / best[5] / 1e6, best[3], head / best[3] / 1e6, wbytes / 3.02e9, logit0);
     for (int p = 0; p < n_ph; p++)
         CK(cudaFree((void *)ph[p].w));
     CK(cudaFree(arena));
