@@ -7,7 +7,8 @@
  *   bias  [max_rows * SAMPLE_MAX_BIAS] struct logit_bias (packed, each row's
  *         sorted by token, stable: the kernel applies a token's biases in order)
  *   out   [max_rows] struct sample_result
- * and on the device only z, [max_rows, vocab] floats of scratch.
+ * and on the device only z, [max_rows, vocab] floats of scratch, and the
+ * rows' spans' statistics, [max_rows, SAMPLE_STATS_MAX_SPLITS].
  * A call is three parts, so that a graph can hold the middle one:
  * - stage packs the rows into pinned staging (padding rows up to the graph
  *   bucket's count draw greedily and are ignored) and queues the copies of
@@ -27,8 +28,9 @@ struct cuda_sampler {
     int max_rows, vocab;
     size_t at_seen, at_bias, at_out, staged; /* byte offsets; staged: bytes of the staged part */
     char *host;                              /* pinned, staged bytes */
-    char *dev;                               /* staged bytes, then z */
+    char *dev;                               /* staged bytes, then z, then stats */
     float *z;
+    struct sample_stats *stats;
 };
 
 static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
@@ -47,7 +49,8 @@ int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err 
     s->at_bias = s->at_seen + align256(R * SAMPLE_MAX_SEEN * sizeof(struct sample_seen));
     s->at_out = s->at_bias + align256(R * SAMPLE_MAX_BIAS * sizeof(struct logit_bias));
     s->staged = s->at_out + align256(R * sizeof(struct sample_result));
-    size_t bytes = s->staged + R * (size_t)vocab * sizeof(float);
+    const size_t z_bytes = align256(R * (size_t)vocab * sizeof(float));
+    size_t bytes = s->staged + z_bytes + R * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_stats);
     cudaError_t rc = cudaMalloc((void **)&s->dev, bytes);
     if (rc != cudaSuccess) {
         free(s);
@@ -55,6 +58,7 @@ int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err 
     }
     cb->n_device_allocs++;
     s->z = (float *)(s->dev + s->staged);
+    s->stats = (struct sample_stats *)(s->dev + s->staged + z_bytes);
     rc = cudaHostAlloc((void **)&s->host, s->staged, cudaHostAllocDefault);
     if (rc != cudaSuccess) {
         size_t staged = s->staged;
@@ -158,7 +162,7 @@ int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows
     CUDA_TRY(cudaMemcpyAsync(s->dev, s->host, (size_t)pad_rows * sizeof(struct sample_row_dev), cudaMemcpyHostToDevice,
                              st),
              e);
-    CUDA_TRY(launch_sample(logits, s->z, pad_rows, vocab, (const struct sample_row_dev *)s->dev,
+    CUDA_TRY(launch_sample(logits, s->z, s->stats, pad_rows, vocab, (const struct sample_row_dev *)s->dev,
                            (const struct sample_seen *)(s->dev + s->at_seen),
                            (const struct logit_bias *)(s->dev + s->at_bias), dout, st),
              e);

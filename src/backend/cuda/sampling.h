@@ -22,15 +22,30 @@ struct sample_row_dev {
     uint64_t seed, step;
 };
 
+/* One span of a logits row (sampling.cu: stats_kernel): its best element
+ * (value descending, id ascending) and the sum of exp(l - m) over it. */
+struct sample_stats {
+    float m;
+    int32_t i;
+    double s;
+};
+
+/* Spans a row of vocab logits is cut into for the stats (each ~8192 logits, at most 64). */
+#define SAMPLE_STATS_MAX_SPLITS 64
+#define SAMPLE_STATS_SPLITS(vocab)                                                                                     \
+    ((vocab) / 8192 < 1 ? 1 : (vocab) / 8192 > SAMPLE_STATS_MAX_SPLITS ? SAMPLE_STATS_MAX_SPLITS : (vocab) / 8192)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* One block per row: out[r] = sample_token(logits[r], rows[r], ...) with z
- * (the penalised, tempered logits) kept in scratch[n_rows, vocab]. */
-cudaError_t launch_sample(const float *logits, float *scratch, int n_rows, int vocab, const struct sample_row_dev *rows,
-                          const struct sample_seen *seen, const struct logit_bias *bias, struct sample_result *out,
-                          cudaStream_t stream);
+/* out[r] = sample_token(logits[r], rows[r], ...): the row's max and
+ * log-sum-exp over SAMPLE_STATS_SPLITS(vocab) blocks into stats[n_rows *
+ * SAMPLE_STATS_MAX_SPLITS], then one block per row, with z (the penalised,
+ * tempered logits) kept in scratch[n_rows, vocab]. */
+cudaError_t launch_sample(const float *logits, float *scratch, struct sample_stats *stats, int n_rows, int vocab,
+                          const struct sample_row_dev *rows, const struct sample_seen *seen, const struct logit_bias *bias,
+                          struct sample_result *out, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
