@@ -187,6 +187,54 @@ GPU_TEST(add_rmsnorm_of_f32_delta_equals_bf16_rounded)
     return 0;
 }
 
+/* The preloaded fold (residual and weights loaded before the wait, the
+ * row in registers) gives fold_row's bits: residual and output, bf16 and
+ * f32 deltas, plain and sandwich, both conventions, at the models' widths. */
+static int check_preload(struct gpu_ctx *ctx, int rows, int d, int k)
+{
+    const int plus_one = k & 1, sandwich = (k >> 1) & 1, f32 = k >> 2;
+    size_t n = (size_t)rows * d;
+    float *x = gpu_rand_f32(ctx, n, 2.0f), *delta = gpu_rand_f32(ctx, n, 3.0f);
+    float *w = gpu_rand_f32(ctx, (size_t)d, 0.3f), *wd = gpu_rand_f32(ctx, (size_t)d, 0.3f);
+    uint16_t *wb = gpu_to_bf16(w, (size_t)d), *wdb = gpu_to_bf16(wd, (size_t)d);
+    struct weight wg = gpu_weight_cuda(ctx, wb, 1, d), wdg = gpu_weight_cuda(ctx, wdb, 1, d);
+    void *xs[2] = {gpu_upload_bf16(ctx, x, n), gpu_upload_bf16(ctx, x, n)};
+    void *dl = f32 ? gpu_upload(ctx, delta, n * sizeof(float)) : gpu_upload_bf16(ctx, delta, n);
+    void *os[2] = {gpu_poisoned_bf16(ctx, n), gpu_poisoned_bf16(ctx, n)};
+    for (int on = 0; on < 2; on++) {
+        cuda_norm_preload_set(on);
+        cudaError_t rc;
+        if (f32)
+            rc = sandwich ? launch_add_normed_rmsnorm_f32(xs[on], dl, wdg.data, os[on], wg.data, rows, d, 1e-6f,
+                                                          plus_one, 0)
+                          : launch_add_rmsnorm_f32(xs[on], dl, os[on], wg.data, rows, d, 1e-6f, plus_one, 0);
+        else
+            rc = sandwich ? launch_add_normed_rmsnorm(xs[on], dl, wdg.data, os[on], wg.data, rows, d, 1e-6f, plus_one, 0)
+                          : launch_add_rmsnorm(xs[on], dl, os[on], wg.data, rows, d, 1e-6f, plus_one, 0);
+        CHECK(rc == cudaSuccess);
+    }
+    cuda_norm_preload_set(-1);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    float *r0 = gpu_download_bf16(ctx, xs[0], n), *r1 = gpu_download_bf16(ctx, xs[1], n);
+    float *g0 = gpu_download_bf16(ctx, os[0], n), *g1 = gpu_download_bf16(ctx, os[1], n);
+    int same = !memcmp(r0, r1, n * sizeof(float)) && !memcmp(g0, g1, n * sizeof(float));
+    free(r0), free(r1), free(g0), free(g1), free(x), free(delta), free(w), free(wd), free(wb), free(wdb);
+    if (!same)
+        GPU_FAIL("rows %d d %d plus_one %d sandwich %d f32 %d: the preloaded fold differs", rows, d, plus_one,
+                 sandwich, f32);
+    return 0;
+}
+
+GPU_TEST(add_rmsnorm_preloaded_same_bits)
+{
+    const int shapes[][2] = {{1, 3072}, {1, 2560}, {1, 1152}, {8, 1152}, {3, 640}, {2, 1000}, {1, 4096}, {5, 4104}};
+    for (int i = 0; i < 8; i++)
+        for (int k = 0; k < 8; k++)
+            if (check_preload(ctx, shapes[i][0], shapes[i][1], k))
+                return 1;
+    return 0;
+}
+
 GPU_TEST(gated_act_silu_and_gelu)
 {
     const int rows = 7, cols = 9728;

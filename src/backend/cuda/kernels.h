@@ -26,6 +26,10 @@ cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, con
 /* residual += rmsnorm(delta; w_delta); out = rmsnorm(residual; w): the two ops in one kernel, bit for bit */
 cudaError_t launch_add_normed_rmsnorm(void *residual, const void *delta, const void *w_delta, void *out,
                                       const void *w, int rows, int d, float eps, int plus_one, cudaStream_t stream);
+/* The fold launchers above and below load the residual and weights before
+ * waiting for the previous kernel where a row fits (norm.cu); 0 turns that
+ * off for later launches, 1 on, -1 back to INFER_NORM_PRELOAD (tests). */
+void cuda_norm_preload_set(int on);
 /* add_rmsnorm / add_normed_rmsnorm of an f32 delta (a split model's summed
  * partial products), each element rounded to bf16 first: the same bits as
  * the bf16 launchers on the rounded delta. */
