@@ -149,12 +149,14 @@ __device__ __forceinline__ float score_log2(float s, float scale, float softcap)
  * [ROWS][HD + 8] (async; the caller commits). Rows outside [jlo, jhi] and
  * columns at or past hd are zero-filled, so masked keys never feed NaN or
  * stale values into P.V. vec16: hd % 8 == 0 (rows 16-byte aligned). Each
- * thread keeps one 16-byte column and walks rows, one table lookup a row. */
+ * thread keeps one 16-byte column and walks rows, one table lookup a row.
+ * Row held (a row the previous kernel is still writing) is skipped: the
+ * caller copies it after its wait with load_kv_row. */
 template <int HD, int ROWS, int NTHREADS>
 __device__ __forceinline__ void load_kv_rows(__nv_bfloat16 *dk, __nv_bfloat16 *dv, const __nv_bfloat16 *kc,
                                              const __nv_bfloat16 *vc, const int32_t *table, int j0, int jlo,
                                              int jhi, int bs_log2, int64_t row_stride, int64_t head_off,
-                                             int hd, bool vec16)
+                                             int hd, bool vec16, int held = -1)
 {
     constexpr int CH = HD / 8, LD = HD + 8, STEP = NTHREADS / CH;
     static_assert(NTHREADS % CH == 0 && ROWS % STEP == 0, "loader shape");
@@ -163,6 +165,8 @@ __device__ __forceinline__ void load_kv_rows(__nv_bfloat16 *dk, __nv_bfloat16 *d
 #pragma unroll
     for (int i = 0; i < ROWS / STEP; i++) {
         const int r = r0 + i * STEP, j = j0 + r;
+        if (j == held) // row j is copied later (load_kv_row): nothing goes to its place now
+            continue;
         const bool ok = j >= jlo && j <= jhi;
         int64_t off = head_off + c * 8;
         if (ok)
@@ -180,6 +184,22 @@ __device__ __forceinline__ void load_kv_rows(__nv_bfloat16 *dk, __nv_bfloat16 *d
                 cp_async4(sv + e, in ? vc + off + e : vc, in ? 4 : 0);
             }
         }
+    }
+}
+
+// Key and value row j of one kv head into dk / dv (HD wide, hd % 8 == 0), with
+// plain loads and stores: the threads of the block take its 16-byte pieces.
+template <int HD, int NTHREADS>
+__device__ __forceinline__ void load_kv_row(__nv_bfloat16 *dk, __nv_bfloat16 *dv, const __nv_bfloat16 *kc,
+                                            const __nv_bfloat16 *vc, const int32_t *table, int j, int bs_log2,
+                                            int64_t row_stride, int64_t head_off, int hd)
+{
+    const int bs_mask = (1 << bs_log2) - 1;
+    const int64_t off = head_off + (((int64_t)table[j >> bs_log2] << bs_log2) | (j & bs_mask)) * row_stride;
+    for (int c = threadIdx.x; c < HD / 8; c += NTHREADS) {
+        const bool in = c * 8 < hd;
+        *reinterpret_cast<uint4 *>(dk + c * 8) = in ? *reinterpret_cast<const uint4 *>(kc + off + c * 8) : uint4{};
+        *reinterpret_cast<uint4 *>(dv + c * 8) = in ? *reinterpret_cast<const uint4 *>(vc + off + c * 8) : uint4{};
     }
 }
 

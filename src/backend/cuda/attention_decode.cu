@@ -50,9 +50,16 @@ template <int HD, int NW, int STAGES> constexpr size_t decode_smem_bytes()
     return (size_t)(16 + 2 * STAGES * 16 * NW) * (HD + 8) * sizeof(bf16);
 }
 
+// early: the first tiles' keys and values before the wait. Only the row of
+// the token's own position comes from the previous kernel (RoPE writes each
+// step's new rows), so the other rows of the first STAGES - 1 tiles are
+// copied first and that one row after the wait. Valid where each sequence
+// has one row in the step (the split path: cuda_attention.c launches it for
+// n_tokens == n_seqs only); the metadata (positions, tables, lengths) comes
+// from copies before the step's first kernel.
 template <int HD, int NW, int STAGES>
 __global__ void __launch_bounds__(NW * 32)
-    decode_kernel(const attn_args a, int n_splits, float *part_o, float2 *part_ml)
+    decode_kernel(const attn_args a, int n_splits, float *part_o, float2 *part_ml, int early)
 {
     constexpr int DEC_WARPS = NW, DEC_THREADS = 32 * NW, DEC_BN = 16 * NW;
     static_assert(CHUNK % DEC_BN == 0, "a split is whole KV tiles");
@@ -65,8 +72,10 @@ __global__ void __launch_bounds__(NW * 32)
     bf16 *sK = sQ + 16 * LD;                   // [STAGES][DEC_BN][LD]
     bf16 *sV = sK + STAGES * DEC_BN * LD;      // [STAGES][DEC_BN][LD]
     __shared__ float sM[DEC_WARPS][16], sL[DEC_WARPS][16];
-    pdl_wait(); // q and the KV cache come from the previous kernel (common.cuh: PDL)
-    pdl_launch_dependents();
+    if (!early) {
+        pdl_wait(); // q and the KV cache come from the previous kernel (common.cuh: PDL)
+        pdl_launch_dependents();
+    }
 
     const int split = blockIdx.x, t = blockIdx.z, hd = a.head_dim;
     const int group = a.n_heads / a.n_kv_heads, n_rg = (group + 15) / 16;
@@ -79,6 +88,8 @@ __global__ void __launch_bounds__(NW * 32)
     const int n = hi - lo + 1;
     const int n_active = decode_active_splits(n, n_splits);
     if (split >= n_active) {
+        if (early)
+            pdl_wait(); // out may still be read by an earlier kernel's tail
         if (n_splits == 1) /* nothing visible (a padding row): zeros, as the combine writes */
             for (int i = threadIdx.x; i < n_rows * hd; i += DEC_THREADS)
                 out[((int64_t)t * a.n_heads + h0 + i / hd) * hd + i % hd] = __float2bfloat16(0.f);
@@ -93,6 +104,30 @@ __global__ void __launch_bounds__(NW * 32)
     const bf16 *kc = reinterpret_cast<const bf16 *>(a.k_cache),
                *vc = reinterpret_cast<const bf16 *>(a.v_cache);
 
+    // the row the previous kernel writes, if it is this split's: loaded after the wait (early)
+    const int held = early && hi >= jb && hi < je ? hi : -1;
+    auto load_tile = [&](int tile) {
+        const int j0 = jb + tile * DEC_BN, st = tile % STAGES;
+        load_kv_rows<HD, DEC_BN, DEC_THREADS>(sK + st * DEC_BN * LD, sV + st * DEC_BN * LD, kc, vc, table, j0,
+                                              jb, je - 1, a.block_size_log2, row_stride, head_off, hd, vec16,
+                                              tile < STAGES - 1 ? held : -1);
+    };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < n_tiles)
+            load_tile(s);
+        cp_async_commit();
+    }
+    if (early) {
+        pdl_wait(); // q and the held row come from the previous kernel
+        pdl_launch_dependents();
+        const int tile = (held - jb) / DEC_BN;
+        if (held >= 0 && tile < STAGES - 1 && tile < n_tiles) // held back above: copy it now
+            load_kv_row<HD, DEC_THREADS>(sK + (tile * DEC_BN + (held - jb) % DEC_BN) * LD,
+                                         sV + (tile * DEC_BN + (held - jb) % DEC_BN) * LD, kc, vc, table, held,
+                                         a.block_size_log2, row_stride, head_off, hd);
+    }
+
     // The group's query rows, zero-padded to 16 rows x HD.
     const bf16 *q = reinterpret_cast<const bf16 *>(a.q) + ((int64_t)t * a.n_heads + h0) * hd;
     for (int i = threadIdx.x; i < 16 * (HD / 2); i += DEC_THREADS) {
@@ -102,19 +137,7 @@ __global__ void __launch_bounds__(NW * 32)
             v = *reinterpret_cast<const uint32_t *>(q + r * hd + d);
         *reinterpret_cast<uint32_t *>(sQ + r * LD + d) = v;
     }
-
-    auto load_tile = [&](int tile) {
-        const int j0 = jb + tile * DEC_BN, st = tile % STAGES;
-        load_kv_rows<HD, DEC_BN, DEC_THREADS>(sK + st * DEC_BN * LD, sV + st * DEC_BN * LD, kc, vc, table, j0,
-                                              jb, je - 1, a.block_size_log2, row_stride, head_off, hd, vec16);
-    };
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++) {
-        if (s < n_tiles)
-            load_tile(s);
-        cp_async_commit();
-    }
-    __syncthreads(); // sQ
+    __syncthreads(); // sQ (and the held row)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c4 = lane & 3;
     uint32_t qf[QREG ? KT : 1][4];
     if (QREG)
@@ -289,6 +312,17 @@ template <int HD, int NW, int STAGES> int decode_occupancy()
     return n < 1 ? 1 : n;
 }
 
+// INFER_ATTN_EARLY=0: the decode kernel waits before its first loads (A/B).
+static int attention_early_on()
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *s = getenv("INFER_ATTN_EARLY");
+        on = !(s && s[0] == '0');
+    }
+    return on;
+}
+
 template <int HD, int NW, int STAGES>
 cudaError_t launch_decode_cfg(const attn_args &a, long max_range, float *scratch, size_t scratch_floats,
                               int *n_splits_out, cudaStream_t stream)
@@ -316,7 +350,9 @@ cudaError_t launch_decode_cfg(const attn_args &a, long max_range, float *scratch
     float2 *part_ml =
         reinterpret_cast<float2 *>(scratch + (size_t)a.n_tokens * a.n_heads * n_splits * a.head_dim);
     dim3 grid(n_splits, a.n_kv_heads * n_rg, a.n_tokens);
-    rc = launch_pdl(decode_kernel<HD, NW, STAGES>, grid, NW * 32, smem, stream, a, n_splits, part_o, part_ml);
+    const int early = scratch && a.head_dim % 8 == 0 && attention_early_on();
+    rc = launch_pdl(decode_kernel<HD, NW, STAGES>, grid, NW * 32, smem, stream, a, n_splits, part_o, part_ml,
+                    early);
     if (n_splits > 1 && rc == cudaSuccess) {
         dim3 cgrid(a.n_heads, a.n_tokens, (a.head_dim + COMB_COLS - 1) / COMB_COLS);
         rc = launch_pdl(decode_combine_kernel, cgrid, COMB_THREADS, 0, stream, a, n_splits,

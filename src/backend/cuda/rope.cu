@@ -76,14 +76,31 @@ __global__ void qk_rope_kv_warp_kernel(bf16 *q_out, const bf16 *q_in, const bf16
                                        bf16 *k_cache, bf16 *v_cache)
 {
     constexpr int HD = 32 * R;
-    pdl_wait();
-    pdl_launch_dependents();
+    // Before the wait, what no kernel of this step writes: the position and
+    // slot (copied in before the step), the norm weights, the sines and
+    // cosines. Only q|k|v comes from the previous kernel (the projection).
     const int t = blockIdx.x, lane = threadIdx.x & 31;
     const int h = blockIdx.y * (blockDim.x >> 5) + (threadIdx.x >> 5);
-    if (h >= n_heads + n_kv)
-        return;
     const bool is_q = h < n_heads;
     const int kh = h - n_heads;
+    float wv[R], sn[R / 2], cs[R / 2];
+    int32_t slot = -1;
+    if (h < n_heads + n_kv) {
+        const bf16 *w = is_q ? q_norm : k_norm;
+#pragma unroll
+        for (int r = 0; r < R; r++)
+            wv[r] = w ? to_f32(w[lane + 32 * r]) : 0.f;
+        const float pos = (float)positions[t];
+#pragma unroll
+        for (int r = 0; r < R / 2; r++)
+            sincosf(pos * inv_freq[lane + 32 * r], &sn[r], &cs[r]);
+        if (!is_q)
+            slot = slot_mapping[t];
+    }
+    pdl_wait();
+    pdl_launch_dependents();
+    if (h >= n_heads + n_kv)
+        return;
     const bf16 *src = is_q ? q_in + (int64_t)t * q_stride + (int64_t)h * HD
                            : k_in + (int64_t)t * kv_stride + (int64_t)kh * HD;
     float x[R];
@@ -91,7 +108,6 @@ __global__ void qk_rope_kv_warp_kernel(bf16 *q_out, const bf16 *q_in, const bf16
     for (int r = 0; r < R; r++)
         x[r] = to_f32(src[lane + 32 * r]);
     if (q_norm) {
-        const bf16 *w = is_q ? q_norm : k_norm;
         float ss = 0.f;
 #pragma unroll
         for (int r = 0; r < R; r++)
@@ -99,18 +115,15 @@ __global__ void qk_rope_kv_warp_kernel(bf16 *q_out, const bf16 *q_in, const bf16
         float inv = rsqrtf(warp_sum(ss) / HD + eps);
 #pragma unroll
         for (int r = 0; r < R; r++) {
-            float y = x[r] * inv, wi = to_f32(w[lane + 32 * r]);
+            float y = x[r] * inv, wi = wv[r];
             x[r] = round_bf16(plus_one ? y * (1.f + wi) : wi * round_bf16(y));
         }
     }
-    const float pos = (float)positions[t];
 #pragma unroll
     for (int r = 0; r < R / 2; r++) {
-        float s, c;
-        sincosf(pos * inv_freq[lane + 32 * r], &s, &c);
         float a = x[r], b = x[r + R / 2];
-        x[r] = a * c - b * s;
-        x[r + R / 2] = b * c + a * s;
+        x[r] = a * cs[r] - b * sn[r];
+        x[r + R / 2] = b * cs[r] + a * sn[r];
     }
     if (is_q) {
         bf16 *dst = q_out + ((int64_t)t * n_heads + h) * HD;
@@ -119,7 +132,6 @@ __global__ void qk_rope_kv_warp_kernel(bf16 *q_out, const bf16 *q_in, const bf16
             dst[lane + 32 * r] = to_bf16(x[r]);
         return;
     }
-    const int32_t slot = slot_mapping[t];
     if (slot < 0)
         return;
     const int64_t at = (int64_t)slot * n_kv * HD + (int64_t)kh * HD;
