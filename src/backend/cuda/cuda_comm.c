@@ -313,6 +313,37 @@ done:
     return rc;
 }
 
+/* NCCL connects a pair of ranks on their first send: one float from every rank to
+ * rank 0 now, so the logits gather's connections (~300 MiB on rank 0 a peer) are
+ * made at start-up, not inside the first capture where they read as graph memory. */
+static int connect_gather(struct cuda_comm *cc, cudaStream_t s, struct err *e)
+{
+    float *one = NULL;
+    int rc = -1;
+    if (cudaMalloc((void **)&one, (size_t)cc->c.size * sizeof *one) != cudaSuccess ||
+        cudaMemsetAsync(one, 0, (size_t)cc->c.size * sizeof *one, s) != cudaSuccess) {
+        err_set(e, "cudaMalloc of %d floats for the logits gather's first exchange failed", cc->c.size);
+        goto done;
+    }
+    ncclResult_t r = nccl.GroupStart();
+    if (cc->c.rank == 0)
+        for (int p = 1; p < cc->c.size && r == ncclSuccess; p++)
+            r = nccl.Recv(one + p, 1, ncclFloat32, p, cc->nccl, s);
+    else if (r == ncclSuccess)
+        r = nccl.Send(one, 1, ncclFloat32, 0, cc->nccl, s);
+    ncclResult_t g = nccl.GroupEnd();
+    cudaError_t c = r == ncclSuccess && g == ncclSuccess ? cudaStreamSynchronize(s) : cudaSuccess;
+    if (r != ncclSuccess || g != ncclSuccess || c != cudaSuccess) {
+        err_set(e, "NCCL: rank %d could not connect to rank 0 for the logits gather: %s", cc->c.rank,
+                c != cudaSuccess ? cudaGetErrorString(c) : nccl.GetErrorString(r != ncclSuccess ? r : g));
+        goto done;
+    }
+    rc = 0;
+done:
+    cudaFree(one);
+    return rc;
+}
+
 static int read_env(struct cuda_comm *cc, struct err *e)
 {
     cc->forced = AR_PATH_AUTO;
@@ -376,6 +407,8 @@ struct comm *cuda_comm_create(struct backend *be, const char *id_text, int rank,
         err_set(e, "cudaMalloc of the logits' gathering space (%d MiB) failed", GATHER_STAGE_BYTES >> 20);
         goto fail;
     }
+    if (connect_gather(cc, s, e))
+        goto fail;
     int version = 0;
     nccl.GetVersion(&version);
     if (cc->forced != AR_PATH_AUTO)
