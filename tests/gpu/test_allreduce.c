@@ -347,8 +347,11 @@ GPU_TEST(allreduce_fold_equals_all_reduce_then_norm)
     if (peers_open(&p, 8, ctx->msg, sizeof ctx->msg))
         return 0;
     int failed = 0, cases = 0;
-    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0] && !failed; si++)
+    const size_t n_shapes = sizeof shapes / sizeof shapes[0];
+    for (size_t sp = 0; sp < 2 * n_shapes && !failed; sp++) /* each shape with the fold's row preloaded, then not */
         for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0] && !failed; ri++, cases++) {
+            const size_t si = sp % n_shapes;
+            const int pre = sp < n_shapes;
             const int d = shapes[si].d, rows = row_counts[ri], po = shapes[si].plus_one;
             const size_t n = (size_t)rows * d, bytes = n * 2;
             uint16_t *w = rand_bf16(ctx, (size_t)d, po ? 0.f : 1.f, 0.1f);
@@ -392,12 +395,14 @@ GPU_TEST(allreduce_fold_equals_all_reduce_then_norm)
             }
             for (int g = 0; g < p.n; g++) /* (as above) */
                 CHECK(cudaSetDevice(g) == cudaSuccess && cudaStreamSynchronize(p.s[g]) == cudaSuccess);
+            cuda_norm_preload_set(pre);
             for (int g = 0; g < p.n; g++) { /* the one kernel */
                 CHECK(cudaSetDevice(g) == cudaSuccess);
                 wdp = shapes[si].sandwich ? wd_d[g] : NULL;
                 CHECK(launch_ar_fold(&p.g[g], res_b[g], part_b[g], wdp, out_b[g], w_d[g], rows, d, 1e-6f, po,
                                      p.s[g]) == cudaSuccess);
             }
+            cuda_norm_preload_set(-1);
             uint16_t *a = malloc(bytes), *b = malloc(bytes), *first = malloc(bytes);
             for (int g = 0; g < p.n && !failed; g++) {
                 CHECK(cudaSetDevice(g) == cudaSuccess && cudaStreamSynchronize(p.s[g]) == cudaSuccess);
@@ -409,8 +414,9 @@ GPU_TEST(allreduce_fold_equals_all_reduce_then_norm)
                         while (a[i] == b[i])
                             i++;
                         snprintf(ctx->msg, sizeof ctx->msg,
-                                 "d %d, %d rows, rank %d: the %s differs at %zu: folded %g, two steps %g", d, rows, g,
-                                 what ? "residual" : "normed output", i, bf16_to_f32(b[i]), bf16_to_f32(a[i]));
+                                 "d %d, %d rows, rank %d%s: the %s differs at %zu: folded %g, two steps %g", d, rows, g,
+                                 pre ? " (preloaded)" : "", what ? "residual" : "normed output", i, bf16_to_f32(b[i]),
+                                 bf16_to_f32(a[i]));
                         failed = 1;
                     }
                     if (!what && g == 0)

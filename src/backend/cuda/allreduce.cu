@@ -12,6 +12,7 @@
 // block at a time.
 #include "backend/cuda/allreduce.h"
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/kernels.h"
 #include "backend/cuda/norm_row.cuh"
 
 namespace {
@@ -159,12 +160,21 @@ __global__ void __launch_bounds__(AR_THREADS) ar_one_shot_kernel(ar_args g, T *o
 // folded as rmsnorm_kernel's modes 1 / 2 fold an f32 delta: the same bits as
 // the f32 all-reduce followed by add_rmsnorm_f32 / add_normed_rmsnorm_f32,
 // in one kernel.
+//
+// preload (d <= NORM_PRE * blockDim.x): the block's first row's residual and
+// weights are loaded before the wait (norm.cu's fold_preloaded says why that
+// is safe) and folded in registers, the same bits as fold_row.
 template <bool SANDWICH>
-__global__ void ar_fold_kernel(ar_args g, bf16 *out, bf16 *residual, const float *partial, const bf16 *w,
-                               const bf16 *wd, int rows, int d, float eps, int plus_one)
+__global__ void __launch_bounds__(1024) // norm_threads(d) <= 1024: at most 64 registers
+    ar_fold_kernel(ar_args g, bf16 *out, bf16 *residual, const float *partial, const bf16 *w, const bf16 *wd, int rows,
+                   int d, float eps, int plus_one, int preload)
 {
     extern __shared__ float row[]; // d floats
     const uint32_t epoch = begin_call(g);
+    float rv[NORM_PRE], wv[NORM_PRE], wdv[NORM_PRE];
+    const bool pre = preload && (int)blockIdx.x < rows;
+    if (pre)
+        fold_load_inputs<SANDWICH>(rv, wv, wdv, residual + (size_t)blockIdx.x * d, w, wd, d);
     pdl_wait(); // partial is the previous kernel's output
     if ((int)blockIdx.x >= rows)
         return;
@@ -184,7 +194,17 @@ __global__ void ar_fold_kernel(ar_args g, bf16 *out, bf16 *residual, const float
                 row[v * 4 + k] = round_bf16(acc[k]);
         }
         __syncthreads(); // fold_row reads row[] in its own order
-        fold_row<SANDWICH>(out + base, residual + base, row, w, wd, d, eps, plus_one);
+        if (pre && r == (int)blockIdx.x) {
+            float v[NORM_PRE];
+#pragma unroll
+            for (int e = 0; e < NORM_PRE; e++) {
+                const int i = threadIdx.x + e * blockDim.x;
+                v[e] = i < d ? row[i] : 0.f;
+            }
+            fold_regs<SANDWICH>(out + base, residual + base, v, rv, wv, wdv, d, eps, plus_one);
+        } else {
+            fold_row<SANDWICH>(out + base, residual + base, row, w, wd, d, eps, plus_one);
+        }
         __syncthreads(); // and the next row rewrites it
     }
 }
@@ -270,13 +290,14 @@ extern "C" cudaError_t launch_ar_fold(const struct ar_group *g, void *residual, 
     if (per_call < 1)
         return cudaErrorInvalidValue;
     const size_t smem = (size_t)d * sizeof(float);
+    const int preload = d <= NORM_PRE * norm_threads(d) && cuda_norm_preload_on();
     for (int at = 0; at < rows; at += per_call) {
         const int k = rows - at < per_call ? rows - at : per_call;
         const size_t off = (size_t)at * d;
         cudaError_t rc = launch_pdl(w_delta ? ar_fold_kernel<true> : ar_fold_kernel<false>, AR_BLOCKS,
                                     norm_threads(d), smem, stream, a, static_cast<bf16 *>(out) + off,
                                     static_cast<bf16 *>(residual) + off, partial + off, static_cast<const bf16 *>(w),
-                                    static_cast<const bf16 *>(w_delta), k, d, eps, plus_one);
+                                    static_cast<const bf16 *>(w_delta), k, d, eps, plus_one, preload);
         if (rc != cudaSuccess)
             return rc;
     }

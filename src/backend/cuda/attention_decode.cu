@@ -244,13 +244,14 @@ __global__ void __launch_bounds__(COMB_THREADS)
 {
     __shared__ float weight[ATTN_DECODE_MAX_SPLITS];
     __shared__ float4 red[COMB_THREADS];
-    pdl_wait(); // the split partials come from decode_kernel
-    pdl_launch_dependents();
+    // the step's metadata (copied in before its first kernel) before the wait
     const int h = blockIdx.x, t = blockIdx.y, hd = a.head_dim;
     const int c0 = blockIdx.z * COMB_COLS, cols = min(COMB_COLS, hd - c0);
     int lo, hi;
     token_kv_range(a, t, lo, hi);
     const int n_active = decode_active_splits(hi - lo + 1, n_splits);
+    pdl_wait(); // the split partials come from decode_kernel
+    pdl_launch_dependents();
     bf16 *out = reinterpret_cast<bf16 *>(a.out) + ((int64_t)t * a.n_heads + h) * hd + c0;
     if (n_active == 0) {
         for (int d = threadIdx.x; d < cols; d += COMB_THREADS)

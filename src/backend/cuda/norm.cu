@@ -20,13 +20,11 @@ __device__ __forceinline__ float delta_value(float x) { return round_bf16(x); }
 // by an earlier fold, which completed before the previous kernel got past
 // its own wait. So one dependent load (delta) is left after the wait
 // instead of three (delta, residual, w): ~1 us less a norm at batch 1.
-#define NORM_PRE 4
-
 static int norm_preload = -1; // INFER_NORM_PRELOAD=0 turns it off (A/B); cuda_norm_preload_set (tests)
 
 extern "C" void cuda_norm_preload_set(int on) { norm_preload = on; }
 
-static int norm_preload_on()
+extern "C" int cuda_norm_preload_on(void)
 {
     if (norm_preload < 0) {
         const char *s = getenv("INFER_NORM_PRELOAD");
@@ -40,14 +38,7 @@ __device__ __forceinline__ void fold_preloaded(bf16 *out, bf16 *residual, const 
                                                const bf16 *wd, int d, float eps, int plus_one)
 {
     float r[NORM_PRE], wv[NORM_PRE], wdv[NORM_PRE], v[NORM_PRE];
-#pragma unroll
-    for (int e = 0; e < NORM_PRE; e++) {
-        const int i = threadIdx.x + e * blockDim.x;
-        const bool ok = i < d;
-        r[e] = ok ? to_f32(residual[i]) : 0.f;
-        wv[e] = ok ? to_f32(w[i]) : 0.f;
-        wdv[e] = SANDWICH && ok ? to_f32(wd[i]) : 0.f;
-    }
+    fold_load_inputs<SANDWICH>(r, wv, wdv, residual, w, wd, d);
     pdl_wait(); // delta is the previous kernel's output
     pdl_launch_dependents();
 #pragma unroll
@@ -55,41 +46,7 @@ __device__ __forceinline__ void fold_preloaded(bf16 *out, bf16 *residual, const 
         const int i = threadIdx.x + e * blockDim.x;
         v[e] = i < d ? delta_value(delta[i]) : 0.f;
     }
-    if (SANDWICH) { // norm_row(row, ss, d, eps, wd, plus_one, nullptr)
-        float ss = 0.f;
-#pragma unroll
-        for (int e = 0; e < NORM_PRE; e++)
-            if (threadIdx.x + e * blockDim.x < d)
-                ss += v[e] * v[e];
-        ss = block_sum(ss);
-        const float inv = rsqrtf(ss / d + eps);
-#pragma unroll
-        for (int e = 0; e < NORM_PRE; e++) {
-            const float y = v[e] * inv;
-            v[e] = round_bf16(plus_one ? y * (1.f + wdv[e]) : wdv[e] * round_bf16(y));
-        }
-    }
-    float ss = 0.f;
-#pragma unroll
-    for (int e = 0; e < NORM_PRE; e++) {
-        const int i = threadIdx.x + e * blockDim.x;
-        if (i < d) {
-            const float x = round_bf16(r[e] + v[e]);
-            residual[i] = to_bf16(x);
-            v[e] = x;
-            ss += x * x;
-        }
-    }
-    ss = block_sum(ss);
-    const float inv = rsqrtf(ss / d + eps);
-#pragma unroll
-    for (int e = 0; e < NORM_PRE; e++) {
-        const int i = threadIdx.x + e * blockDim.x;
-        if (i < d) {
-            const float y = v[e] * inv;
-            out[i] = to_bf16(plus_one ? y * (1.f + wv[e]) : wv[e] * round_bf16(y));
-        }
-    }
+    fold_regs<SANDWICH>(out, residual, v, r, wv, wdv, d, eps, plus_one);
 }
 
 template <int MODE, typename DeltaT = bf16>
@@ -130,7 +87,7 @@ extern "C" cudaError_t launch_rmsnorm(void *out, const void *x, const void *w, i
 }
 
 // The preloaded fold where the row fits the registers (and it is on).
-static int preload_for(int d) { return d <= NORM_PRE * norm_threads(d) && norm_preload_on(); }
+static int preload_for(int d) { return d <= NORM_PRE * norm_threads(d) && cuda_norm_preload_on(); }
 
 extern "C" cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, const void *w, int rows,
                                           int d, float eps, int plus_one, cudaStream_t stream)
