@@ -27,8 +27,13 @@ mkdir -p "$OUT" "$WORK"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$OUT/machine.txt"
 git rev-parse --short HEAD 2>/dev/null | tee -a "$OUT/machine.txt"
 
+# The source first (its converter); the build (~5 minutes on 16 cores) then runs while the
+# checkpoints are made and converted, so that everything fits one call.
+bash bench/llamacpp/build.sh source || exit 1
+build_pid=
 if [ ! -x "$BIN/llama-batched-bench" ]; then
-    bash bench/llamacpp/build.sh cuda 2>&1 | tee "$OUT/llama-build.txt" || exit 1
+    TARGETS="llama-bench llama-batched-bench" bash bench/llamacpp/build.sh cuda >"$OUT/llama-build.txt" 2>&1 &
+    build_pid=$!
 fi
 if [ ! -d "$WORK/tokenizers" ]; then
     tar xJf .carry/tokenizers.tar.xz -C "$WORK" || { echo "peer: no .carry/tokenizers.tar.xz" >&2; exit 1; }
@@ -36,6 +41,7 @@ fi
 
 family() { case $1 in gemma*) echo gemma3 ;; llama*) echo llama3 ;; qwen*) echo qwen3 ;; esac; }
 
+ready=()
 for name in $(tr ',' ' ' <<<"$LIST"); do
     ck=$WORK/$name gguf=$WORK/$name.bf16.gguf
     if [ ! -f "$ck/model.safetensors" ]; then
@@ -51,6 +57,15 @@ for name in $(tr ',' ' ' <<<"$LIST"); do
             --outfile "$gguf" >>"$OUT/convert-$name.log" 2>&1 || { tail -n 15 "$OUT/convert-$name.log"; continue; }
         echo "peer: $name converted in $((SECONDS - t0)) s ($(du -h "$gguf" | cut -f1))"
     fi
+    ready+=("$name")
+done
+if [ -n "$build_pid" ]; then
+    wait "$build_pid" || { cat "$OUT/llama-build.txt"; exit 1; }
+    cat "$OUT/llama-build.txt"
+fi
+
+for name in "${ready[@]}"; do
+    ck=$WORK/$name gguf=$WORK/$name.bf16.gguf
     $INFER bench --model "$ck" --device cuda --batch 1,8,32,128 --prompt-len 0 --cuda-graph-mode full \
         2>"$OUT/infer-$name.err" | sed "s/^{/{\"name\": \"$name\", /" | tee -a "$OUT/infer.jsonl"
     "$BIN/llama-bench" -m "$gguf" -p 0 -n 256 -ngl 99 -fa on -r 3 -o jsonl 2>"$OUT/llama-bench-$name.err" |

@@ -2,8 +2,10 @@
 # Builds llama.cpp's llama-bench, llama-batched-bench and llama-server from
 # .carry/llama.cpp.tar.xz (bench/llamacpp/fetch.sh) into $LLAMA_DIR/build/bin.
 #
-# Usage: bench/llamacpp/build.sh [cuda|cpu]     (default cuda: CUDA on sm_90, the H100/H200)
-#   LLAMA_DIR=/tmp/llama.cpp by default; JOBS=$(nproc).
+# Usage: bench/llamacpp/build.sh [cuda|cpu|source]  (default cuda: CUDA on sm_90, the H100/H200;
+#   source: only unpack the source, for its converter)
+#   LLAMA_DIR=/tmp/llama.cpp by default; JOBS=$(nproc); TARGETS (default: llama-bench
+#   llama-batched-bench llama-server).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 KIND=${1:-cuda}
@@ -16,9 +18,10 @@ if [ ! -f "$LLAMA_DIR/CMakeLists.txt" ]; then
     [ "$(basename "$LLAMA_DIR")" = llama.cpp ] || mv "$(dirname "$LLAMA_DIR")/llama.cpp" "$LLAMA_DIR"
 fi
 case $KIND in
+source) exit 0 ;;
 cuda) backend=(-DGGML_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES=90) ;;
 cpu) backend=(-DGGML_CUDA=OFF) ;;
-*) echo "build: unknown kind '$KIND' (cuda or cpu)" >&2; exit 2 ;;
+*) echo "build: unknown kind '$KIND' (cuda, cpu or source)" >&2; exit 2 ;;
 esac
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)
 t0=$SECONDS
@@ -27,6 +30,7 @@ cmake -S "$LLAMA_DIR" -B "$LLAMA_DIR/build" "${gen[@]}" -DCMAKE_BUILD_TYPE=Relea
     -DGGML_NATIVE=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_APP=OFF \
     -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_OPENSSL=OFF >"$LLAMA_DIR/configure.log" 2>&1 ||
     { tail -n 30 "$LLAMA_DIR/configure.log" >&2; exit 1; }
-cmake --build "$LLAMA_DIR/build" -j "${JOBS:-$(nproc)}" --target llama-bench llama-batched-bench llama-server \
+read -r -a targets <<<"${TARGETS:-llama-bench llama-batched-bench llama-server}"
+cmake --build "$LLAMA_DIR/build" -j "${JOBS:-$(nproc)}" --target "${targets[@]}" \
     >"$LLAMA_DIR/build.log" 2>&1 || { grep -m 20 -iE "error" "$LLAMA_DIR/build.log" >&2; tail -n 20 "$LLAMA_DIR/build.log" >&2; exit 1; }
 echo "build: llama.cpp ($(cat "$LLAMA_DIR/VENDORED_FROM" 2>/dev/null | cut -d, -f1), $KIND) in $((SECONDS - t0)) s: $LLAMA_DIR/build/bin"
