@@ -3,6 +3,8 @@
 communicator, --dist-backend cpu-test), through the CLI:
 - `infer logits` over 2 and 4 ranks equals one rank within 1e-5 (fp32) on the
   three tiny fixtures: a 12-token prompt (chunks of 8) and 8 decode steps;
+  and over 8 ranks on 8-head variants of the Llama and Qwen3 fixtures
+  (random weights from `infer mkmodel`);
 - 64 requests batched over 2 ranks (chunked prefill, a small KV pool that
   preempts, a shared prefix for the prefix cache) give exactly what each
   gives alone over 2 ranks, greedy and seeded;
@@ -55,7 +57,8 @@ def rel_err(a, b):
 
 
 def logits(tmp, fixture, ids, prefill, extra):
-    out = os.path.join(tmp, f"{fixture}-{len(extra)}.safetensors")
+    """fixture: a folder of tests/fixtures, or a model's path."""
+    out = os.path.join(tmp, f"{os.path.basename(fixture)}-{len(extra)}.safetensors")
     p = subprocess.run([INFER, "logits", "--model", os.path.join(FIX, fixture), "--ids", ",".join(map(str, ids)),
                         "--prefill", str(prefill), "--max-num-batched-tokens", "8", "--out", out] + extra,
                        capture_output=True, text=True, timeout=300)
@@ -78,6 +81,39 @@ def check_logits(tmp):
             worst = max(rel_err(a, b) for a, b in zip(split, one))
             check(len(split) == 20 and worst <= 1e-5,
                   f"{fixture} over {size} ranks: 12 prompt + 8 decode rows equal one rank's (max rel err {worst:.2e})")
+
+
+def eight_heads(tmp, fixture):
+    """The fixture's config with 8 attention heads, random weights (infer mkmodel): its path, or None."""
+    with open(os.path.join(FIX, fixture, "config.json")) as f:
+        text = f.read()
+    cfg = os.path.join(tmp, f"{fixture}-8-heads.json")
+    with open(cfg, "w") as f:
+        f.write(text.replace('"num_attention_heads": 4,', '"num_attention_heads": 8,'))
+    out = os.path.join(tmp, f"{fixture}-8-heads")
+    p = subprocess.run([INFER, "mkmodel", "--config", cfg, "--out", out, "--seed", "1"], capture_output=True,
+                       text=True, timeout=120)
+    return out if p.returncode == 0 else None
+
+
+def check_logits_8(tmp):
+    """8 ranks as processes: each one query head, each of the 2 KV heads on 4 ranks."""
+    rng = random.Random(8)
+    for fixture in ("tiny-llama", "tiny-qwen3"):
+        model = eight_heads(tmp, fixture)
+        check(model is not None, f"{fixture} with 8 heads made by infer mkmodel")
+        if model is None:
+            continue
+        ids = [rng.randrange(1024) for _ in range(20)]
+        one, err = logits(tmp, model, ids, 12, ["--device", "cpu", "--threads", "1"])
+        split, err8 = logits(tmp, model, ids, 12, ["--tp", "8"] + TP)
+        if one is None or split is None:
+            check(False, f"{fixture} with 8 heads over 1 and 8 ranks ran: {err or err8}")
+            continue
+        worst = max(rel_err(a, b) for a, b in zip(split, one))
+        check(len(split) == 20 and worst <= 1e-5,
+              f"{fixture} with 8 heads over 8 ranks: 12 prompt + 8 decode rows equal one rank's "
+              f"(max rel err {worst:.2e})")
 
 
 def generate(path, extra):
@@ -185,6 +221,7 @@ def check_two_nodes(tmp):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_logits(tmp)
+        check_logits_8(tmp)
         check_batch_equals_alone(tmp)
         check_killed_rank()
         check_two_nodes(tmp)

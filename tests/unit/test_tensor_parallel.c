@@ -3,21 +3,28 @@
  * (model_load_shard) and a step runner, joined by the CPU communicator. They
  * run the same steps (a chunked prefill, then decode steps); rank 0's
  * logits must equal the whole model's within 1e-5 (fp32: only the order of
- * the partial sums differs). The process-level protocol (bootstrap, control
- * messages, watchdog) is tested through the CLI (tests/cli/tensor_parallel.sh). */
+ * the partial sums differs). N = 2 and 4 on the fixtures (4 attention
+ * heads); N = 8 on 8-head variants of the Llama and Qwen3 fixtures with
+ * random weights (each rank one query head, each of the 2 KV heads on 4
+ * ranks). The process-level protocol (bootstrap, control messages,
+ * watchdog) is tested through the CLI (tests/cli/tensor_parallel.py). */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "core/threadpool.h"
 #include "dist/comm_cpu.h"
+#include "io/model_config.h"
+#include "model/random_init.h"
 #include "runner/runner.h"
 #include "test_util.h"
 
-enum { PROMPT = 20, DECODE = 8, TOTAL = PROMPT + DECODE, CHUNK = 8, BS = 4, MAX_RANKS = 4 };
+enum { PROMPT = 20, DECODE = 8, TOTAL = PROMPT + DECODE, CHUNK = 8, BS = 4, MAX_RANKS = 8 };
 
 struct rank_run {
-    const char *fixture;
+    const char *model; /* the model's folder */
     int rank, size;
     struct comm *comm; /* made before the threads start: rank 0's creates the segment */
     int32_t ids[TOTAL];
@@ -36,7 +43,7 @@ static void *run_rank(void *arg)
     struct block_pool pool = {0};
     struct seq_blocks blocks = {0};
     be->comm = rr->comm;
-    if (!(m = model_load_shard(fixture_path(rr->fixture), be, rr->rank, rr->size, &e)))
+    if (!(m = model_load_shard(rr->model, be, rr->rank, rr->size, &e)))
         goto done;
     const struct runner_opts o = {.max_tokens = CHUNK, .max_seqs = 2, .max_context = TOTAL, .block_size = BS,
                                   .host_kv_blocks = TOTAL / BS + 2, .gpu_memory_utilization = 0.9,
@@ -71,8 +78,8 @@ done:
     return NULL;
 }
 
-/* The logits of the fixture split over size ranks (rank 0's), malloc'ed. */
-static float *run_split(const char *fixture, int size, int vocab)
+/* The logits of the model split over size ranks (rank 0's), malloc'ed. */
+static float *run_split(const char *model, int size, int vocab)
 {
     struct rank_run rr[MAX_RANKS];
     pthread_t th[MAX_RANKS];
@@ -83,7 +90,7 @@ static float *run_split(const char *fixture, int size, int vocab)
         struct err e = {{0}};
         struct comm *c = size > 1 ? comm_cpu_create(shm, r, size, 1 << 16, &e) : NULL;
         cr_assert(size == 1 || c, "%s", e.msg);
-        rr[r] = (struct rank_run){.fixture = fixture, .rank = r, .size = size, .comm = c, .logits = logits};
+        rr[r] = (struct rank_run){.model = model, .rank = r, .size = size, .comm = c, .logits = logits};
         for (int i = 0; i < TOTAL; i++)
             rr[r].ids[i] = (int32_t)((i * 7919 + 13) % vocab);
     }
@@ -92,36 +99,92 @@ static float *run_split(const char *fixture, int size, int vocab)
     for (int r = 0; r < size; r++)
         pthread_join(th[r], NULL);
     for (int r = 0; r < size; r++)
-        cr_assert(!rr[r].err[0], "%s rank %d of %d: %s", fixture, r, size, rr[r].err);
+        cr_assert(!rr[r].err[0], "%s rank %d of %d: %s", model, r, size, rr[r].err);
     return logits;
 }
 
-static void check(const char *fixture)
+/* Rank 0's logits over 2, 4, ... max_size ranks against one rank's. */
+static void check(const char *model, int vocab, int max_size)
 {
-    struct backend *be;
-    struct model *m = test_load_model(fixture, &be);
-    const int V = m->cfg.vocab_size;
-    test_free_model(m, be);
-    float *whole = run_split(fixture, 1, V);
-    for (int size = 2; size <= 4; size *= 2) {
-        float *split = run_split(fixture, size, V);
+    const int V = vocab;
+    float *whole = run_split(model, 1, V);
+    for (int size = 2; size <= max_size; size *= 2) {
+        float *split = run_split(model, size, V);
         double worst = 0;
         for (int t = 0; t < TOTAL; t++) {
             const double err = max_rel_err(split + (size_t)t * V, whole + (size_t)t * V, V);
             worst = err > worst ? err : worst;
-            cr_assert(err <= 1e-5, "%s over %d ranks: position %d (%s): rel err %.3g against one rank", fixture,
+            cr_assert(err <= 1e-5, "%s over %d ranks: position %d (%s): rel err %.3g against one rank", model,
                       size, t, t < PROMPT ? "prefill" : "decode", err);
         }
-        cr_log_info("%s over %d ranks: max rel err %.3g over %d prefill and %d decode rows", fixture, size, worst,
+        cr_log_info("%s over %d ranks: max rel err %.3g over %d prefill and %d decode rows", model, size, worst,
                     PROMPT, DECODE);
         free(split);
     }
     free(whole);
 }
 
-Test(tensor_parallel, llama_split_equals_whole) { check("tiny-llama"); }
-Test(tensor_parallel, qwen3_split_equals_whole) { check("tiny-qwen3"); }
-Test(tensor_parallel, gemma3_split_equals_whole) { check("tiny-gemma3"); }
+static void check_fixture(const char *fixture)
+{
+    struct backend *be;
+    struct model *m = test_load_model(fixture, &be);
+    const int V = m->cfg.vocab_size;
+    test_free_model(m, be);
+    check(fixture_path(fixture), V, 4);
+}
+
+Test(tensor_parallel, llama_split_equals_whole) { check_fixture("tiny-llama"); }
+Test(tensor_parallel, qwen3_split_equals_whole) { check_fixture("tiny-qwen3"); }
+Test(tensor_parallel, gemma3_split_equals_whole) { check_fixture("tiny-gemma3"); }
+
+/* The fixture's config with 8 attention heads and random weights (seed 1),
+ * in the test's temp folder; its path. */
+static const char *eight_heads(const char *fixture, int *vocab)
+{
+    char name[64];
+    snprintf(name, sizeof name, "%s/config.json", fixture);
+    struct tpath src = {{0}}, dir = test_tmp_path(fixture), cfg_path = test_tmp_path(name), weights;
+    snprintf(name, sizeof name, "%s/model.safetensors", fixture);
+    weights = test_tmp_path(name);
+    snprintf(src.s, sizeof src.s, "%s/config.json", fixture_path(fixture));
+    FILE *f = fopen(src.s, "rb");
+    cr_assert(f, "cannot read %s", src.s);
+    static char text[8192];
+    const size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    char *heads = strstr(text, "\"num_attention_heads\": 4,");
+    cr_assert(heads, "%s: no \"num_attention_heads\": 4", src.s);
+    heads[strlen("\"num_attention_heads\": ")] = '8';
+    cr_assert_eq(mkdir(dir.s, 0755), 0);
+    f = fopen(cfg_path.s, "wb");
+    cr_assert(f && fwrite(text, 1, n, f) == n && fclose(f) == 0, "cannot write %s", cfg_path.s);
+    struct err e = {{0}};
+    struct model_config cfg;
+    cr_assert_eq(model_config_load(cfg_path.s, &cfg, &e), 0, "%s", e.msg);
+    cr_assert_eq(cfg.n_heads, 8);
+    struct threadpool *pool = threadpool_create(1);
+    cr_assert_eq(random_init_write(&cfg, weights.s, 1, pool, &e), 0, "%s", e.msg);
+    threadpool_free(pool);
+    *vocab = cfg.vocab_size;
+    static char path[256];
+    snprintf(path, sizeof path, "%s", dir.s);
+    return path;
+}
+
+Test(tensor_parallel, llama_8_heads_over_8_ranks, .init = test_tmp_setup, .fini = test_tmp_teardown)
+{
+    int V;
+    const char *model = eight_heads("tiny-llama", &V);
+    check(model, V, 8);
+}
+
+Test(tensor_parallel, qwen3_8_heads_over_8_ranks, .init = test_tmp_setup, .fini = test_tmp_teardown)
+{
+    int V;
+    const char *model = eight_heads("tiny-qwen3", &V);
+    check(model, V, 8);
+}
 
 Test(tensor_parallel, refusals_name_the_flag)
 {
