@@ -1,18 +1,20 @@
 #!/usr/bin/env bash
-# Tensor parallelism on a machine of several GPUs (nvidia-h100-x2 / -x4), from
+# Tensor parallelism on a machine of several GPUs (nvidia-h100-x2 / -x4 / -x8), from
 # binaries built here by `make gpu-build`; a short table last, logs in $OUT.
 #
 # On the device (repo root): bash tests/gpu/tp.sh CONFIGS_DIR STAGES [MODELS]
 #   STAGES, comma-separated:
 #     check    GPUs, links, libraries
 #     kernels  the one-shot all-reduce against the rank-order sum, every GPU (+ its timing)
-#     smoke    --tp 1, 2 (and 4) each give 24 greedy tokens of one short prompt (and end)
-#     parity   prompt logits at TP 1/2/4 against transformers fp32 (tools/tp_parity.py)
-#     engine   64 requests batched = alone, full graphs, greedy and seeded, TP 2 and 4
-#     bench    decode tok/s, batch 1 and 64, full graphs, TP 1/2/4; all-reduce paths (nccl, off:
+#     smoke    --tp 1, 2 (4, 8) each give 24 greedy tokens of one short prompt (and end); a size
+#              that does not divide a model's heads (Gemma-3-1B at 8) is refused naming the flag
+#     parity   prompt logits at TP 1/2/4/8 against transformers fp32 (tools/tp_parity.py)
+#     engine   64 requests batched = alone, full graphs, greedy and seeded, TP 2, 4 (and 8)
+#     bench    decode tok/s, batch 1 and 64, full graphs, TP 1/2/4/8; all-reduce paths (nccl, off:
 #              no sums, nofold: one-shot sums not folded into the norm)
 #     nodes    TP 2 as two machines (a GPU each, NCCL over sockets): engine check + speed
 #   MODELS: config folder names, comma-separated (default: all three)
+# Sizes: 2, 4 and 8 as the machine's GPUs allow, each model at those that divide its heads.
 # NCCL's NVLink multicast stays off (NCCL_NVLS_ENABLE=0): it can take a shared host's GPUs down.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -26,6 +28,7 @@ mkdir -p "$OUT" "$MODELS"
 GPUS=$(nvidia-smi -L | wc -l)
 SIZES="2"
 [ "$GPUS" -ge 4 ] && SIZES="2 4"
+[ "$GPUS" -ge 8 ] && SIZES="2 4 8"
 summary=()
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
 note() { summary+=("$1"); echo "== $1"; }
@@ -34,6 +37,19 @@ model() { # makes the checkpoint once; prints its path
     echo "$MODELS/$1"
 }
 names() { tr ',' ' ' <<<"$LIST"; }
+heads() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['num_attention_heads'])" "$CONFIGS/$1/config.json"; }
+sizes_of() { # the sizes of SIZES that divide the model's attention heads (Gemma-3-1B: 4 heads, no TP 8)
+    local h s out=""
+    h=$(heads "$1")
+    for s in $SIZES; do [ $((h % s)) -eq 0 ] && out="$out $s"; done
+    echo $out
+}
+too_big() { # the sizes of SIZES that do not
+    local h s out=""
+    h=$(heads "$1")
+    for s in $SIZES; do [ $((h % s)) -ne 0 ] && out="$out $s"; done
+    echo $out
+}
 
 if has check; then
     nvidia-smi --query-gpu=index,name,memory.total,driver_version --format=csv | tee "$OUT/machine.txt"
@@ -58,7 +74,17 @@ if has smoke; then
         m=$(model "$name")
         ids=$(python3 -c "import random; r=random.Random(3); print(','.join(str(r.randrange(1000, 30000)) for _ in range(40)))")
         ref=""
-        for tp in 1 $SIZES; do
+        for tp in $(too_big "$name"); do # refused, naming the flag
+            msg=$(timeout 120 $B/infer generate --model "$m" --device cuda --prompt-ids "$ids" --max-tokens 4 \
+                --tp $tp 2>&1 >/dev/null)
+            rc=$?
+            if [ $rc -ne 0 ] && grep -q -- "--tensor-parallel-size $tp" <<<"$msg"; then
+                note "smoke: $name tp $tp refused (exit $rc): $(grep -- "--tensor-parallel-size" <<<"$msg" | head -n 1)"
+            else
+                note "smoke: $name tp $tp: FAIL, not refused by name (exit $rc)"
+            fi
+        done
+        for tp in 1 $(sizes_of "$name"); do
             t0=$SECONDS
             got=$(timeout 120 $B/infer generate --model "$m" --device cuda --prompt-ids "$ids" --max-tokens 24 --json \
                 --batch-invariant --tp $tp 2>"$OUT/smoke-$name-$tp.log" | python3 -c 'import json,sys; print(json.load(sys.stdin)["ids"])')
@@ -75,9 +101,10 @@ if has smoke; then
 fi
 
 if has parity; then
-    paths=$(for name in $(names); do model "$name"; done)
-    python3 tools/tp_parity.py $B/infer $paths --tp "1,$(tr ' ' ',' <<<"$SIZES")" 2>&1 |
-        grep -v "Loading weights" | tee "$OUT/parity.log"
+    for name in $(names); do
+        python3 tools/tp_parity.py $B/infer "$(model "$name")" --tp "1,$(sizes_of "$name" | tr ' ' ',')" 2>&1 |
+            grep -v "Loading weights" | tee -a "$OUT/parity.log"
+    done
     while read -r line; do note "parity: $line"; done < <(grep -E "OK|FAIL" "$OUT/parity.log")
 fi
 
@@ -85,7 +112,7 @@ if has engine; then
     for name in $(names); do
         m=$(model "$name")
         u=0.004; case $name in gemma*) u=0.0006 ;; esac # a pool small enough to preempt
-        for tp in $SIZES; do
+        for tp in $(sizes_of "$name"); do
             for kind in "" --sampled; do
                 timeout 580 python3 tools/engine_check.py $B/infer "$m" --util $u --graph full --tp $tp $kind \
                     >>"$OUT/engine.log" 2>&1 || echo "engine_check $name tp $tp $kind: exit $?" >>"$OUT/engine.log"
@@ -106,10 +133,10 @@ if has bench; then
     for name in $(names); do
         m=$(model "$name")
         args=(--model "$m" --device cuda --batch 1,64 --prompt-len 0 --cuda-graph-mode full)
-        for tp in 1 $SIZES; do
+        for tp in 1 $(sizes_of "$name"); do
             bench "$name" auto $B/infer bench "${args[@]}" --tp $tp
         done
-        for tp in $SIZES; do # the same steps with the sums over NCCL, and with none (the rest of the step)
+        for tp in $(sizes_of "$name"); do # the same steps with the sums over NCCL, and with none (the rest of the step)
             bench "$name" nccl INFER_ALLREDUCE=nccl $B/infer bench "${args[@]}" --tp $tp
             bench "$name" off INFER_ALLREDUCE=off $B/infer bench "${args[@]}" --tp $tp
             bench "$name" nofold INFER_AR_FOLD=0 $B/infer bench "${args[@]}" --tp $tp
