@@ -290,7 +290,7 @@ extern "C" cudaError_t launch_ar_fold(const struct ar_group *g, void *residual, 
     if (per_call < 1)
         return cudaErrorInvalidValue;
     const size_t smem = (size_t)d * sizeof(float);
-    const int preload = d <= NORM_PRE * norm_threads(d) && cuda_norm_preload_on();
+    const int preload = cuda_fold_preloads(d);
     for (int at = 0; at < rows; at += per_call) {
         const int k = rows - at < per_call ? rows - at : per_call;
         const size_t off = (size_t)at * d;

@@ -152,6 +152,12 @@ __device__ __forceinline__ float score_log2(float s, float scale, float softcap)
  * thread keeps one 16-byte column and walks rows, one table lookup a row.
  * Row held (a row the previous kernel is still writing) is skipped: the
  * caller copies it after its wait with load_kv_row. */
+/* The cache row (slot) of key j of a sequence, through its block table. */
+__device__ __forceinline__ int64_t kv_slot(const int32_t *table, int j, int bs_log2)
+{
+    return ((int64_t)table[j >> bs_log2] << bs_log2) | (j & ((1 << bs_log2) - 1));
+}
+
 template <int HD, int ROWS, int NTHREADS>
 __device__ __forceinline__ void load_kv_rows(__nv_bfloat16 *dk, __nv_bfloat16 *dv, const __nv_bfloat16 *kc,
                                              const __nv_bfloat16 *vc, const int32_t *table, int j0, int jlo,
@@ -160,7 +166,7 @@ __device__ __forceinline__ void load_kv_rows(__nv_bfloat16 *dk, __nv_bfloat16 *d
 {
     constexpr int CH = HD / 8, LD = HD + 8, STEP = NTHREADS / CH;
     static_assert(NTHREADS % CH == 0 && ROWS % STEP == 0, "loader shape");
-    const int c = threadIdx.x % CH, r0 = threadIdx.x / CH, bs_mask = (1 << bs_log2) - 1;
+    const int c = threadIdx.x % CH, r0 = threadIdx.x / CH;
     const bool col_in = c * 8 < hd;
 #pragma unroll
     for (int i = 0; i < ROWS / STEP; i++) {
@@ -170,7 +176,7 @@ __device__ __forceinline__ void load_kv_rows(__nv_bfloat16 *dk, __nv_bfloat16 *d
         const bool ok = j >= jlo && j <= jhi;
         int64_t off = head_off + c * 8;
         if (ok)
-            off += (((int64_t)table[j >> bs_log2] << bs_log2) | (j & bs_mask)) * row_stride;
+            off += kv_slot(table, j, bs_log2) * row_stride;
         __nv_bfloat16 *sk = dk + r * LD + c * 8, *sv = dv + r * LD + c * 8;
         if (vec16) {
             const bool in = ok && col_in;
@@ -194,8 +200,7 @@ __device__ __forceinline__ void load_kv_row(__nv_bfloat16 *dk, __nv_bfloat16 *dv
                                             const __nv_bfloat16 *vc, const int32_t *table, int j, int bs_log2,
                                             int64_t row_stride, int64_t head_off, int hd)
 {
-    const int bs_mask = (1 << bs_log2) - 1;
-    const int64_t off = head_off + (((int64_t)table[j >> bs_log2] << bs_log2) | (j & bs_mask)) * row_stride;
+    const int64_t off = head_off + kv_slot(table, j, bs_log2) * row_stride;
     for (int c = threadIdx.x; c < HD / 8; c += NTHREADS) {
         const bool in = c * 8 < hd;
         *reinterpret_cast<uint4 *>(dk + c * 8) = in ? *reinterpret_cast<const uint4 *>(kc + off + c * 8) : uint4{};

@@ -193,6 +193,21 @@ int cuda_comm_all_reduce_fold(struct comm *c, void *residual, const float *parti
     return 1;
 }
 
+/* One exchange of the gather: rank 0 receives count floats from each other
+ * rank r into stage + (r - 1) * count; the others send theirs from in. */
+static ncclResult_t gather_to_rank0(struct cuda_comm *cc, float *stage, const float *in, size_t count,
+                                    cudaStream_t s)
+{
+    ncclResult_t r = nccl.GroupStart();
+    if (cc->c.rank == 0)
+        for (int p = 1; p < cc->c.size && r == ncclSuccess; p++)
+            r = nccl.Recv(stage + (size_t)(p - 1) * count, count, ncclFloat32, p, cc->nccl, s);
+    else if (r == ncclSuccess)
+        r = nccl.Send(in, count, ncclFloat32, 0, cc->nccl, s);
+    ncclResult_t g = nccl.GroupEnd();
+    return r != ncclSuccess ? r : g;
+}
+
 /* Rank 0 receives each rank's rows into its staging, then places them as
  * columns; in pieces of rows that fit the staging. */
 static void cuda_comm_gather_cols(struct comm *c, float *out, const float *in, int rows, int cols, void *stream)
@@ -206,13 +221,7 @@ static void cuda_comm_gather_cols(struct comm *c, float *out, const float *in, i
     for (int at = 0; at < rows; at += step) {
         const int k = rows - at < step ? rows - at : step;
         const size_t count = (size_t)k * (size_t)cols;
-        NCCL_CHECK(nccl.GroupStart());
-        if (c->rank == 0)
-            for (int r = 1; r < N; r++)
-                NCCL_CHECK(nccl.Recv(cc->gather_stage + (size_t)(r - 1) * count, count, ncclFloat32, r, cc->nccl, s));
-        else
-            NCCL_CHECK(nccl.Send(in + (size_t)at * cols, count, ncclFloat32, 0, cc->nccl, s));
-        NCCL_CHECK(nccl.GroupEnd());
+        NCCL_CHECK(gather_to_rank0(cc, cc->gather_stage, in + (size_t)at * cols, count, s));
         if (c->rank != 0)
             continue;
         const size_t out_pitch = row_bytes * (size_t)N;
@@ -325,17 +334,11 @@ static int connect_gather(struct cuda_comm *cc, cudaStream_t s, struct err *e)
         err_set(e, "cudaMalloc of %d floats for the logits gather's first exchange failed", cc->c.size);
         goto done;
     }
-    ncclResult_t r = nccl.GroupStart();
-    if (cc->c.rank == 0)
-        for (int p = 1; p < cc->c.size && r == ncclSuccess; p++)
-            r = nccl.Recv(one + p, 1, ncclFloat32, p, cc->nccl, s);
-    else if (r == ncclSuccess)
-        r = nccl.Send(one, 1, ncclFloat32, 0, cc->nccl, s);
-    ncclResult_t g = nccl.GroupEnd();
-    cudaError_t c = r == ncclSuccess && g == ncclSuccess ? cudaStreamSynchronize(s) : cudaSuccess;
-    if (r != ncclSuccess || g != ncclSuccess || c != cudaSuccess) {
+    const ncclResult_t r = gather_to_rank0(cc, one + 1, one, 1, s);
+    const cudaError_t c = r == ncclSuccess ? cudaStreamSynchronize(s) : cudaSuccess;
+    if (r != ncclSuccess || c != cudaSuccess) {
         err_set(e, "NCCL: rank %d could not connect to rank 0 for the logits gather: %s", cc->c.rank,
-                c != cudaSuccess ? cudaGetErrorString(c) : nccl.GetErrorString(r != ncclSuccess ? r : g));
+                c != cudaSuccess ? cudaGetErrorString(c) : nccl.GetErrorString(r));
         goto done;
     }
     rc = 0;

@@ -30,7 +30,10 @@ cudaError_t launch_add_normed_rmsnorm(void *residual, const void *delta, const v
  * waiting for the previous kernel where a row fits (norm.cu); 0 turns that
  * off for later launches, 1 on, -1 back to INFER_NORM_PRELOAD (tests). */
 void cuda_norm_preload_set(int on);
-int cuda_norm_preload_on(void); /* INFER_NORM_PRELOAD, or what cuda_norm_preload_set set */
+/* 1 where a fold of rows of d loads its residual and weights before the wait
+ * (the row fits NORM_PRE registers a thread, and the preload is on); the
+ * all-reduce's fold (allreduce.cu) asks the same. */
+int cuda_fold_preloads(int d);
 /* add_rmsnorm / add_normed_rmsnorm of an f32 delta (a split model's summed
  * partial products), each element rounded to bf16 first: the same bits as
  * the bf16 launchers on the rounded delta. */

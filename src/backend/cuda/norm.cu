@@ -24,7 +24,7 @@ static int norm_preload = -1; // INFER_NORM_PRELOAD=0 turns it off (A/B); cuda_n
 
 extern "C" void cuda_norm_preload_set(int on) { norm_preload = on; }
 
-extern "C" int cuda_norm_preload_on(void)
+static int norm_preload_on(void)
 {
     if (norm_preload < 0) {
         const char *s = getenv("INFER_NORM_PRELOAD");
@@ -87,14 +87,14 @@ extern "C" cudaError_t launch_rmsnorm(void *out, const void *x, const void *w, i
 }
 
 // The preloaded fold where the row fits the registers (and it is on).
-static int preload_for(int d) { return d <= NORM_PRE * norm_threads(d) && cuda_norm_preload_on(); }
+extern "C" int cuda_fold_preloads(int d) { return d <= NORM_PRE * norm_threads(d) && norm_preload_on(); }
 
 extern "C" cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, const void *w, int rows,
                                           int d, float eps, int plus_one, cudaStream_t stream)
 {
     return launch_pdl(rmsnorm_kernel<1>, rows, norm_threads(d), d * sizeof(float), stream, (bf16 *)out,
                       (bf16 *)residual, (const bf16 *)nullptr, (const bf16 *)delta, (const bf16 *)w,
-                      (const bf16 *)nullptr, d, eps, plus_one, preload_for(d));
+                      (const bf16 *)nullptr, d, eps, plus_one, cuda_fold_preloads(d));
 }
 
 extern "C" cudaError_t launch_add_normed_rmsnorm(void *residual, const void *delta, const void *w_delta, void *out,
@@ -103,7 +103,7 @@ extern "C" cudaError_t launch_add_normed_rmsnorm(void *residual, const void *del
 {
     return launch_pdl(rmsnorm_kernel<2>, rows, norm_threads(d), d * sizeof(float), stream, (bf16 *)out,
                       (bf16 *)residual, (const bf16 *)nullptr, (const bf16 *)delta, (const bf16 *)w,
-                      (const bf16 *)w_delta, d, eps, plus_one, preload_for(d));
+                      (const bf16 *)w_delta, d, eps, plus_one, cuda_fold_preloads(d));
 }
 
 extern "C" cudaError_t launch_add_rmsnorm_f32(void *residual, const float *delta, void *out, const void *w, int rows,
@@ -111,7 +111,7 @@ extern "C" cudaError_t launch_add_rmsnorm_f32(void *residual, const float *delta
 {
     return launch_pdl(rmsnorm_kernel<1, float>, rows, norm_threads(d), d * sizeof(float), stream, (bf16 *)out,
                       (bf16 *)residual, (const bf16 *)nullptr, delta, (const bf16 *)w, (const bf16 *)nullptr, d, eps,
-                      plus_one, preload_for(d));
+                      plus_one, cuda_fold_preloads(d));
 }
 
 extern "C" cudaError_t launch_add_normed_rmsnorm_f32(void *residual, const float *delta, const void *w_delta,
@@ -120,5 +120,5 @@ extern "C" cudaError_t launch_add_normed_rmsnorm_f32(void *residual, const float
 {
     return launch_pdl(rmsnorm_kernel<2, float>, rows, norm_threads(d), d * sizeof(float), stream, (bf16 *)out,
                       (bf16 *)residual, (const bf16 *)nullptr, delta, (const bf16 *)w, (const bf16 *)w_delta, d, eps,
-                      plus_one, preload_for(d));
+                      plus_one, cuda_fold_preloads(d));
 }
