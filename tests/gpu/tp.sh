@@ -38,16 +38,11 @@ model() { # makes the checkpoint once; prints its path
 }
 names() { tr ',' ' ' <<<"$LIST"; }
 heads() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['num_attention_heads'])" "$CONFIGS/$1/config.json"; }
-sizes_of() { # the sizes of SIZES that divide the model's attention heads (Gemma-3-1B: 4 heads, no TP 8)
-    local h s out=""
+sizes_of() { # NAME [refused]: the sizes of SIZES that divide the model's attention heads;
+    local h s want=0 out=""  # "refused": those that do not (Gemma-3-1B: 4 heads, so 8)
+    [ "${2:-}" = refused ] && want=1
     h=$(heads "$1")
-    for s in $SIZES; do [ $((h % s)) -eq 0 ] && out="$out $s"; done
-    echo $out
-}
-too_big() { # the sizes of SIZES that do not
-    local h s out=""
-    h=$(heads "$1")
-    for s in $SIZES; do [ $((h % s)) -ne 0 ] && out="$out $s"; done
+    for s in $SIZES; do [ $((h % s != 0)) -eq $want ] && out="$out $s"; done
     echo $out
 }
 
@@ -74,7 +69,7 @@ if has smoke; then
         m=$(model "$name")
         ids=$(python3 -c "import random; r=random.Random(3); print(','.join(str(r.randrange(1000, 30000)) for _ in range(40)))")
         ref=""
-        for tp in $(too_big "$name"); do # refused, naming the flag
+        for tp in $(sizes_of "$name" refused); do # refused, naming the flag
             msg=$(timeout 120 $B/infer generate --model "$m" --device cuda --prompt-ids "$ids" --max-tokens 4 \
                 --tp $tp 2>&1 >/dev/null)
             rc=$?

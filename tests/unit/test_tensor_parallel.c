@@ -12,8 +12,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
+#include "core/fs.h"
 #include "core/threadpool.h"
 #include "dist/comm_cpu.h"
 #include "io/model_config.h"
@@ -104,9 +104,8 @@ static float *run_split(const char *model, int size, int vocab)
 }
 
 /* Rank 0's logits over 2, 4, ... max_size ranks against one rank's. */
-static void check(const char *model, int vocab, int max_size)
+static void check(const char *model, int V, int max_size)
 {
-    const int V = vocab;
     float *whole = run_split(model, 1, V);
     for (int size = 2; size <= max_size; size *= 2) {
         float *split = run_split(model, size, V);
@@ -139,51 +138,45 @@ Test(tensor_parallel, gemma3_split_equals_whole) { check_fixture("tiny-gemma3");
 
 /* The fixture's config with 8 attention heads and random weights (seed 1),
  * in the test's temp folder; its path. */
-static const char *eight_heads(const char *fixture, int *vocab)
+static struct tpath eight_heads(const char *fixture, int *vocab)
 {
-    char name[64];
-    snprintf(name, sizeof name, "%s/config.json", fixture);
-    struct tpath src = {{0}}, dir = test_tmp_path(fixture), cfg_path = test_tmp_path(name), weights;
-    snprintf(name, sizeof name, "%s/model.safetensors", fixture);
-    weights = test_tmp_path(name);
-    snprintf(src.s, sizeof src.s, "%s/config.json", fixture_path(fixture));
-    FILE *f = fopen(src.s, "rb");
-    cr_assert(f, "cannot read %s", src.s);
-    static char text[8192];
-    const size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
-    char *heads = strstr(text, "\"num_attention_heads\": 4,");
-    cr_assert(heads, "%s: no \"num_attention_heads\": 4", src.s);
-    heads[strlen("\"num_attention_heads\": ")] = '8';
-    cr_assert_eq(mkdir(dir.s, 0755), 0);
-    f = fopen(cfg_path.s, "wb");
-    cr_assert(f && fwrite(text, 1, n, f) == n && fclose(f) == 0, "cannot write %s", cfg_path.s);
+    char name[64], *text = NULL;
+    size_t n = 0;
     struct err e = {{0}};
+    struct tpath src;
+    snprintf(src.s, sizeof src.s, "%s/config.json", fixture_path(fixture));
+    cr_assert_eq(fs_read_file(src.s, 1 << 16, &text, &n, &e), 0, "%s", e.msg);
+    char *heads = strstr(text, "\"num_attention_heads\": 4,");
+    cr_assert(heads, "%s's config: no \"num_attention_heads\": 4", fixture);
+    heads[strlen("\"num_attention_heads\": ")] = '8';
+    const struct tpath dir = test_tmp_path(fixture);
+    snprintf(name, sizeof name, "%s/config.json", fixture);
+    cr_assert_eq(fs_mkdir_p(dir.s, &e), 0, "%s", e.msg);
+    cr_assert_eq(fs_write_atomic(test_tmp_path(name).s, text, n, &e), 0, "%s", e.msg);
     struct model_config cfg;
-    cr_assert_eq(model_config_load(cfg_path.s, &cfg, &e), 0, "%s", e.msg);
+    cr_assert_eq(model_config_parse(text, n, fixture, &cfg, &e), 0, "%s", e.msg);
     cr_assert_eq(cfg.n_heads, 8);
+    free(text);
     struct threadpool *pool = threadpool_create(1);
-    cr_assert_eq(random_init_write(&cfg, weights.s, 1, pool, &e), 0, "%s", e.msg);
+    snprintf(name, sizeof name, "%s/model.safetensors", fixture);
+    cr_assert_eq(random_init_write(&cfg, test_tmp_path(name).s, 1, pool, &e), 0, "%s", e.msg);
     threadpool_free(pool);
     *vocab = cfg.vocab_size;
-    static char path[256];
-    snprintf(path, sizeof path, "%s", dir.s);
-    return path;
+    return dir;
 }
 
 Test(tensor_parallel, llama_8_heads_over_8_ranks, .init = test_tmp_setup, .fini = test_tmp_teardown)
 {
     int V;
-    const char *model = eight_heads("tiny-llama", &V);
-    check(model, V, 8);
+    const struct tpath model = eight_heads("tiny-llama", &V);
+    check(model.s, V, 8);
 }
 
 Test(tensor_parallel, qwen3_8_heads_over_8_ranks, .init = test_tmp_setup, .fini = test_tmp_teardown)
 {
     int V;
-    const char *model = eight_heads("tiny-qwen3", &V);
-    check(model, V, 8);
+    const struct tpath model = eight_heads("tiny-qwen3", &V);
+    check(model.s, V, 8);
 }
 
 Test(tensor_parallel, refusals_name_the_flag)
