@@ -145,6 +145,12 @@ __device__ __forceinline__ float score_log2(float s, float scale, float softcap)
     return s * (scale * log2e);
 }
 
+/* The cache row (slot) of key j of a sequence, through its block table. */
+__device__ __forceinline__ int64_t kv_slot(const int32_t *table, int j, int bs_log2)
+{
+    return ((int64_t)table[j >> bs_log2] << bs_log2) | (j & ((1 << bs_log2) - 1));
+}
+
 /* Copies K and V rows j0 .. j0 + ROWS - 1 of one kv head into shared tiles
  * [ROWS][HD + 8] (async; the caller commits). Rows outside [jlo, jhi] and
  * columns at or past hd are zero-filled, so masked keys never feed NaN or
@@ -152,12 +158,6 @@ __device__ __forceinline__ float score_log2(float s, float scale, float softcap)
  * thread keeps one 16-byte column and walks rows, one table lookup a row.
  * Row held (a row the previous kernel is still writing) is skipped: the
  * caller copies it after its wait with load_kv_row. */
-/* The cache row (slot) of key j of a sequence, through its block table. */
-__device__ __forceinline__ int64_t kv_slot(const int32_t *table, int j, int bs_log2)
-{
-    return ((int64_t)table[j >> bs_log2] << bs_log2) | (j & ((1 << bs_log2) - 1));
-}
-
 template <int HD, int ROWS, int NTHREADS>
 __device__ __forceinline__ void load_kv_rows(__nv_bfloat16 *dk, __nv_bfloat16 *dv, const __nv_bfloat16 *kc,
                                              const __nv_bfloat16 *vc, const int32_t *table, int j0, int jlo,
