@@ -100,6 +100,17 @@ struct attn_shape {
     int block_size;
 };
 
+/* What qk_rope_kv_write takes besides the metadata, the shape and the cache:
+ * the q|k|v rows and the per-head norms and frequencies (see there). */
+struct qkv_rope {
+    const void *q_in, *k_in, *v_in;
+    int q_stride, kv_stride;
+    const struct weight *q_norm, *k_norm; /* both NULL: no per-head norm */
+    float eps;
+    int plus_one;
+    const float *inv_freq;
+};
+
 enum act_fn { ACT_FN_SILU, ACT_FN_GELU_TANH };
 
 /* The parts of the memory plan (ARCHITECTURE.md section 3). */
@@ -209,6 +220,12 @@ struct backend_ops {
     void (*attention)(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
                       const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
                       float softcap);
+    /* qk_rope_kv_write (q into q_scratch) then attention, the same results:
+     * for steps of one row per sequence (decode), where a backend can do both
+     * in one kernel. NULL: the model calls the two. */
+    void (*attention_rope)(struct backend *be, void *out, void *q_scratch, const struct qkv_rope *r,
+                           const struct fwd_meta *m, const struct attn_shape *s, struct kv_layer *kv, int window,
+                           float scale, float softcap);
     /* out[n_rows, F] = act(x . Wg^T) * (x . Wu^T) where w_gate_up is [2F, K]
      * with the F gate rows first, then the F up rows (a fused gate|up
      * projection); the same numerics as matmul into scratch [n_rows, 2F]

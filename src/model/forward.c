@@ -83,10 +83,49 @@ void forward_ws_free(struct forward_ws *ws, const struct model *m)
     memset(ws, 0, sizeof *ws);
 }
 
+/* Layer `layer`'s q, k, v rows (the fused projection's column ranges, or
+ * three buffers) and what RoPE and the per-head norms take with them. */
+static struct qkv_rope qkv_rope_of(const struct model *m, const struct forward_ws *ws, int layer)
+{
+    const struct model_config *c = &m->cfg;
+    const struct layer_weights *l = &m->w.layers[layer];
+    const int qd = m->sh.n_heads * c->head_dim, kvd = m->sh.n_kv_heads * c->head_dim;
+    const size_t es = dtype_size(m->be->act_dtype);
+    struct qkv_rope r = {
+        .q_in = ws->q,
+        .k_in = ws->k,
+        .v_in = ws->v,
+        .q_stride = qd,
+        .kv_stride = kvd,
+        .q_norm = c->qk_norm ? &l->q_norm : NULL,
+        .k_norm = c->qk_norm ? &l->k_norm : NULL,
+        .eps = (float)c->rms_norm_eps,
+        .plus_one = c->norm_plus_one,
+        .inv_freq = model_layer_inv_freq(m, layer),
+    };
+    if (l->wqkv.data) {
+        r.q_in = ws->qkv;
+        r.k_in = (const char *)ws->qkv + (size_t)qd * es;
+        r.v_in = (const char *)ws->qkv + (size_t)(qd + kvd) * es;
+        r.q_stride = r.kv_stride = qd + 2 * kvd;
+    }
+    return r;
+}
+
+/* Decode steps (one row per sequence) leave RoPE and the cache write to the
+ * attention call where the backend does both in one (attention_rope). */
+static int rope_in_attention(const struct model *m, const struct fwd_meta *meta)
+{
+    return m->be->ops->attention_rope && meta->n_tokens == meta->n_seqs;
+}
+
 /* Layer `layer`'s attention input: q, k, v projections of ws->h, then RoPE
- * (and q/k norms) with the new k/v written into the cache. */
+ * (and q/k norms) with the new k/v written into the cache, unless the
+ * attention call does that (rope_later: model_forward, whose attention call
+ * follows with the same meta). A piece of a piecewise graph always does it:
+ * it replays for steps of every kind. */
 static void attention_in(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
-                         const struct fwd_meta *meta, int layer)
+                         const struct fwd_meta *meta, int layer, int rope_later)
 {
     const struct model_config *c = &m->cfg;
     const struct backend_ops *ops = m->be->ops;
@@ -95,34 +134,41 @@ static void attention_in(const struct model *m, struct forward_ws *ws, struct kv
     const int T = meta->n_tokens;
     struct attn_shape shape = {m->sh.n_heads, m->sh.n_kv_heads, c->head_dim, kv->block_size};
 
-    const int qd = m->sh.n_heads * c->head_dim, kvd = m->sh.n_kv_heads * c->head_dim;
-    const size_t es = dtype_size(be->act_dtype);
-    const void *q_in = ws->q, *k_in = ws->k, *v_in = ws->v;
-    int q_stride = qd, kv_stride = kvd;
     if (l->wqkv.data) { /* one projection; q, k, v are column ranges of its rows */
         ops->matmul(be, ws->qkv, ws->h, &l->wqkv, T);
-        q_in = ws->qkv;
-        k_in = (const char *)ws->qkv + (size_t)qd * es;
-        v_in = (const char *)ws->qkv + (size_t)(qd + kvd) * es;
-        q_stride = kv_stride = qd + 2 * kvd;
     } else {
         ops->matmul(be, ws->q, ws->h, &l->wq, T);
         ops->matmul(be, ws->k, ws->h, &l->wk, T);
         ops->matmul(be, ws->v, ws->h, &l->wv, T);
     }
-    ops->qk_rope_kv_write(be, ws->q, q_in, k_in, v_in, q_stride, kv_stride, meta, &shape,
-                          c->qk_norm ? &l->q_norm : NULL, c->qk_norm ? &l->k_norm : NULL, (float)c->rms_norm_eps,
-                          c->norm_plus_one, model_layer_inv_freq(m, layer), &kv->layers[layer]);
+    if (rope_later)
+        return;
+    const struct qkv_rope r = qkv_rope_of(m, ws, layer);
+    ops->qk_rope_kv_write(be, ws->q, r.q_in, r.k_in, r.v_in, r.q_stride, r.kv_stride, meta, &shape, r.q_norm,
+                          r.k_norm, r.eps, r.plus_one, r.inv_freq, &kv->layers[layer]);
+}
+
+/* rope_here: attention_in left RoPE and the cache write to this call. */
+static void attention_of(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
+                         const struct fwd_meta *meta, int layer, int rope_here)
+{
+    const struct model_config *c = &m->cfg;
+    struct attn_shape shape = {m->sh.n_heads, m->sh.n_kv_heads, c->head_dim, kv->block_size};
+    int window = c->layer_sliding[layer] ? c->sliding_window : 0;
+    if (rope_here) {
+        const struct qkv_rope r = qkv_rope_of(m, ws, layer);
+        m->be->ops->attention_rope(m->be, ws->attn, ws->q, &r, meta, &shape, &kv->layers[layer], window,
+                                   (float)c->attn_scale, (float)c->attn_softcap);
+        return;
+    }
+    m->be->ops->attention(m->be, ws->attn, ws->q, meta, &shape, &kv->layers[layer], window, (float)c->attn_scale,
+                          (float)c->attn_softcap);
 }
 
 void forward_attention(const struct model *m, struct forward_ws *ws, struct kv_store *kv,
                        const struct fwd_meta *meta, int layer)
 {
-    const struct model_config *c = &m->cfg;
-    struct attn_shape shape = {m->sh.n_heads, m->sh.n_kv_heads, c->head_dim, kv->block_size};
-    int window = c->layer_sliding[layer] ? c->sliding_window : 0;
-    m->be->ops->attention(m->be, ws->attn, ws->q, meta, &shape, &kv->layers[layer], window, (float)c->attn_scale,
-                          (float)c->attn_softcap);
+    attention_of(m, ws, kv, meta, layer, 0);
 }
 
 /* On a split model each rank's product is a partial sum of the rows of x
@@ -197,8 +243,8 @@ static void reduce_and_fold(const struct model *m, struct forward_ws *ws, const 
     fold_and_norm(m, ws, post, w, T);
 }
 
-void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta,
-                   int piece)
+static void piece_of(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta,
+                     int piece, int rope_later)
 {
     const struct model_config *c = &m->cfg;
     const struct backend_ops *ops = m->be->ops;
@@ -218,7 +264,7 @@ void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store
         reduce_and_fold(m, ws, &l->post_ffn_norm, piece < L ? &m->w.layers[piece].attn_norm : &m->w.final_norm, T);
     }
     if (piece < L)
-        attention_in(m, ws, kv, meta, piece);
+        attention_in(m, ws, kv, meta, piece, rope_later);
 }
 
 void forward_logits(const struct model *m, struct forward_ws *ws, const struct fwd_meta *meta)
@@ -237,13 +283,20 @@ void forward_logits(const struct model *m, struct forward_ws *ws, const struct f
     ops->gather_cols(m->be, ws->logits, ws->shard_logits, meta->n_logits, m->sh.vocab_n);
 }
 
+void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta,
+                   int piece)
+{
+    piece_of(m, ws, kv, meta, piece, 0);
+}
+
 void model_forward(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta)
 {
     CHECK(meta->n_tokens >= 1 && meta->n_tokens <= ws->max_tokens && meta->n_logits <= ws->max_logits);
+    const int rope_later = rope_in_attention(m, meta);
     for (int i = 0; i <= m->cfg.n_layers; i++) {
-        forward_piece(m, ws, kv, meta, i);
+        piece_of(m, ws, kv, meta, i, rope_later);
         if (i < m->cfg.n_layers)
-            forward_attention(m, ws, kv, meta, i);
+            attention_of(m, ws, kv, meta, i, rope_later);
     }
     forward_logits(m, ws, meta);
 }

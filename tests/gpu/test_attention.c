@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_ops.h"
 #include "core/bf16.h"
 #include "gpu_test.h"
@@ -348,6 +349,122 @@ GPU_TEST(attention_correct_decode_models_and_padding)
     RUN(ctx, &llama, 64, ones, kl64, 0, "%s", "llama batch 64");
     int pad[6] = {300, 0, 17, 0, 0, 2500};
     RUN(ctx, &llama, 6, ones, pad, 0, "%s", "padding rows");
+    return 0;
+}
+
+/* attention_rope (the decode kernel doing RoPE, the per-head norms and the
+ * cache write itself) against the RoPE kernel then the attention, from the
+ * same fused q|k|v rows and caches: the output and both caches bit for bit.
+ * Returns a message (static) on a difference, NULL when equal. */
+static const char *rope_fused_case(struct gpu_ctx *ctx, int n_heads, int n_kv, int hd, int norm, int plus_one,
+                                   int window, int n_seqs, const int *kv_len)
+{
+    size_t mark = cuda_impl(ctx->cuda)->slabs[MEM_REGION_WORKSPACE].used;
+    const int bs = 16;
+    int need = 0, stride = 1;
+    for (int i = 0; i < n_seqs; i++) {
+        int nb = blocks_for(kv_len[i], bs);
+        need += nb;
+        stride = nb > stride ? nb : stride;
+    }
+    struct attn_batch b;
+    batch_build(ctx, &b, n_seqs, ones, kv_len, bs, stride, need + 2);
+    struct attn_case k = mk_case(n_heads, n_kv, hd, bs, window, 0.f);
+    struct attn_cache ca, cb;
+    cache_make(ctx, &ca, need + 2, &k);
+    cb = ca;
+    const size_t cache_bytes = ca.n * 2;
+    uint16_t *kb = gpu_to_bf16(ca.k, ca.n), *vb = gpu_to_bf16(ca.v, ca.n);
+    cb.gpu.k = gpu_upload(ctx, kb, cache_bytes); /* the same bits as ca's */
+    cb.gpu.v = gpu_upload(ctx, vb, cache_bytes);
+    free(kb), free(vb);
+    const int qd = n_heads * hd, kvd = n_kv * hd, row = qd + 2 * kvd;
+    float *qkv = gpu_rand_f32(ctx, (size_t)b.n_tokens * row, 1.0f);
+    const char *in = gpu_upload_bf16(ctx, qkv, (size_t)b.n_tokens * row);
+    float *wq = gpu_rand_f32(ctx, (size_t)hd, 0.3f), *wk = gpu_rand_f32(ctx, (size_t)hd, 0.3f);
+    for (int i = 0; i < hd && !plus_one; i++)
+        wq[i] += 1.0f, wk[i] += 1.0f;
+    uint16_t *wqb = gpu_to_bf16(wq, (size_t)hd), *wkb = gpu_to_bf16(wk, (size_t)hd);
+    struct weight qn = gpu_weight_cuda(ctx, wqb, 1, hd), kn = gpu_weight_cuda(ctx, wkb, 1, hd);
+    float *freq = xmalloc((size_t)hd / 2 * sizeof(float));
+    for (int i = 0; i < hd / 2; i++)
+        freq[i] = powf(10000.f, -2.f * (float)i / (float)hd);
+    const float *inv_freq = gpu_upload(ctx, freq, (size_t)hd / 2 * sizeof(float));
+    struct attn_meta_dev d;
+    struct fwd_meta mg = meta_device(ctx, &b, &d);
+    struct attn_shape sh = {n_heads, n_kv, hd, bs};
+    const size_t n_out = (size_t)b.n_tokens * qd;
+    void *out_a = gpu_poisoned_bf16(ctx, n_out), *out_b = gpu_poisoned_bf16(ctx, n_out);
+    void *q_a = gpu_poisoned_bf16(ctx, n_out), *q_b = gpu_poisoned_bf16(ctx, n_out);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess); /* pageable uploads ran on the legacy stream */
+    const struct qkv_rope r = {.q_in = in,
+                               .k_in = in + (size_t)qd * 2,
+                               .v_in = in + (size_t)(qd + kvd) * 2,
+                               .q_stride = row,
+                               .kv_stride = row,
+                               .q_norm = norm ? &qn : NULL,
+                               .k_norm = norm ? &kn : NULL,
+                               .eps = 1e-6f,
+                               .plus_one = plus_one,
+                               .inv_freq = inv_freq};
+    const struct backend_ops *ops = ctx->cuda->ops;
+    ops->qk_rope_kv_write(ctx->cuda, q_a, r.q_in, r.k_in, r.v_in, row, row, &mg, &sh, r.q_norm, r.k_norm, r.eps,
+                          plus_one, inv_freq, &ca.gpu);
+    ops->attention(ctx->cuda, out_a, q_a, &mg, &sh, &ca.gpu, window, k.scale, 0.f);
+    ops->attention_rope(ctx->cuda, out_b, q_b, &r, &mg, &sh, &cb.gpu, window, k.scale, 0.f);
+    CHECK(cudaDeviceSynchronize() == cudaSuccess);
+    const char *why = NULL;
+    uint16_t *ha = xmalloc(cache_bytes > n_out * 2 ? cache_bytes : n_out * 2);
+    uint16_t *hb = xmalloc(cache_bytes > n_out * 2 ? cache_bytes : n_out * 2);
+    gpu_download(ctx, ha, out_a, n_out * 2);
+    gpu_download(ctx, hb, out_b, n_out * 2);
+    if (memcmp(ha, hb, n_out * 2))
+        why = "the attention output differs";
+    for (int c = 0; c < 2 && !why; c++) {
+        gpu_download(ctx, ha, c ? ca.gpu.v : ca.gpu.k, cache_bytes);
+        gpu_download(ctx, hb, c ? cb.gpu.v : cb.gpu.k, cache_bytes);
+        if (memcmp(ha, hb, cache_bytes))
+            why = c ? "the v cache differs" : "the k cache differs";
+    }
+    free(ha), free(hb), free(qkv), free(wq), free(wk), free(wqb), free(wkb), free(freq);
+    cache_free(&ca);
+    batch_free(&b);
+    cuda_impl(ctx->cuda)->slabs[MEM_REGION_WORKSPACE].used = mark;
+    return why;
+}
+
+/* Model shapes (Llama; Qwen3 with q/k norms; Gemma 3's (1 + w) norms, window,
+ * head size 256; a group of 20: two row groups, head size 64), batches 1, 3
+ * and 8 at lengths from one key to several splits, and a padding row. */
+GPU_TEST(attention_rope_in_decode_same_bits)
+{
+    static const struct {
+        const char *name;
+        int n_heads, n_kv, hd, norm, plus_one, window;
+    } shapes[] = {{"llama", 24, 8, 128, 0, 0, 0},
+                  {"qwen3", 32, 8, 128, 1, 0, 0},
+                  {"gemma local", 4, 1, 256, 1, 1, 512},
+                  {"gemma global", 4, 1, 256, 1, 1, 0},
+                  {"group 20", 40, 2, 64, 1, 0, 0}};
+    static const int lens[3][8] = {{5000}, {1, 17, 1000}, {1, 15, 16, 17, 100, 0, 5000, 333}};
+    static const int batches[3] = {1, 3, 8};
+    attention_decode_rope_mode(2); /* every batch through the kernel that does RoPE */
+    if (!attention_decode_does_rope(128, 8) || !attention_decode_does_rope(256, 8) ||
+        !attention_decode_does_rope(64, 8)) {
+        attention_decode_rope_mode(-1);
+        GPU_FAIL("the decode kernel does not do RoPE here (INFER_ATTN_EARLY=0?)");
+    }
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int bi = 0; bi < 3; bi++) {
+            const char *why =
+                rope_fused_case(ctx, shapes[i].n_heads, shapes[i].n_kv, shapes[i].hd, shapes[i].norm,
+                                shapes[i].plus_one, shapes[i].window, batches[bi], lens[bi]);
+            if (why) {
+                attention_decode_rope_mode(-1);
+                GPU_FAIL("%s, batch %d: %s", shapes[i].name, batches[bi], why);
+            }
+        }
+    attention_decode_rope_mode(-1);
     return 0;
 }
 

@@ -82,3 +82,14 @@ void cpu_attention(struct backend *be, void *out, const void *q, const struct fw
     struct attn_ctx c = {out, q, m, s, kv, window, scale, softcap, max_kv};
     threadpool_for(cpu_pool(be), (long)m->n_tokens * s->n_heads, 1, attn_chunk, &c);
 }
+
+/* The two ops in turn: the reference the CUDA backend's one kernel (decode
+ * attention with RoPE and the cache write folded in) is held to. */
+void cpu_attention_rope(struct backend *be, void *out, void *q_scratch, const struct qkv_rope *r,
+                        const struct fwd_meta *m, const struct attn_shape *s, struct kv_layer *kv, int window,
+                        float scale, float softcap)
+{
+    cpu_qk_rope_kv_write(be, q_scratch, r->q_in, r->k_in, r->v_in, r->q_stride, r->kv_stride, m, s, r->q_norm,
+                         r->k_norm, r->eps, r->plus_one, r->inv_freq, kv);
+    cpu_attention(be, out, q_scratch, m, s, kv, window, scale, softcap);
+}

@@ -181,6 +181,7 @@ static const struct backend_ops cpu_ops = {
     .matmul = cpu_matmul,
     .qk_rope_kv_write = cpu_qk_rope_kv_write,
     .attention = cpu_attention,
+    .attention_rope = cpu_attention_rope,
     .gated_act = cpu_gated_act,
     .gated_matmul = cpu_gated_matmul,
     .gather_rows = cpu_gather_rows,

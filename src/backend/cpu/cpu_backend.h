@@ -46,6 +46,9 @@ void cpu_qk_rope_kv_write(struct backend *be, void *q_out, const void *q_in, con
 void cpu_attention(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
                    const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
                    float softcap);
+void cpu_attention_rope(struct backend *be, void *out, void *q_scratch, const struct qkv_rope *r,
+                        const struct fwd_meta *m, const struct attn_shape *s, struct kv_layer *kv, int window,
+                        float scale, float softcap);
 void cpu_gated_act(struct backend *be, void *out, const void *gate, const void *up, int n_rows,
                    int n_cols, int in_stride, enum act_fn act);
 void cpu_gather_rows(struct backend *be, void *out, const void *x, const struct fwd_meta *m,

@@ -38,6 +38,20 @@ struct attn_args {
     int sm_count;  /* multiprocessors (launch shapes) */
 };
 
+/* RoPE done by the decode kernel (launch_attention_decode_rope): what the
+ * RoPE kernel (launch_qk_rope_kv_write) takes. q_in, k_in, v_in bf16 rows of
+ * q_stride / kv_stride elements; q_norm, k_norm bf16 [head_dim] or both NULL. */
+struct attn_rope {
+    const void *q_in, *k_in, *v_in;
+    int q_stride, kv_stride;
+    const void *q_norm, *k_norm;
+    float eps;
+    int plus_one;
+    const float *inv_freq;       /* [head_dim / 2] */
+    const int32_t *slot_mapping; /* [n_tokens]; -1: no cache write */
+    void *k_cache, *v_cache;     /* the caches of attn_args, written */
+};
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -52,6 +66,20 @@ extern "C" {
  * receives the count used. */
 cudaError_t launch_attention_decode(const struct attn_args *a, long max_range, float *scratch,
                                     size_t scratch_floats, int *n_splits, cudaStream_t stream);
+/* The same with RoPE, the per-head norms and the cache write of each token's
+ * own k and v done inside (a->q unused): the same bits as
+ * launch_qk_rope_kv_write then launch_attention_decode. Only where
+ * attention_decode_does_rope(head_dim, n_tokens) and with scratch (else
+ * cudaErrorNotSupported). */
+cudaError_t launch_attention_decode_rope(const struct attn_args *a, const struct attn_rope *rope, long max_range,
+                                         float *scratch, size_t scratch_floats, cudaStream_t stream);
+/* 1 where the decode kernel does RoPE for n_tokens rows of this head size:
+ * head sizes 64, 128, 256, the early KV loads on (INFER_ATTN_EARLY), and by
+ * INFER_ATTN_ROPE: 0 never, 2 at any batch, else (1) at the batches where it
+ * measured faster. attention_decode_rope_mode sets the mode (-1: the
+ * variable again; tests). */
+int attention_decode_does_rope(int head_dim, int n_tokens);
+void attention_decode_rope_mode(int mode);
 /* Any batch (several query tokens per sequence, cached prefixes): tiled
  * flash attention over the paged cache with mma.sync. */
 cudaError_t launch_attention_prefill(const struct attn_args *a, cudaStream_t stream);
@@ -157,12 +185,15 @@ __device__ __forceinline__ int64_t kv_slot(const int32_t *table, int j, int bs_l
  * stale values into P.V. vec16: hd % 8 == 0 (rows 16-byte aligned). Each
  * thread keeps one 16-byte column and walks rows, one table lookup a row.
  * Row held (a row the previous kernel is still writing) is skipped: the
- * caller copies it after its wait with load_kv_row. */
+ * caller copies it after its wait with load_kv_row; or, given held_k and
+ * held_v (shared rows of HD, vec16), copied from there. */
 template <int HD, int ROWS, int NTHREADS>
 __device__ __forceinline__ void load_kv_rows(__nv_bfloat16 *dk, __nv_bfloat16 *dv, const __nv_bfloat16 *kc,
                                              const __nv_bfloat16 *vc, const int32_t *table, int j0, int jlo,
                                              int jhi, int bs_log2, int64_t row_stride, int64_t head_off,
-                                             int hd, bool vec16, int held = -1)
+                                             int hd, bool vec16, int held = -1,
+                                             const __nv_bfloat16 *held_k = nullptr,
+                                             const __nv_bfloat16 *held_v = nullptr)
 {
     constexpr int CH = HD / 8, LD = HD + 8, STEP = NTHREADS / CH;
     static_assert(NTHREADS % CH == 0 && ROWS % STEP == 0, "loader shape");
@@ -171,8 +202,13 @@ __device__ __forceinline__ void load_kv_rows(__nv_bfloat16 *dk, __nv_bfloat16 *d
 #pragma unroll
     for (int i = 0; i < ROWS / STEP; i++) {
         const int r = r0 + i * STEP, j = j0 + r;
-        if (j == held) // row j is copied later (load_kv_row): nothing goes to its place now
+        if (j == held) { // row j is copied later (load_kv_row), or from shared memory
+            if (held_k) {
+                *reinterpret_cast<uint4 *>(dk + r * LD + c * 8) = *reinterpret_cast<const uint4 *>(held_k + c * 8);
+                *reinterpret_cast<uint4 *>(dv + r * LD + c * 8) = *reinterpret_cast<const uint4 *>(held_v + c * 8);
+            }
             continue;
+        }
         const bool ok = j >= jlo && j <= jhi;
         int64_t off = head_off + c * 8;
         if (ok)

@@ -23,6 +23,7 @@
 
 #include "backend/cuda/attention.h"
 #include "backend/cuda/common.cuh"
+#include "backend/cuda/rope_head.cuh"
 
 using namespace attn;
 
@@ -57,9 +58,15 @@ template <int HD, int NW, int STAGES> constexpr size_t decode_smem_bytes()
 // has one row in the step (the split path: cuda_attention.c launches it for
 // n_tokens == n_seqs only); the metadata (positions, tables, lengths) comes
 // from copies before the step's first kernel.
-template <int HD, int NW, int STAGES>
+//
+// ROPE (with early; head_dim == HD >= 64): the kernel does RoPE
+// itself (rope_head.cuh): the previous kernel is the q|k|v projection; q
+// rows are rotated into sQ, and the split that holds the token's position
+// rotates its k, writes k and v to the cache (row group 0) and takes them
+// into its tile from shared memory (sHK, sHV) instead of from the cache.
+template <int HD, int NW, int STAGES, bool ROPE = false>
 __global__ void __launch_bounds__(NW * 32)
-    decode_kernel(const attn_args a, int n_splits, float *part_o, float2 *part_ml, int early)
+    decode_kernel(const attn_args a, int n_splits, float *part_o, float2 *part_ml, int early, const attn_rope rp)
 {
     constexpr int DEC_WARPS = NW, DEC_THREADS = 32 * NW, DEC_BN = 16 * NW;
     static_assert(CHUNK % DEC_BN == 0, "a split is whole KV tiles");
@@ -72,6 +79,9 @@ __global__ void __launch_bounds__(NW * 32)
     bf16 *sK = sQ + 16 * LD;                   // [STAGES][DEC_BN][LD]
     bf16 *sV = sK + STAGES * DEC_BN * LD;      // [STAGES][DEC_BN][LD]
     __shared__ float sM[DEC_WARPS][16], sL[DEC_WARPS][16];
+    static_assert(!ROPE || HD >= 64, "RoPE in the kernel: head sizes 64, 128, 256");
+    constexpr int R = ROPE ? HD / 32 : 2; // RoPE values a lane
+    __shared__ __align__(16) bf16 sHK[ROPE ? HD : 8], sHV[ROPE ? HD : 8];
     if (!early) {
         pdl_wait(); // q and the KV cache come from the previous kernel (common.cuh: PDL)
         pdl_launch_dependents();
@@ -106,38 +116,98 @@ __global__ void __launch_bounds__(NW * 32)
 
     // the row the previous kernel writes, if it is this split's: loaded after the wait (early)
     const int held = early && hi >= jb && hi < je ? hi : -1;
+    constexpr bool roped = ROPE;
     auto load_tile = [&](int tile) {
         const int j0 = jb + tile * DEC_BN, st = tile % STAGES;
+        const bool before_wait = tile < STAGES - 1;
         load_kv_rows<HD, DEC_BN, DEC_THREADS>(sK + st * DEC_BN * LD, sV + st * DEC_BN * LD, kc, vc, table, j0,
                                               jb, je - 1, a.block_size_log2, row_stride, head_off, hd, vec16,
-                                              tile < STAGES - 1 ? held : -1);
+                                              before_wait || roped ? held : -1,
+                                              !before_wait && roped ? sHK : nullptr, sHV);
     };
+    // RoPE's inputs that no kernel of this step writes, before the wait
+    const int rl = threadIdx.x & 31;
+    float rwq[R], rwk[R], rsn[R / 2], rcs[R / 2];
+    int32_t rslot = -1;
+    if (roped) {
+        rope_weights<R>(rwq, reinterpret_cast<const bf16 *>(rp.q_norm), rl);
+        rope_angles<R>(rsn, rcs, (float)a.positions[t], rp.inv_freq, rl);
+        if (held >= 0) {
+            rope_weights<R>(rwk, reinterpret_cast<const bf16 *>(rp.k_norm), rl);
+            rslot = rp.slot_mapping[t];
+        }
+    }
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
         if (s < n_tiles)
             load_tile(s);
         cp_async_commit();
     }
+    const int held_tile = (held - jb) / DEC_BN, held_at = (held_tile * DEC_BN + (held - jb) % DEC_BN) * LD;
     if (early) {
         pdl_wait(); // q and the held row come from the previous kernel
         pdl_launch_dependents();
-        const int tile = (held - jb) / DEC_BN;
-        if (held >= 0 && tile < STAGES - 1 && tile < n_tiles) // held back above: copy it now
-            load_kv_row<HD, DEC_THREADS>(sK + (tile * DEC_BN + (held - jb) % DEC_BN) * LD,
-                                         sV + (tile * DEC_BN + (held - jb) % DEC_BN) * LD, kc, vc, table, held,
-                                         a.block_size_log2, row_stride, head_off, hd);
+        if (!roped && held >= 0 && held_tile < STAGES - 1 && held_tile < n_tiles) // held back above: copy it now
+            load_kv_row<HD, DEC_THREADS>(sK + held_at, sV + held_at, kc, vc, table, held, a.block_size_log2,
+                                         row_stride, head_off, hd);
     }
 
-    // The group's query rows, zero-padded to 16 rows x HD.
-    const bf16 *q = reinterpret_cast<const bf16 *>(a.q) + ((int64_t)t * a.n_heads + h0) * hd;
-    for (int i = threadIdx.x; i < 16 * (HD / 2); i += DEC_THREADS) {
-        int r = i / (HD / 2), d = (i % (HD / 2)) * 2;
-        uint32_t v = 0;
-        if (r < n_rows && d < hd)
-            v = *reinterpret_cast<const uint32_t *>(q + r * hd + d);
-        *reinterpret_cast<uint32_t *>(sQ + r * LD + d) = v;
+    if (roped) { // the group's query rows rotated, zero-padded to 16 rows x HD; the token's own k and v
+        const int w = threadIdx.x >> 5;
+        for (int row = w; row < 16; row += DEC_WARPS) {
+            float x[R] = {};
+            if (row < n_rows) {
+                const bf16 *src = reinterpret_cast<const bf16 *>(rp.q_in) + (int64_t)t * rp.q_stride +
+                                  (int64_t)(h0 + row) * HD;
+#pragma unroll
+                for (int r = 0; r < R; r++)
+                    x[r] = to_f32(src[rl + 32 * r]);
+                rope_head<R>(x, rp.q_norm != nullptr, rwq, rp.eps, rp.plus_one, rsn, rcs);
+            }
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                sQ[row * LD + rl + 32 * r] = row < n_rows ? to_bf16(x[r]) : __float2bfloat16(0.f);
+        }
+        if (held >= 0 && w == DEC_WARPS - 1) {
+            const int64_t in_row = (int64_t)t * rp.kv_stride + (int64_t)kvh * HD;
+            const bf16 *ks = reinterpret_cast<const bf16 *>(rp.k_in) + in_row,
+                       *vs = reinterpret_cast<const bf16 *>(rp.v_in) + in_row;
+            float x[R];
+#pragma unroll
+            for (int r = 0; r < R; r++)
+                x[r] = to_f32(ks[rl + 32 * r]);
+            rope_head<R>(x, rp.q_norm != nullptr, rwk, rp.eps, rp.plus_one, rsn, rcs);
+            const bool write = rg == 0 && rslot >= 0; // one CTA of the kv head writes the cache
+            bf16 *kw = reinterpret_cast<bf16 *>(rp.k_cache) + (int64_t)rslot * row_stride + head_off,
+                 *vw = reinterpret_cast<bf16 *>(rp.v_cache) + (int64_t)rslot * row_stride + head_off;
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                const bf16 kb = to_bf16(x[r]), vb = vs[rl + 32 * r];
+                sHK[rl + 32 * r] = kb;
+                sHV[rl + 32 * r] = vb;
+                if (write) {
+                    kw[rl + 32 * r] = kb;
+                    vw[rl + 32 * r] = vb;
+                }
+            }
+        }
+    } else {
+        // The group's query rows, zero-padded to 16 rows x HD.
+        const bf16 *q = reinterpret_cast<const bf16 *>(a.q) + ((int64_t)t * a.n_heads + h0) * hd;
+        for (int i = threadIdx.x; i < 16 * (HD / 2); i += DEC_THREADS) {
+            int r = i / (HD / 2), d = (i % (HD / 2)) * 2;
+            uint32_t v = 0;
+            if (r < n_rows && d < hd)
+                v = *reinterpret_cast<const uint32_t *>(q + r * hd + d);
+            *reinterpret_cast<uint32_t *>(sQ + r * LD + d) = v;
+        }
     }
-    __syncthreads(); // sQ (and the held row)
+    __syncthreads(); // sQ (and the held row, or sHK / sHV)
+    if (roped && held >= 0 && held_tile < STAGES - 1 && held_tile < n_tiles) // into the tile loaded before the wait
+        for (int c = threadIdx.x; c < HD / 8; c += DEC_THREADS) {
+            *reinterpret_cast<uint4 *>(sK + held_at + c * 8) = *reinterpret_cast<const uint4 *>(sHK + c * 8);
+            *reinterpret_cast<uint4 *>(sV + held_at + c * 8) = *reinterpret_cast<const uint4 *>(sHV + c * 8);
+        }
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, c4 = lane & 3;
     uint32_t qf[QREG ? KT : 1][4];
     if (QREG)
@@ -324,9 +394,24 @@ static int attention_early_on()
     return on;
 }
 
+// RoPE in the decode kernel: 0 never, 1 where it measured faster, 2 at any
+// batch; INFER_ATTN_ROPE (default 1), or attention_decode_rope_mode (tests).
+static int rope_mode = -1;
+
+extern "C" void attention_decode_rope_mode(int mode) { rope_mode = mode; }
+
+static int attention_rope_mode()
+{
+    if (rope_mode < 0) {
+        const char *s = getenv("INFER_ATTN_ROPE");
+        rope_mode = s && (s[0] == '0' || s[0] == '2') ? s[0] - '0' : 1;
+    }
+    return rope_mode;
+}
+
 template <int HD, int NW, int STAGES>
-cudaError_t launch_decode_cfg(const attn_args &a, long max_range, float *scratch, size_t scratch_floats,
-                              int *n_splits_out, cudaStream_t stream)
+cudaError_t launch_decode_cfg(const attn_args &a, const attn_rope *rope, long max_range, float *scratch,
+                              size_t scratch_floats, int *n_splits_out, cudaStream_t stream)
 {
     constexpr size_t smem = decode_smem_bytes<HD, NW, STAGES>();
     cudaError_t rc = cudaFuncSetAttribute(decode_kernel<HD, NW, STAGES>,
@@ -352,8 +437,19 @@ cudaError_t launch_decode_cfg(const attn_args &a, long max_range, float *scratch
         reinterpret_cast<float2 *>(scratch + (size_t)a.n_tokens * a.n_heads * n_splits * a.head_dim);
     dim3 grid(n_splits, a.n_kv_heads * n_rg, a.n_tokens);
     const int early = scratch && a.head_dim % 8 == 0 && attention_early_on();
-    rc = launch_pdl(decode_kernel<HD, NW, STAGES>, grid, NW * 32, smem, stream, a, n_splits, part_o, part_ml,
-                    early);
+    if (rope && (!early || HD < 64 || a.head_dim != HD))
+        return cudaErrorNotSupported;
+    if (rope && HD >= 64) { // the split count above is the plain kernel's, so the sums split alike
+        constexpr bool R = HD >= 64;
+        rc = cudaFuncSetAttribute(decode_kernel<HD, NW, STAGES, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  (int)smem);
+        if (rc == cudaSuccess)
+            rc = launch_pdl(decode_kernel<HD, NW, STAGES, R>, grid, NW * 32, smem, stream, a, n_splits, part_o,
+                            part_ml, early, *rope);
+    } else {
+        rc = launch_pdl(decode_kernel<HD, NW, STAGES>, grid, NW * 32, smem, stream, a, n_splits, part_o, part_ml,
+                        early, attn_rope{});
+    }
     if (n_splits > 1 && rc == cudaSuccess) {
         dim3 cgrid(a.n_heads, a.n_tokens, (a.head_dim + COMB_COLS - 1) / COMB_COLS);
         rc = launch_pdl(decode_combine_kernel, cgrid, COMB_THREADS, 0, stream, a, n_splits,
@@ -368,9 +464,21 @@ cudaError_t launch_decode_cfg(const attn_args &a, long max_range, float *scratch
 static int decode_variant;
 extern "C" void attention_decode_set_variant(int v) { decode_variant = v; }
 
+// Where it measured faster (one H100, docs/benchmarks.md "RoPE inside the
+// decode attention"): batch 1 for every model; batch 8 for head size 128
+// (Llama, Qwen3) but not 256 (Gemma: -2 %, each CTA rotating its q rows
+// costs more than the RoPE kernel it saves).
+extern "C" int attention_decode_does_rope(int head_dim, int n_tokens)
+{
+    const int mode = attention_rope_mode();
+    if (!(head_dim == 64 || head_dim == 128 || head_dim == 256) || !attention_early_on() || mode == 0)
+        return 0;
+    return mode == 2 || n_tokens <= (head_dim <= 128 ? 8 : 1);
+}
+
 // Warps and pipeline depth per padded head dimension; the variant picks another.
-extern "C" cudaError_t launch_attention_decode(const struct attn_args *a, long max_range, float *scratch,
-                                               size_t scratch_floats, int *n_splits, cudaStream_t stream)
+static cudaError_t launch_decode(const struct attn_args *a, const attn_rope *rope, long max_range, float *scratch,
+                                 size_t scratch_floats, int *n_splits, cudaStream_t stream)
 {
     if (a->head_dim > 256 || a->sm_count < 1)
         return cudaErrorInvalidValue;
@@ -378,15 +486,15 @@ extern "C" cudaError_t launch_attention_decode(const struct attn_args *a, long m
         return cudaSuccess;
     const int v = decode_variant;
     if (a->head_dim <= 32)
-        return launch_decode_cfg<32, 4, 4>(*a, max_range, scratch, scratch_floats, n_splits, stream);
+        return launch_decode_cfg<32, 4, 4>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
     if (a->head_dim <= 64)
-        return launch_decode_cfg<64, 4, 4>(*a, max_range, scratch, scratch_floats, n_splits, stream);
+        return launch_decode_cfg<64, 4, 4>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
     if (a->head_dim <= 128) {
         if (v == 1)
-            return launch_decode_cfg<128, 2, 4>(*a, max_range, scratch, scratch_floats, n_splits, stream);
+            return launch_decode_cfg<128, 2, 4>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
         if (v == 2)
-            return launch_decode_cfg<128, 4, 2>(*a, max_range, scratch, scratch_floats, n_splits, stream);
-        return launch_decode_cfg<128, 4, 3>(*a, max_range, scratch, scratch_floats, n_splits, stream);
+            return launch_decode_cfg<128, 4, 2>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
+        return launch_decode_cfg<128, 4, 3>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
     }
     /* 256: 2 warps, 2 stages (76 KB) lets two CTAs share an SM, which beat one
      * CTA of 4 warps by 20-35% at batch 32 (H200, 2026-11-25); but when every
@@ -397,10 +505,25 @@ extern "C" cudaError_t launch_attention_decode(const struct attn_args *a, long m
      * without scratch (batch-invariant mode: one kernel shape for any batch). */
     const long groups = (long)a->n_tokens * a->n_kv_heads * ((a->n_heads / a->n_kv_heads + 15) / 16);
     if (v == 0 && scratch && groups * ((max_range + CHUNK - 1) / CHUNK) <= a->sm_count)
-        return launch_decode_cfg<256, 4, 2>(*a, max_range, scratch, scratch_floats, n_splits, stream);
+        return launch_decode_cfg<256, 4, 2>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
     if (v == 1)
-        return launch_decode_cfg<256, 2, 3>(*a, max_range, scratch, scratch_floats, n_splits, stream);
+        return launch_decode_cfg<256, 2, 3>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
     if (v == 2)
-        return launch_decode_cfg<256, 4, 2>(*a, max_range, scratch, scratch_floats, n_splits, stream);
-    return launch_decode_cfg<256, 2, 2>(*a, max_range, scratch, scratch_floats, n_splits, stream);
+        return launch_decode_cfg<256, 4, 2>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
+    return launch_decode_cfg<256, 2, 2>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
+}
+
+extern "C" cudaError_t launch_attention_decode(const struct attn_args *a, long max_range, float *scratch,
+                                               size_t scratch_floats, int *n_splits, cudaStream_t stream)
+{
+    return launch_decode(a, nullptr, max_range, scratch, scratch_floats, n_splits, stream);
+}
+
+extern "C" cudaError_t launch_attention_decode_rope(const struct attn_args *a, const struct attn_rope *rope,
+                                                    long max_range, float *scratch, size_t scratch_floats,
+                                                    cudaStream_t stream)
+{
+    if (!rope || !rope->q_in || !scratch || !attention_decode_does_rope(a->head_dim, a->n_tokens))
+        return cudaErrorNotSupported;
+    return launch_decode(a, rope, max_range, scratch, scratch_floats, nullptr, stream);
 }

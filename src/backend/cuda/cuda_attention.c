@@ -20,21 +20,18 @@
 #include "backend/cuda/attention.h"
 #include "backend/cuda/cuda_ops.h"
 
-void cuda_op_attention(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
-                       const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
-                       float softcap)
+static struct attn_args args_of(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
+                                const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
+                                float softcap)
 {
     CHECK(s->head_dim >= 2 && s->head_dim <= 256 && s->head_dim % 2 == 0);
     CHECK(s->n_kv_heads > 0 && s->n_heads % s->n_kv_heads == 0);
     CHECK(s->block_size > 0 && (s->block_size & (s->block_size - 1)) == 0);
     CHECK(window >= 0 && m->n_tokens >= 0);
-    float *scratch = cuda_impl(be)->attn_scratch;
-    if (m->n_tokens == 0)
-        return;
     int bs_log2 = 0;
     while ((1 << bs_log2) < s->block_size)
         bs_log2++;
-    struct attn_args a = {
+    return (struct attn_args){
         .out = out,
         .q = q,
         .k_cache = kv->k,
@@ -56,6 +53,23 @@ void cuda_op_attention(struct backend *be, void *out, const void *q, const struc
         .softcap = softcap,
         .sm_count = cuda_impl(be)->prop.multiProcessorCount,
     };
+}
+
+/* The most keys a token can see: the block-table capacity, or the window. */
+static long max_range_of(const struct fwd_meta *m, const struct attn_shape *s, int window)
+{
+    long max_range = (long)m->max_blocks_per_seq * s->block_size;
+    return window > 0 && window < max_range ? window : max_range;
+}
+
+void cuda_op_attention(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
+                       const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
+                       float softcap)
+{
+    const struct attn_args a = args_of(be, out, q, m, s, kv, window, scale, softcap);
+    float *scratch = cuda_impl(be)->attn_scratch;
+    if (m->n_tokens == 0)
+        return;
     /* The decode kernel is right for any batch (each row finds its own
      * sequence); it is the fast one when every sequence has one row. In
      * batch-invariant mode it takes every row, unsplit (no scratch: one CTA
@@ -65,13 +79,46 @@ void cuda_op_attention(struct backend *be, void *out, const void *q, const struc
         CUDA_CHECK(launch_attention_decode(&a, 1, NULL, 0, NULL, cuda_stream(be)));
     } else if (m->n_tokens == m->n_seqs) {
         CHECK(m->n_tokens <= 65535); /* grid.z */
-        long max_range = (long)m->max_blocks_per_seq * s->block_size;
-        if (window > 0 && window < max_range)
-            max_range = window;
-        CUDA_CHECK(launch_attention_decode(&a, max_range, scratch, CUDA_ATTN_SCRATCH_BYTES / sizeof(float), NULL,
-                                           cuda_stream(be)));
+        CUDA_CHECK(launch_attention_decode(&a, max_range_of(m, s, window), scratch,
+                                           CUDA_ATTN_SCRATCH_BYTES / sizeof(float), NULL, cuda_stream(be)));
     } else {
         CHECK((m->n_tokens + 63) / 64 + m->n_seqs <= 65535); /* grid.y */
         CUDA_CHECK(launch_attention_prefill(&a, cuda_stream(be)));
     }
+}
+
+/* One kernel where it can (every sequence one row, the split decode kernel,
+ * head sizes 64 / 128 / 256): the decode kernel rotates q and the token's k
+ * itself and writes k and v to the cache; else the RoPE kernel, then the
+ * attention as cuda_op_attention picks it. */
+void cuda_op_attention_rope(struct backend *be, void *out, void *q_scratch, const struct qkv_rope *r,
+                            const struct fwd_meta *m, const struct attn_shape *s, struct kv_layer *kv, int window,
+                            float scale, float softcap)
+{
+    if (be->batch_invariant || m->n_tokens != m->n_seqs || m->n_tokens == 0 ||
+        !attention_decode_does_rope(s->head_dim, m->n_tokens)) {
+        cuda_op_qk_rope_kv_write(be, q_scratch, r->q_in, r->k_in, r->v_in, r->q_stride, r->kv_stride, m, s,
+                                 r->q_norm, r->k_norm, r->eps, r->plus_one, r->inv_freq, kv);
+        cuda_op_attention(be, out, q_scratch, m, s, kv, window, scale, softcap);
+        return;
+    }
+    CHECK(m->n_tokens <= 65535); /* grid.z */
+    const struct attn_args a = args_of(be, out, NULL, m, s, kv, window, scale, softcap);
+    const struct attn_rope rope = {
+        .q_in = r->q_in,
+        .k_in = r->k_in,
+        .v_in = r->v_in,
+        .q_stride = r->q_stride,
+        .kv_stride = r->kv_stride,
+        .q_norm = r->q_norm ? r->q_norm->data : NULL,
+        .k_norm = r->k_norm ? r->k_norm->data : NULL,
+        .eps = r->eps,
+        .plus_one = r->plus_one,
+        .inv_freq = r->inv_freq,
+        .slot_mapping = m->slot_mapping,
+        .k_cache = kv->k,
+        .v_cache = kv->v,
+    };
+    CUDA_CHECK(launch_attention_decode_rope(&a, &rope, max_range_of(m, s, window), cuda_impl(be)->attn_scratch,
+                                            CUDA_ATTN_SCRATCH_BYTES / sizeof(float), cuda_stream(be)));
 }

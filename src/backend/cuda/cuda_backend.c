@@ -282,6 +282,7 @@ static const struct backend_ops cuda_ops = {
     .matmul_f32 = cuda_op_matmul_f32,
     .qk_rope_kv_write = cuda_op_qk_rope_kv_write,
     .attention = cuda_op_attention,
+    .attention_rope = cuda_op_attention_rope,
     .gated_act = cuda_op_gated_act,
     .gated_matmul = cuda_op_gated_matmul,
     .gather_rows = cuda_op_gather_rows,

@@ -42,6 +42,9 @@ void cuda_op_gated_matmul(struct backend *be, void *out, void *scratch, const vo
 void cuda_gemm_release(struct backend *be);
 
 /* cuda_attention.c: paged decode and prefill attention */
+void cuda_op_attention_rope(struct backend *be, void *out, void *q_scratch, const struct qkv_rope *r,
+                            const struct fwd_meta *m, const struct attn_shape *s, struct kv_layer *kv, int window,
+                            float scale, float softcap);
 void cuda_op_attention(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
                        const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
                        float softcap);

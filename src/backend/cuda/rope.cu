@@ -10,6 +10,7 @@
 // memory. Both round where the CPU twin does.
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/rope_head.cuh"
 
 __global__ void qk_rope_kv_kernel(bf16 *q_out, const bf16 *q_in, const bf16 *k_in, const bf16 *v_in, int q_stride,
                                   int kv_stride, const int32_t *positions, const int32_t *slot_mapping, int n_heads,
@@ -66,8 +67,7 @@ __global__ void qk_rope_kv_kernel(bf16 *q_out, const bf16 *q_in, const bf16 *k_i
     }
 }
 
-// R = head_dim / 32 values per lane at stride 32: the pair (i, i + hd/2) of
-// lane-element r is its element r + R/2, so the rotation stays in registers.
+// One warp a head (rope_head.cuh).
 template <int R>
 __global__ void qk_rope_kv_warp_kernel(bf16 *q_out, const bf16 *q_in, const bf16 *k_in, const bf16 *v_in,
                                        int q_stride, int kv_stride, const int32_t *positions,
@@ -86,14 +86,8 @@ __global__ void qk_rope_kv_warp_kernel(bf16 *q_out, const bf16 *q_in, const bf16
     float wv[R], sn[R / 2], cs[R / 2];
     int32_t slot = -1;
     if (h < n_heads + n_kv) {
-        const bf16 *w = is_q ? q_norm : k_norm;
-#pragma unroll
-        for (int r = 0; r < R; r++)
-            wv[r] = w ? to_f32(w[lane + 32 * r]) : 0.f;
-        const float pos = (float)positions[t];
-#pragma unroll
-        for (int r = 0; r < R / 2; r++)
-            sincosf(pos * inv_freq[lane + 32 * r], &sn[r], &cs[r]);
+        rope_weights<R>(wv, is_q ? q_norm : k_norm, lane);
+        rope_angles<R>(sn, cs, (float)positions[t], inv_freq, lane);
         if (!is_q)
             slot = slot_mapping[t];
     }
@@ -107,24 +101,7 @@ __global__ void qk_rope_kv_warp_kernel(bf16 *q_out, const bf16 *q_in, const bf16
 #pragma unroll
     for (int r = 0; r < R; r++)
         x[r] = to_f32(src[lane + 32 * r]);
-    if (q_norm) {
-        float ss = 0.f;
-#pragma unroll
-        for (int r = 0; r < R; r++)
-            ss += x[r] * x[r];
-        float inv = rsqrtf(warp_sum(ss) / HD + eps);
-#pragma unroll
-        for (int r = 0; r < R; r++) {
-            float y = x[r] * inv, wi = wv[r];
-            x[r] = round_bf16(plus_one ? y * (1.f + wi) : wi * round_bf16(y));
-        }
-    }
-#pragma unroll
-    for (int r = 0; r < R / 2; r++) {
-        float a = x[r], b = x[r + R / 2];
-        x[r] = a * cs[r] - b * sn[r];
-        x[r + R / 2] = b * cs[r] + a * sn[r];
-    }
+    rope_head<R>(x, q_norm != nullptr, wv, eps, plus_one, sn, cs);
     if (is_q) {
         bf16 *dst = q_out + ((int64_t)t * n_heads + h) * HD;
 #pragma unroll
