@@ -167,8 +167,11 @@ template <int W>
 // to land). Loads in flight beyond what the bandwidth needs only lengthen the
 // memory system's queues, which every dependent access (a counter, an input
 // vector) then waits behind; landed slots cost nothing.
+// cap_ahead > 0: the cap for loads of a phase the consumers have not reached
+// yet (cphase: the phase they work on), so little is in flight while a phase's
+// end is signalled and its inputs are read, and the full depth inside it.
 __device__ void produce(const phase *ph, int first, int last, unsigned char *ring, int depth, uint64_t *full,
-                        uint64_t *empty, uint64_t *trace, int cap)
+                        uint64_t *empty, uint64_t *trace, int cap, int cap_ahead, const volatile int *cphase)
 {
     unsigned it = 0;
     for (int p = first; p < last; p++) {
@@ -182,8 +185,9 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
             const uint64_t t0 = tr ? now_ns() : 0;
             if (fill > 0)
                 mbar_wait(&empty[s], (fill - 1) & 1);
-            if (cap > 0 && it >= (unsigned)cap)
-                mbar_wait(&full[slot_of<W>(it - cap, depth)], fill_of<W>(it - cap, depth) & 1);
+            const int c = cap_ahead > 0 && p > *cphase ? cap_ahead : cap;
+            if (c > 0 && it >= (unsigned)c)
+                mbar_wait(&full[slot_of<W>(it - c, depth)], fill_of<W>(it - c, depth) & 1);
             if (tr) {
                 const uint64_t t1 = now_ns();
                 stall += t1 - t0;
@@ -270,10 +274,42 @@ __device__ __forceinline__ float slot_rows(const unsigned char *slot, const bf16
     return mine;
 }
 
-template <int W>
+// The same with the lane's x pieces (j = lane + 32 i) in registers, for
+// k <= XP * 256: a 16-byte piece costs one shared load, 8 conversions and 8
+// FMAs instead of two loads, 16 conversions and 8 FMAs.
+template <int XP>
+__device__ __forceinline__ float slot_rows_reg(const unsigned char *slot, const float (&xr)[XP][8], int nr, int k,
+                                               int lane)
+{
+    const int pieces = k / 8;
+    float mine = 0.f;
+    for (int r = 0; r < nr; r++) {
+        const uint4 *row = reinterpret_cast<const uint4 *>(slot + (size_t)r * k * 2);
+        float acc0 = 0.f, acc1 = 0.f;
+#pragma unroll
+        for (int i = 0; i < XP; i++) {
+            const int j = lane + 32 * i;
+            if (j < pieces) {
+                const uint4 wv = row[j];
+                const __nv_bfloat162 *w2 = reinterpret_cast<const __nv_bfloat162 *>(&wv);
+                const float2 a = __bfloat1622float2(w2[0]), b = __bfloat1622float2(w2[1]);
+                const float2 c = __bfloat1622float2(w2[2]), d = __bfloat1622float2(w2[3]);
+                acc0 += a.x * xr[i][0] + a.y * xr[i][1] + b.x * xr[i][2] + b.y * xr[i][3];
+                acc1 += c.x * xr[i][4] + c.y * xr[i][5] + d.x * xr[i][6] + d.y * xr[i][7];
+            }
+        }
+        const float v = warp_sum(acc0 + acc1);
+        if (lane == r)
+            mine = v;
+    }
+    return mine;
+}
+
+// XP > 0: x in registers (slot_rows_reg) for the phases with k <= XP * 256.
+template <int W, int XP>
 __global__ void __launch_bounds__(W * 32 + 64, 1)
     layers_kernel(const phase *ph, int first, int last, int depth, unsigned *counters, int skip, uint64_t *trace,
-                  int cap, int signal_warp)
+                  int cap, int signal_warp, int cap_ahead)
 {
     const int n_slots = W * depth;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -281,6 +317,7 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
     bf16 *xs = reinterpret_cast<bf16 *>(smem + (size_t)n_slots * SLOT);
     __shared__ uint64_t full[MAX_SLOTS], empty[MAX_SLOTS];
     __shared__ float warp_ss[W];
+    __shared__ int cphase; // the phase the consumers work on (for cap_ahead)
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     if (tid == 0) {
         for (int s = 0; s < n_slots; s++) {
@@ -288,11 +325,12 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
             mbar_init(&empty[s], 1);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        cphase = first;
     }
     __syncthreads();
     if (warp == W) {
         if (lane == 0)
-            produce<W>(ph, first, last, ring, depth, full, empty, trace, cap);
+            produce<W>(ph, first, last, ring, depth, full, empty, trace, cap, cap_ahead, &cphase);
         return;
     }
     if (warp == W + 1) { // the signal warp: no stores of its own outstanding when it fences
@@ -308,6 +346,7 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
                 if (!(skip & SKIP_FENCE))
                     __threadfence();
                 asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counters + p), "r"(1u) : "memory");
+                *(volatile int *)&cphase = p + 1;
             }
             __syncwarp();
         }
@@ -341,13 +380,38 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
         consumers_sync<W>();
         if (tr)
             tr[T_INPUT] = now_ns();
+        const bool in_regs = XP > 0 && P.k <= XP * 256;
+        float xr[XP > 0 ? XP : 1][8];
+        if (in_regs) {
+#pragma unroll
+            for (int i = 0; i < (XP > 0 ? XP : 1); i++) {
+                const int j = lane + 32 * i;
+                if (j < P.k / 8) {
+                    const uint4 xv = *reinterpret_cast<const uint4 *>(xs + j * 8);
+                    const __nv_bfloat162 *x2 = reinterpret_cast<const __nv_bfloat162 *>(&xv);
+#pragma unroll
+                    for (int h = 0; h < 4; h++) {
+                        const float2 f = __bfloat1622float2(x2[h]);
+                        xr[i][2 * h] = f.x;
+                        xr[i][2 * h + 1] = f.y;
+                    }
+                }
+            }
+        }
         float ss = 0.f; // this warp's rows of x_out, squared
         for (int c = (int)((warp - it0 % W + W) % W); c < n_chunks; c += W) {
             const unsigned it = it0 + c;
             const int s = slot_of<W>(it, depth), row = r0 + c * R + lane, nr = min(R, r1 - r0 - c * R);
             const float resid = adds && lane < nr ? __ldcg(P.x_in + row) : 0.f;
             mbar_wait(&full[s], fill_of<W>(it, depth) & 1);
-            const float v = slot_rows(ring + (size_t)s * SLOT, xs, nr, P.k, lane);
+            float v;
+            if constexpr (XP > 0) {
+                if (in_regs)
+                    v = slot_rows_reg<XP>(ring + (size_t)s * SLOT, xr, nr, P.k, lane);
+                else
+                    v = slot_rows(ring + (size_t)s * SLOT, xs, nr, P.k, lane);
+            } else
+                v = slot_rows(ring + (size_t)s * SLOT, xs, nr, P.k, lane);
             __syncwarp();
             if (lane == 0)
                 mbar_arrive(&empty[s]);
@@ -397,6 +461,7 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
             if (!(skip & SKIP_FENCE))
                 __threadfence();
             asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counters + p), "r"(1u) : "memory");
+            *(volatile int *)&cphase = p + 1;
         }
     }
 }
@@ -545,7 +610,7 @@ __global__ void __launch_bounds__(W * 32 + 32, 1)
     __syncthreads();
     if (warp == W) {
         if (lane == 0)
-            produce<W>(ph, first, last, ring, depth, full, empty, trace, cap);
+            produce<W>(ph, first, last, ring, depth, full, empty, trace, cap, 0, NULL);
         return;
     }
     unsigned it0 = 0;
@@ -828,6 +893,8 @@ struct variant {
     int warps, depth, ll; // ll: the tagged-word kernel (2: with relaxed counters as the hint), else counters
     int cap;              // slot-loads in flight at most (0: as many as free slots)
     int signal_warp;      // counters kernel: a warp of its own sends the phase-end signal
+    int cap_ahead;        // counters kernel: the cap while the producer runs into the next phase
+    const char *name;
     const void *fn;
 };
 
@@ -836,7 +903,8 @@ static void launch(const variant &v, int sms, size_t smem, phase *dph, int first
                    int skip, uint64_t *trace, int xs_len, cudaStream_t st)
 {
     static unsigned epoch = 0;
-    int depth = v.depth, threads = v.warps * 32 + 32 + (v.signal_warp ? 32 : 0), cap = v.cap, sig = v.signal_warp;
+    int depth = v.depth, threads = v.warps * 32 + 32 + (v.signal_warp ? 32 : 0), cap = v.cap, sig = v.signal_warp,
+        ahead = v.cap_ahead;
     if (v.ll) {
         epoch++;
         unsigned *hint = v.ll == 2 ? counters : NULL;
@@ -846,7 +914,7 @@ static void launch(const variant &v, int sms, size_t smem, phase *dph, int first
         CK(cudaLaunchCooperativeKernel(v.fn, sms, threads, args, smem, st));
     } else {
         CK(cudaMemsetAsync(counters, 0, last * 4, st));
-        void *args[] = {&dph, &first, &last, &depth, &counters, &skip, &trace, &cap, &sig};
+        void *args[] = {&dph, &first, &last, &depth, &counters, &skip, &trace, &cap, &sig, &ahead};
         CK(cudaLaunchCooperativeKernel(v.fn, sms, threads, args, smem, st));
     }
 }
@@ -951,11 +1019,16 @@ static void run(const model_shape &m, int sms)
     printf("%s: %.1f MB of weights, floor at 3.02 TB/s %.3f ms\n", m.name, wbytes / 1e6, wbytes / 3.02e9);
 
     // variants: consumer warps x slots a warp
+    // warps, slots a warp, ll, cap, signal warp, cap ahead
     static const variant variants[] = {
-        {4, 2, 0, 0, 0, (const void *)layers_kernel<4>}, {4, 2, 0, 0, 1, (const void *)layers_kernel<4>},
-        {4, 2, 0, 2, 0, (const void *)layers_kernel<4>}, {4, 2, 0, 2, 1, (const void *)layers_kernel<4>},
-        {8, 1, 0, 0, 1, (const void *)layers_kernel<8>}, {8, 1, 0, 2, 1, (const void *)layers_kernel<8>},
-        {8, 1, 2, 3, 0, (const void *)ll_kernel<8>}};
+        {4, 2, 0, 0, 0, 0, "counters", (const void *)layers_kernel<4, 0>},
+        {4, 2, 0, 2, 0, 0, "counters, cap 2", (const void *)layers_kernel<4, 0>},
+        {4, 2, 0, 0, 1, 0, "counters, signal warp", (const void *)layers_kernel<4, 0>},
+        {4, 2, 0, 0, 0, 1, "counters, cap 1 ahead", (const void *)layers_kernel<4, 0>},
+        {4, 2, 0, 0, 0, 2, "counters, cap 2 ahead", (const void *)layers_kernel<4, 0>},
+        {4, 2, 0, 0, 0, 0, "counters, x in registers", (const void *)layers_kernel<4, 12>},
+        {8, 1, 0, 2, 1, 0, "counters, cap 2, signal warp", (const void *)layers_kernel<8, 0>},
+        {8, 1, 2, 3, 0, 0, "tagged + relaxed counter, cap 3", (const void *)ll_kernel<8>}};
     for (int si = 0; si < (int)(sizeof variants / sizeof variants[0]); si++) {
         const variant &V = variants[si];
         const int depth = V.depth, n_slots = V.warps * depth;
@@ -986,9 +1059,9 @@ static void run(const model_shape &m, int sms)
                     compare(logits, first_logits, m.vocab, &sb);
                     same_bits &= sb;
                     const double err = compare(logits, ref_logits, m.vocab, NULL);
-                    printf("  %s %d warps x %d slots, cap %d%s%s: max |logit - reference| / max |reference| = %.2e (%s), %d runs same bits: %s\n",
-                           V.ll ? "tagged+relaxed counter" : "counters", V.warps, depth, V.cap, V.signal_warp ? ", signal warp" : "",
-                           mode == 3 ? " (no fence)" : "", err, err < 2e-2 ? "ok" : "WRONG",
+                    printf("  %s, %d warps x %d slots%s: max |logit - reference| / max |reference| = %.2e (%s), "
+                           "%d runs same bits: %s\n",
+                           V.name, V.warps, depth, mode == 3 ? " (no fence)" : "", err, err < 2e-2 ? "ok" : "WRONG",
                            reps + 2, same_bits ? "yes" : "NO");
                 }
             }
@@ -1005,10 +1078,9 @@ static void run(const model_shape &m, int sms)
             med[mode] = s[reps / 2];
         }
         const double head = (double)m.vocab * m.d * 2;
-        printf("  %s %d warps x %d slots, cap %d%s (%zu KiB smem): step best %.3f ms median %.3f (%.0f GB/s); no fence %.3f; "
+        printf("  %s, %d warps x %d slots (%zu KiB smem): step best %.3f ms median %.3f (%.0f GB/s); no fence %.3f; "
                "without waits %.3f ms (%.0f GB/s); also without inputs %.3f; LM head alone %.3f ms (%.0f GB/s)\n",
-               V.ll ? "tagged+relaxed counter" : "counters", V.warps, depth, V.cap, V.signal_warp ? ", signal warp" : "",
-               smem / 1024, best[0], med[0], wbytes / best[0] / 1e6, best[3], best[1],
+               V.name, V.warps, depth, smem / 1024, best[0], med[0], wbytes / best[0] / 1e6, best[3], best[1],
                wbytes / best[1] / 1e6, best[2], best[4], head / best[4] / 1e6);
         trace_step(V, sms, smem, dph, ph, n_ph, counters, max_k, st);
         CK(cudaFree(first_logits));
