@@ -61,7 +61,9 @@ enum { SLOT = 20480, MAX_SLOTS = 16, MAX_ROWS = 32 };
 enum { OP_QKV, OP_O, OP_GU, OP_DOWN, OP_HEAD };
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
 // Trace fields, per (block, phase), globaltimer ns
-enum { T_START, T_WAITED, T_INPUT, T_END, T_ISSUE0, T_STALL, T_ISSUE1, T_FIELDS };
+// T_FENCE, T_LOAD, T_RTTS: in the LM head phase (steady streaming), thread 0's
+// store + __threadfence and dependent L2 load round trips, summed, and their count.
+enum { T_START, T_WAITED, T_INPUT, T_END, T_ISSUE0, T_STALL, T_ISSUE1, T_FENCE, T_LOAD, T_RTTS, T_SCRATCH, T_FIELDS };
 
 struct phase {
     const bf16 *w; // [n, k] row-major
@@ -104,6 +106,13 @@ __device__ __forceinline__ uint64_t now_ns()
 {
     uint64_t t;
     asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+    return t;
+}
+// The time once v is in a register (the asm takes v, so it waits for the load).
+__device__ __forceinline__ uint64_t now_ns_after(float v)
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) : "f"(v));
     return t;
 }
 __device__ __forceinline__ void watchdog(uint64_t t0)
@@ -399,10 +408,23 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
             }
         }
         float ss = 0.f; // this warp's rows of x_out, squared
+        uint64_t fence_ns = 0, load_ns = 0, rtts = 0;
+        float sink = 0.f;
         for (int c = (int)((warp - it0 % W + W) % W); c < n_chunks; c += W) {
             const unsigned it = it0 + c;
             const int s = slot_of<W>(it, depth), row = r0 + c * R + lane, nr = min(R, r1 - r0 - c * R);
             const float resid = adds && lane < nr ? __ldcg(P.x_in + row) : 0.f;
+            if (tr && P.op == OP_HEAD) { // round trips under load (thread 0 only)
+                const uint64_t t0 = now_ns();
+                tr[T_SCRATCH] = t0;
+                __threadfence();
+                const uint64_t t1 = now_ns();
+                sink += __ldcg(P.x_in + (int)((t1 + it) % (uint64_t)P.k));
+                const uint64_t t2 = now_ns_after(sink);
+                fence_ns += t1 - t0;
+                load_ns += t2 - t1;
+                rtts++;
+            }
             mbar_wait(&full[s], fill_of<W>(it, depth) & 1);
             float v;
             if constexpr (XP > 0) {
@@ -432,6 +454,11 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
             }
         }
         it0 += n_chunks;
+        if (tr && P.op == OP_HEAD) {
+            tr[T_FENCE] = fence_ns;
+            tr[T_LOAD] = load_ns;
+            tr[T_RTTS] = rtts + (sink == 12345.f); // keeps the loads
+        }
         if (adds) {
             ss = warp_sum(ss);
             if (lane == 0)
@@ -960,6 +987,17 @@ static void trace_step(const variant &v, int sms, size_t smem, phase *dph, const
                ideal / cnt / 1e3, wait / nb / 1e3, input / nb / 1e3, rows / nb / 1e3, stall / nb / 1e3, ahead / nb / 1e3,
                spread / cnt / 1e3);
     }
+    double fence = 0, load = 0, n_rtt = 0;
+    for (int b = 0; b < sms; b++) {
+        const uint64_t *t = tr + ((size_t)b * n_ph + n_ph - 1) * T_FIELDS;
+        fence += (double)t[T_FENCE];
+        load += (double)t[T_LOAD];
+        n_rtt += (double)t[T_RTTS];
+    }
+    if (n_rtt > 0)
+        printf("    under load (LM head phase, thread 0 of every block, %.0f samples): store + fence %.2f us, "
+               "L2 load %.2f us\n",
+               n_rtt, fence / n_rtt / 1e3, load / n_rtt / 1e3);
     CK(cudaFree(dtr));
     free(tr);
 }
