@@ -387,10 +387,8 @@ template <int HD, int NW, int STAGES> int decode_occupancy()
 static int attention_early_on()
 {
     static int on = -1;
-    if (on < 0) {
-        const char *s = getenv("INFER_ATTN_EARLY");
-        on = !(s && s[0] == '0');
-    }
+    if (on < 0)
+        on = env_digit("INFER_ATTN_EARLY", "0", 1);
     return on;
 }
 
@@ -402,10 +400,8 @@ extern "C" void attention_decode_rope_mode(int mode) { rope_mode = mode; }
 
 static int attention_rope_mode()
 {
-    if (rope_mode < 0) {
-        const char *s = getenv("INFER_ATTN_ROPE");
-        rope_mode = s && (s[0] == '0' || s[0] == '2') ? s[0] - '0' : 1;
-    }
+    if (rope_mode < 0)
+        rope_mode = env_digit("INFER_ATTN_ROPE", "02", 1);
     return rope_mode;
 }
 

@@ -5,6 +5,7 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef __nv_bfloat16 bf16;
 
@@ -22,14 +23,20 @@ __device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(_
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;"); }
 
+// An A/B switch from the environment: the digit NAME starts with if it is
+// one of `digits`, else `otherwise` (unset, empty or anything else).
+static inline int env_digit(const char *name, const char *digits, int otherwise)
+{
+    const char *s = getenv(name);
+    return s && s[0] && strchr(digits, s[0]) ? s[0] - '0' : otherwise;
+}
+
 // INFER_NO_PDL=1 launches everything plainly (A/B measurements of PDL).
 static inline int pdl_enabled()
 {
     static int on = -1;
-    if (on < 0) {
-        const char *s = getenv("INFER_NO_PDL");
-        on = !(s && s[0] == '1');
-    }
+    if (on < 0)
+        on = !env_digit("INFER_NO_PDL", "1", 0);
     return on;
 }
 

@@ -26,10 +26,8 @@ extern "C" void cuda_norm_preload_set(int on) { norm_preload = on; }
 
 static int norm_preload_on(void)
 {
-    if (norm_preload < 0) {
-        const char *s = getenv("INFER_NORM_PRELOAD");
-        norm_preload = !(s && s[0] == '0');
-    }
+    if (norm_preload < 0)
+        norm_preload = env_digit("INFER_NORM_PRELOAD", "0", 1);
     return norm_preload;
 }
 
