@@ -100,8 +100,9 @@ struct attn_shape {
     int block_size;
 };
 
-/* What qk_rope_kv_write takes besides the metadata, the shape and the cache:
- * the q|k|v rows and the per-head norms and frequencies (see there). */
+/* What qk_rope_kv_write and attention_rope take besides the metadata, the
+ * shape and the cache: the q|k|v rows and the per-head norms and
+ * frequencies (see qk_rope_kv_write). */
 struct qkv_rope {
     const void *q_in, *k_in, *v_in;
     int q_stride, kv_stride;
@@ -203,17 +204,14 @@ struct backend_ops {
                                void *out, const struct weight *w, int n_rows, float eps, int plus_one);
     /* out[n_rows, w.rows] = x[n_rows, w.cols] . w^T */
     void (*matmul)(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows);
-    /* Per-head RMSNorm of q and k (when q_norm != NULL), RoPE on both at each
-     * token's position (inv_freq: [head_dim/2] f32 in backend memory); q goes
-     * to q_out ([n_tokens, n_heads*head_dim], may equal q_in), k and v to the
-     * cache at slot_mapping (rows with -1 skipped). Inputs are rows of
-     * q_stride / kv_stride elements (a fused q|k|v projection gives one row
-     * per token holding all three). */
-    void (*qk_rope_kv_write)(struct backend *be, void *q_out, const void *q_in, const void *k_in,
-                             const void *v_in, int q_stride, int kv_stride, const struct fwd_meta *m,
-                             const struct attn_shape *s, const struct weight *q_norm,
-                             const struct weight *k_norm, float eps, int plus_one, const float *inv_freq,
-                             struct kv_layer *kv);
+    /* Per-head RMSNorm of q and k (when r->q_norm != NULL), RoPE on both at
+     * each token's position (r->inv_freq: [head_dim/2] f32 in backend
+     * memory); q goes to q_out ([n_tokens, n_heads*head_dim], may equal
+     * r->q_in), k and v to the cache at slot_mapping (rows with -1 skipped).
+     * Inputs are rows of r->q_stride / r->kv_stride elements (a fused q|k|v
+     * projection gives one row per token holding all three). */
+    void (*qk_rope_kv_write)(struct backend *be, void *q_out, const struct qkv_rope *r, const struct fwd_meta *m,
+                             const struct attn_shape *s, struct kv_layer *kv);
     /* Causal attention of each token over its sequence's cached keys:
      * positions max(0, pos - window + 1) .. pos (window 0 = unlimited),
      * scores * scale, optional tanh soft-cap, softmax, weighted sum of v. */

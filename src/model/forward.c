@@ -144,8 +144,7 @@ static void attention_in(const struct model *m, struct forward_ws *ws, struct kv
     if (rope_later)
         return;
     const struct qkv_rope r = qkv_rope_of(m, ws, layer);
-    ops->qk_rope_kv_write(be, ws->q, r.q_in, r.k_in, r.v_in, r.q_stride, r.kv_stride, meta, &shape, r.q_norm,
-                          r.k_norm, r.eps, r.plus_one, r.inv_freq, &kv->layers[layer]);
+    ops->qk_rope_kv_write(be, ws->q, &r, meta, &shape, &kv->layers[layer]);
 }
 
 /* rope_here: attention_in left RoPE and the cache write to this call. */

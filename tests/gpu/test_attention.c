@@ -408,8 +408,7 @@ static const char *rope_fused_case(struct gpu_ctx *ctx, int n_heads, int n_kv, i
                                .plus_one = plus_one,
                                .inv_freq = inv_freq};
     const struct backend_ops *ops = ctx->cuda->ops;
-    ops->qk_rope_kv_write(ctx->cuda, q_a, r.q_in, r.k_in, r.v_in, row, row, &mg, &sh, r.q_norm, r.k_norm, r.eps,
-                          plus_one, inv_freq, &ca.gpu);
+    ops->qk_rope_kv_write(ctx->cuda, q_a, &r, &mg, &sh, &ca.gpu);
     ops->attention(ctx->cuda, out_a, q_a, &mg, &sh, &ca.gpu, window, k.scale, 0.f);
     ops->attention_rope(ctx->cuda, out_b, q_b, &r, &mg, &sh, &cb.gpu, window, k.scale, 0.f);
     CHECK(cudaDeviceSynchronize() == cudaSuccess);

@@ -326,11 +326,28 @@ static int check_rope(struct gpu_ctx *ctx, int T, int n_heads, int n_kv, int hd,
     char *fg = gpu_upload_bf16(ctx, fused, (size_t)T * row);
     void *qg = gpu_poisoned_bf16(ctx, qn);
     free(fused);
-    ctx->cpu->ops->qk_rope_kv_write(ctx->cpu, q, q, k, v, qd, kvd, &mc, &s, qk_norm ? &qwc : NULL,
-                                    qk_norm ? &kwc : NULL, 1e-6f, plus_one, inv, &kvc);
-    ctx->cuda->ops->qk_rope_kv_write(ctx->cuda, qg, fg, fg + (size_t)qd * 2, fg + (size_t)(qd + kvd) * 2, row, row,
-                                     &mg, &s, qk_norm ? &qwg : NULL, qk_norm ? &kwg : NULL, 1e-6f, plus_one,
-                                     gpu_upload(ctx, inv, sizeof inv), &kvg);
+    const struct qkv_rope rc = {.q_in = q,
+                                .k_in = k,
+                                .v_in = v,
+                                .q_stride = qd,
+                                .kv_stride = kvd,
+                                .q_norm = qk_norm ? &qwc : NULL,
+                                .k_norm = qk_norm ? &kwc : NULL,
+                                .eps = 1e-6f,
+                                .plus_one = plus_one,
+                                .inv_freq = inv};
+    const struct qkv_rope rg = {.q_in = fg,
+                                .k_in = fg + (size_t)qd * 2,
+                                .v_in = fg + (size_t)(qd + kvd) * 2,
+                                .q_stride = row,
+                                .kv_stride = row,
+                                .q_norm = qk_norm ? &qwg : NULL,
+                                .k_norm = qk_norm ? &kwg : NULL,
+                                .eps = 1e-6f,
+                                .plus_one = plus_one,
+                                .inv_freq = gpu_upload(ctx, inv, sizeof inv)};
+    ctx->cpu->ops->qk_rope_kv_write(ctx->cpu, q, &rc, &mc, &s, &kvc);
+    ctx->cuda->ops->qk_rope_kv_write(ctx->cuda, qg, &rg, &mg, &s, &kvg);
     float *qo = gpu_download_bf16(ctx, qg, qn), *ko = gpu_download_bf16(ctx, kvg.k, cache),
           *vo = gpu_download_bf16(ctx, kvg.v, cache);
     double eq = gpu_rel_err(qo, q, qn), ek = gpu_rel_err(ko, kc_c, cache), ev = gpu_rel_err(vo, vc_c, cache);

@@ -89,7 +89,6 @@ void cpu_attention_rope(struct backend *be, void *out, void *q_scratch, const st
                         const struct fwd_meta *m, const struct attn_shape *s, struct kv_layer *kv, int window,
                         float scale, float softcap)
 {
-    cpu_qk_rope_kv_write(be, q_scratch, r->q_in, r->k_in, r->v_in, r->q_stride, r->kv_stride, m, s, r->q_norm,
-                         r->k_norm, r->eps, r->plus_one, r->inv_freq, kv);
+    cpu_qk_rope_kv_write(be, q_scratch, r, m, s, kv);
     cpu_attention(be, out, q_scratch, m, s, kv, window, scale, softcap);
 }

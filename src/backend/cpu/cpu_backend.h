@@ -39,10 +39,8 @@ void cpu_logits(struct backend *be, float *out, const void *x, const struct weig
 /* out[n_rows, F] = act(x . Wg^T) * (x . Wu^T), w = gate|up [2F, K] */
 void cpu_gated_matmul(struct backend *be, void *out, void *scratch, const void *x, const struct weight *w,
                       int n_rows, enum act_fn act);
-void cpu_qk_rope_kv_write(struct backend *be, void *q_out, const void *q_in, const void *k_in, const void *v_in,
-                          int q_stride, int kv_stride, const struct fwd_meta *m, const struct attn_shape *s,
-                          const struct weight *q_norm, const struct weight *k_norm, float eps, int plus_one,
-                          const float *inv_freq, struct kv_layer *kv);
+void cpu_qk_rope_kv_write(struct backend *be, void *q_out, const struct qkv_rope *r, const struct fwd_meta *m,
+                          const struct attn_shape *s, struct kv_layer *kv);
 void cpu_attention(struct backend *be, void *out, const void *q, const struct fwd_meta *m,
                    const struct attn_shape *s, const struct kv_layer *kv, int window, float scale,
                    float softcap);

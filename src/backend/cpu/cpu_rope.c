@@ -26,12 +26,14 @@ static void rope_head(float *x, const float *cosv, const float *sinv, int half)
     }
 }
 
-void cpu_qk_rope_kv_write(struct backend *be, void *q_out, const void *q_in, const void *k_in, const void *v_in,
-                          int q_stride, int kv_stride, const struct fwd_meta *m, const struct attn_shape *s,
-                          const struct weight *q_norm, const struct weight *k_norm, float eps, int plus_one,
-                          const float *inv_freq, struct kv_layer *kv)
+void cpu_qk_rope_kv_write(struct backend *be, void *q_out, const struct qkv_rope *r, const struct fwd_meta *m,
+                          const struct attn_shape *s, struct kv_layer *kv)
 {
     (void)be;
+    const void *q_in = r->q_in, *k_in = r->k_in, *v_in = r->v_in;
+    const int q_stride = r->q_stride, kv_stride = r->kv_stride, plus_one = r->plus_one;
+    const struct weight *q_norm = r->q_norm, *k_norm = r->k_norm;
+    const float eps = r->eps, *inv_freq = r->inv_freq;
     const int hd = s->head_dim, half = hd / 2;
     const int64_t q_row = (int64_t)s->n_heads * hd, kv_row = (int64_t)s->n_kv_heads * hd;
     float *qn = NULL, *kn = NULL;

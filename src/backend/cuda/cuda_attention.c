@@ -97,8 +97,7 @@ void cuda_op_attention_rope(struct backend *be, void *out, void *q_scratch, cons
 {
     if (be->batch_invariant || m->n_tokens != m->n_seqs || m->n_tokens == 0 ||
         !attention_decode_does_rope(s->head_dim, m->n_tokens)) {
-        cuda_op_qk_rope_kv_write(be, q_scratch, r->q_in, r->k_in, r->v_in, r->q_stride, r->kv_stride, m, s,
-                                 r->q_norm, r->k_norm, r->eps, r->plus_one, r->inv_freq, kv);
+        cuda_op_qk_rope_kv_write(be, q_scratch, r, m, s, kv);
         cuda_op_attention(be, out, q_scratch, m, s, kv, window, scale, softcap);
         return;
     }

@@ -21,10 +21,8 @@ void cuda_op_add_rmsnorm(struct backend *be, void *residual, const void *delta, 
                          int n_rows, float eps, int plus_one);
 void cuda_op_add_normed_rmsnorm(struct backend *be, void *residual, const void *delta, const struct weight *w_delta,
                                 void *out, const struct weight *w, int n_rows, float eps, int plus_one);
-void cuda_op_qk_rope_kv_write(struct backend *be, void *q_out, const void *q_in, const void *k_in,
-                              const void *v_in, int q_stride, int kv_stride, const struct fwd_meta *m,
-                              const struct attn_shape *s, const struct weight *q_norm, const struct weight *k_norm,
-                              float eps, int plus_one, const float *inv_freq, struct kv_layer *kv);
+void cuda_op_qk_rope_kv_write(struct backend *be, void *q_out, const struct qkv_rope *r, const struct fwd_meta *m,
+                              const struct attn_shape *s, struct kv_layer *kv);
 void cuda_op_gated_act(struct backend *be, void *out, const void *gate, const void *up, int n_rows, int n_cols,
                        int in_stride, enum act_fn act);
 void cuda_op_gather_rows(struct backend *be, void *out, const void *x, const struct fwd_meta *m, int n_cols);

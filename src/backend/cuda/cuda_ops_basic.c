@@ -62,15 +62,13 @@ void cuda_op_add_normed_rmsnorm(struct backend *be, void *residual, const void *
                                          plus_one, cuda_stream(be)));
 }
 
-void cuda_op_qk_rope_kv_write(struct backend *be, void *q_out, const void *q_in, const void *k_in,
-                              const void *v_in, int q_stride, int kv_stride, const struct fwd_meta *m,
-                              const struct attn_shape *s, const struct weight *q_norm, const struct weight *k_norm,
-                              float eps, int plus_one, const float *inv_freq, struct kv_layer *kv)
+void cuda_op_qk_rope_kv_write(struct backend *be, void *q_out, const struct qkv_rope *r, const struct fwd_meta *m,
+                              const struct attn_shape *s, struct kv_layer *kv)
 {
-    CUDA_CHECK(launch_qk_rope_kv_write(q_out, q_in, k_in, v_in, q_stride, kv_stride, m->positions, m->slot_mapping, m->n_tokens, s->n_heads,
-                                       s->n_kv_heads, s->head_dim, q_norm ? q_norm->data : NULL,
-                                       k_norm ? k_norm->data : NULL, eps, plus_one, inv_freq, kv->k, kv->v,
-                                       cuda_stream(be)));
+    CUDA_CHECK(launch_qk_rope_kv_write(q_out, r->q_in, r->k_in, r->v_in, r->q_stride, r->kv_stride, m->positions,
+                                       m->slot_mapping, m->n_tokens, s->n_heads, s->n_kv_heads, s->head_dim,
+                                       r->q_norm ? r->q_norm->data : NULL, r->k_norm ? r->k_norm->data : NULL, r->eps,
+                                       r->plus_one, r->inv_freq, kv->k, kv->v, cuda_stream(be)));
 }
 
 void cuda_op_gated_act(struct backend *be, void *out, const void *gate, const void *up, int n_rows, int n_cols,
