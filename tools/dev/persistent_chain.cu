@@ -29,16 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(x)                                                                                                      \
-    do {                                                                                                           \
-        cudaError_t e_ = (x);                                                                                      \
-        if (e_ != cudaSuccess) {                                                                                   \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                    \
-            exit(1);                                                                                               \
-        }                                                                                                          \
-    } while (0)
+#include "probe.cuh"
 
-typedef __nv_bfloat16 bf16;
 enum { THREADS = 512, WARPS = THREADS / 32 };
 enum { IN_NORM_X, IN_Q, IN_NORM_X_PLUS_O, IN_ACT, IN_NORM_X_PLUS_DOWN };
 
@@ -239,11 +231,6 @@ __global__ void __launch_bounds__(THREADS, 1) chain_kernel(chain ch, int first, 
     cp_wait<0>();
 }
 
-struct model_shape {
-    const char *name;
-    int d, qd, kvd, f, layers, vocab;
-};
-
 // Device weights from a repeated 32 Mi-value random pattern (timing only).
 static bf16 *rand_weights(size_t n)
 {
@@ -251,17 +238,9 @@ static bf16 *rand_weights(size_t n)
     static uint16_t *pat;
     if (!pat) {
         pat = (uint16_t *)malloc((size_t)PAT * 2);
-        uint32_t s = 12345;
-        for (size_t i = 0; i < PAT; i++) {
-            s = s * 1664525u + 1013904223u;
-            pat[i] = (uint16_t)(0x3c00 | ((s >> 16) & 0x3ff) | ((s >> 31) << 15)); // +-[2^-7, 2^-6)
-        }
+        probe_pattern(pat, PAT, 12345);
     }
-    bf16 *d;
-    CK(cudaMalloc(&d, n * 2));
-    for (size_t i = 0; i < n; i += PAT)
-        CK(cudaMemcpy(d + i, pat, (n - i < PAT ? n - i : PAT) * 2, cudaMemcpyHostToDevice));
-    return d;
+    return probe_upload_repeated(pat, PAT, n);
 }
 
 template <int S> static void run(const model_shape &m, int sms)
@@ -397,17 +376,12 @@ int main(int argc, char **argv)
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
-    static const model_shape models[] = {
-        {"Llama-3.2-3B", 3072, 3072, 1024, 8192, 28, 128256},
-        {"Qwen3-4B", 2560, 4096, 1024, 9728, 36, 151936},
-        {"Gemma-3-1B", 1152, 1024, 256, 6912, 26, 262144},
-    };
-    const char *only = argc > 1 ? argv[1] : NULL;
-    for (int i = 0; i < 3; i++) {
-        if (only && !strstr(models[i].name, only))
+    const char *only = probe_filter(argc, argv);
+    for (int i = 0; i < PROBE_MODELS; i++) {
+        if (!probe_picked(probe_models[i], only))
             continue;
-        run<8>(models[i], prop.multiProcessorCount);
-        run<16>(models[i], prop.multiProcessorCount);
+        run<8>(probe_models[i], prop.multiProcessorCount);
+        run<16>(probe_models[i], prop.multiProcessorCount);
     }
     return 0;
 }

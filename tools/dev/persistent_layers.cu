@@ -46,17 +46,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CK(x)                                                                                                      \
-    do {                                                                                                           \
-        cudaError_t e_ = (x);                                                                                      \
-        if (e_ != cudaSuccess) {                                                                                   \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                    \
-            exit(1);                                                                                               \
-        }                                                                                                          \
-    } while (0)
+#include "probe.cuh"
 
-typedef __nv_bfloat16 bf16;
-enum { MAX_WARPS = 8 };
 enum { SLOT = 20480, MAX_SLOTS = 16, MAX_ROWS = 32 };
 enum { OP_QKV, OP_O, OP_GU, OP_DOWN, OP_HEAD };
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
@@ -143,6 +134,34 @@ __device__ __forceinline__ void bulk_copy(void *dst, const void *src, unsigned b
 // Only the consumer warps: the producer never joins a block barrier after the start.
 template <int W> __device__ __forceinline__ void consumers_sync() { asm volatile("bar.sync 1, %0;" ::"r"(W * 32) : "memory"); }
 
+// The ring's barriers, empty; thread 0 of the block (a __syncthreads follows).
+__device__ __forceinline__ void ring_init(uint64_t *full, uint64_t *empty, int n_slots)
+{
+    for (int s = 0; s < n_slots; s++) {
+        mbar_init(&full[s], 1);
+        mbar_init(&empty[s], 1);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// Lane 0 spins until *counter >= target (acquire, or relaxed where the data
+// carries its own tags); then the warp goes on.
+template <bool ACQUIRE> __device__ __forceinline__ void warp_wait_count(const unsigned *counter, unsigned target)
+{
+    if ((threadIdx.x & 31) == 0) {
+        unsigned v;
+        const uint64_t t0 = now_ns();
+        do {
+            watchdog(t0);
+            if (ACQUIRE)
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+            else
+                asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+        } while (v < target);
+    }
+    __syncwarp();
+}
+
 // The ring: chunk `it` (the block's it-th slot-load of the step) belongs to
 // consumer warp it % W, which has `depth` slots of its own, so every slot's
 // fills are consumed in order (an mbarrier parity wait cannot tell fill k
@@ -169,6 +188,25 @@ __device__ __forceinline__ void block_rows(const phase &P, int p, int b, int g, 
     b = (b + p * 37) % g;
     r0 = (int)((long)n * b / g) * unit;
     r1 = (int)((long)n * (b + 1) / g) * unit;
+}
+
+// What a consumer needs of phase p in its block: its rows [r0, r1) in
+// n_chunks slot-loads of R rows, whether the phase adds to the residual
+// stream, and thread 0's trace record (else NULL).
+struct block_phase {
+    int r0, r1, R, n_chunks;
+    bool adds;
+    uint64_t *tr;
+};
+__device__ __forceinline__ block_phase block_phase_of(const phase &P, int p, int last, uint64_t *trace, int tid)
+{
+    block_phase f;
+    block_rows(P, p, blockIdx.x, gridDim.x, f.r0, f.r1);
+    f.R = P.rows_per_slot;
+    f.n_chunks = (f.r1 - f.r0 + f.R - 1) / f.R;
+    f.adds = P.op == OP_O || P.op == OP_DOWN;
+    f.tr = trace && tid == 0 ? trace + ((size_t)blockIdx.x * last + p) * T_FIELDS : NULL;
+    return f;
 }
 
 template <int W>
@@ -329,11 +367,7 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
     __shared__ int cphase; // the phase the consumers work on (for cap_ahead)
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     if (tid == 0) {
-        for (int s = 0; s < n_slots; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 1);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        ring_init(full, empty, n_slots);
         cphase = first;
     }
     __syncthreads();
@@ -364,24 +398,14 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
     unsigned it0 = 0; // the ring position of the phase's first slot
     for (int p = first; p < last; p++) {
         const phase &P = ph[p];
-        int r0, r1;
-        block_rows(P, p, blockIdx.x, gridDim.x, r0, r1);
-        const int R = P.rows_per_slot, n_chunks = (r1 - r0 + R - 1) / R;
-        const bool adds = P.op == OP_O || P.op == OP_DOWN;
-        uint64_t *tr = trace && tid == 0 ? trace + ((size_t)blockIdx.x * last + p) * T_FIELDS : NULL;
+        const block_phase F = block_phase_of(P, p, last, trace, tid);
+        const int r0 = F.r0, r1 = F.r1, R = F.R, n_chunks = F.n_chunks;
+        const bool adds = F.adds;
+        uint64_t *tr = F.tr;
         if (tr)
             tr[T_START] = now_ns();
-        if (p > first && !(skip & SKIP_WAITS)) {
-            if (lane == 0) { // every warp looks for itself: no block barrier after the wait
-                unsigned v;
-                const uint64_t t0 = now_ns();
-                do {
-                    watchdog(t0);
-                    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counters + p - 1) : "memory");
-                } while (v < gridDim.x);
-            }
-            __syncwarp();
-        }
+        if (p > first && !(skip & SKIP_WAITS)) // every warp looks for itself: no block barrier after the wait
+            warp_wait_count<true>(counters + p - 1, gridDim.x);
         if (tr)
             tr[T_WAITED] = now_ns();
         if (!(skip & SKIP_INPUTS))
@@ -627,13 +651,8 @@ __global__ void __launch_bounds__(W * 32 + 32, 1)
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const unsigned tag = epoch, tag16 = epoch & 0xffffu;
     const bool check = !(skip & SKIP_WAITS);
-    if (tid == 0) {
-        for (int s = 0; s < n_slots; s++) {
-            mbar_init(&full[s], 1);
-            mbar_init(&empty[s], 1);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
+    if (tid == 0)
+        ring_init(full, empty, n_slots);
     __syncthreads();
     if (warp == W) {
         if (lane == 0)
@@ -644,26 +663,16 @@ __global__ void __launch_bounds__(W * 32 + 32, 1)
     for (int p = first; p < last; p++) {
         const phase &P = ph[p];
         bf16 *xs = xs_buf + (p & 1) * xs_len;
-        int r0, r1;
-        block_rows(P, p, blockIdx.x, gridDim.x, r0, r1);
-        const int R = P.rows_per_slot, n_chunks = (r1 - r0 + R - 1) / R;
-        const bool adds = P.op == OP_O || P.op == OP_DOWN;
-        uint64_t *tr = trace && tid == 0 ? trace + ((size_t)blockIdx.x * last + p) * T_FIELDS : NULL;
+        const block_phase F = block_phase_of(P, p, last, trace, tid);
+        const int r0 = F.r0, r1 = F.r1, R = F.R, n_chunks = F.n_chunks;
+        const bool adds = F.adds;
+        uint64_t *tr = F.tr;
         if (tr)
             tr[T_START] = now_ns();
         // The counter (relaxed: no fence, so it may run ahead of the words) says
         // when to look; the tags say whether a word is this step's.
-        if (counters && p > first && check) {
-            if (lane == 0) {
-                unsigned v;
-                const uint64_t t0 = now_ns();
-                do {
-                    watchdog(t0);
-                    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(counters + p - 1) : "memory");
-                } while (v < gridDim.x);
-            }
-            __syncwarp();
-        }
+        if (counters && p > first && check)
+            warp_wait_count<false>(counters + p - 1, gridDim.x);
         if (tr)
             tr[T_WAITED] = now_ns();
         if (!(skip & SKIP_INPUTS)) {
@@ -791,47 +800,21 @@ __global__ void ref_finish(phase P, const float *y)
 
 // ---- the chain ----
 
-struct model_shape {
-    const char *name;
-    int d, qd, kvd, f, layers, vocab;
-};
-
 static bf16 *rand_weights(size_t n, uint32_t seed)
 {
     enum { PAT = 1 << 24 };
     uint16_t *pat = (uint16_t *)malloc((size_t)PAT * 2);
-    uint32_t s = seed * 2654435761u + 12345;
-    for (size_t i = 0; i < PAT; i++) {
-        s = s * 1664525u + 1013904223u;
-        pat[i] = (uint16_t)(0x3c00 | ((s >> 16) & 0x3ff) | ((s >> 31) << 15)); // +-[2^-7, 2^-6)
-    }
-    bf16 *d;
-    CK(cudaMalloc(&d, n * 2));
-    for (size_t i = 0; i < n; i += PAT)
-        CK(cudaMemcpy(d + i, pat, (n - i < PAT ? n - i : PAT) * 2, cudaMemcpyHostToDevice));
+    probe_pattern(pat, PAT, seed * 2654435761u + 12345);
+    bf16 *d = probe_upload_repeated(pat, PAT, n);
     free(pat);
     return d;
 }
 
-static float *dev_floats(size_t n)
-{
-    float *p;
-    CK(cudaMalloc(&p, n * 4));
-    CK(cudaMemset(p, 0, n * 4));
-    return p;
-}
 template <typename T> static T *dev_zeros(size_t n)
 {
     T *p;
     CK(cudaMalloc(&p, n * sizeof(T)));
     CK(cudaMemset(p, 0, n * sizeof(T)));
-    return p;
-}
-static bf16 *dev_bf16(size_t n)
-{
-    bf16 *p;
-    CK(cudaMalloc(&p, n * 2));
-    CK(cudaMemset(p, 0, n * 2));
     return p;
 }
 
@@ -859,9 +842,9 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, const float *nor
         uint32_t *tq = dev_zeros<uint32_t>(qkv), *tact = dev_zeros<uint32_t>(m.f);
         uint64_t *txm = dev_zeros<uint64_t>(m.d), *tssm = dev_zeros<uint64_t>(grid), *txn = dev_zeros<uint64_t>(m.d),
                  *tssn = dev_zeros<uint64_t>(grid);
-        bf16 *qkv_out = dev_bf16(qkv), *act = dev_bf16(m.f);
-        float *x_mid = dev_floats(m.d), *ss_mid = dev_floats(grid), *x_next = dev_floats(m.d),
-              *ss_next = dev_floats(grid);
+        bf16 *qkv_out = dev_zeros<bf16>(qkv), *act = dev_zeros<bf16>(m.f);
+        float *x_mid = dev_zeros<float>(m.d), *ss_mid = dev_zeros<float>(grid), *x_next = dev_zeros<float>(m.d),
+              *ss_next = dev_zeros<float>(grid);
         *q = (phase){w[4 * l], qkv, m.d, OP_QKV, 0, x, ss, norm, NULL, qkv_out, NULL, NULL, NULL};
         *o = (phase){w[4 * l + 1], m.d, m.qd, OP_O, 0, x, NULL, NULL, qkv_out, NULL, x_mid, ss_mid, NULL};
         *gu = (phase){w[4 * l + 2], 2 * m.f, m.d, OP_GU, 0, x_mid, ss_mid, norm, NULL, act, NULL, NULL, NULL};
@@ -875,7 +858,7 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, const float *nor
         tx = txn;
         tss = tssn;
     }
-    *logits = dev_floats(m.vocab);
+    *logits = dev_zeros<float>(m.vocab);
     ph[4 * L] = (phase){w[4 * L], m.vocab, m.d, OP_HEAD, 0, x, ss, norm, NULL, NULL, NULL, NULL, *logits};
     ph[4 * L].tx_in = tx, ph[4 * L].tss_in = tss;
     for (int p = 0; p < n_ph; p++)
@@ -886,7 +869,7 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, const float *nor
 // The reference's ss partials: one value (the sum) in slot 0, the rest zero.
 static void run_reference(const phase *ph, int n_ph, int max_k, int max_n, cudaStream_t st)
 {
-    float *xin = dev_floats(max_k), *y = dev_floats(max_n);
+    float *xin = dev_zeros<float>(max_k), *y = dev_zeros<float>(max_n);
     for (int p = 0; p < n_ph; p++) {
         ref_input<<<1, 1024, 0, st>>>(ph[p], xin);
         ref_rows<<<(ph[p].n + 7) / 8, 256, 0, st>>>(ph[p], xin, y);
@@ -1029,9 +1012,9 @@ static void run(const model_shape &m, int sms)
             s += (double)hx[i] * hx[i];
         }
         hs[0] = (float)s;
-        norm = dev_floats(max_k);
-        x0 = dev_floats(m.d);
-        ss0 = dev_floats(sms);
+        norm = dev_zeros<float>(max_k);
+        x0 = dev_zeros<float>(m.d);
+        ss0 = dev_zeros<float>(sms);
         CK(cudaMemcpy(norm, h, max_k * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(x0, hx, m.d * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(ss0, hs, sms * 4, cudaMemcpyHostToDevice));
@@ -1079,7 +1062,7 @@ static void run(const model_shape &m, int sms)
         static const int skips[MODES] = {0, SKIP_WAITS, SKIP_WAITS | SKIP_INPUTS, SKIP_FENCE, SKIP_WAITS};
         const int reps = 30;
         float best[MODES], med[MODES];
-        float *first_logits = dev_floats(m.vocab);
+        float *first_logits = dev_zeros<float>(m.vocab);
         int same_bits = 1;
         uint64_t *no_trace = NULL;
         for (int mode = 0; mode < MODES; mode++) {
@@ -1139,14 +1122,9 @@ int main(int argc, char **argv)
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
-    static const model_shape models[] = {
-        {"Llama-3.2-3B", 3072, 3072, 1024, 8192, 28, 128256},
-        {"Qwen3-4B", 2560, 4096, 1024, 9728, 36, 151936},
-        {"Gemma-3-1B", 1152, 1024, 256, 6912, 26, 262144},
-    };
-    const char *only = argc > 1 ? argv[1] : NULL;
-    for (int i = 0; i < 3; i++)
-        if (!only || strstr(models[i].name, only))
-            run(models[i], prop.multiProcessorCount);
+    const char *only = probe_filter(argc, argv);
+    for (int i = 0; i < PROBE_MODELS; i++)
+        if (probe_picked(probe_models[i], only))
+            run(probe_models[i], prop.multiProcessorCount);
     return 0;
 }
