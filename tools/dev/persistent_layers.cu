@@ -26,6 +26,10 @@
 // blocks that finished it, fence + red.release, optionally sent by a warp of
 // its own) and ll_kernel (every vector word carries the step's tag, as in
 // NCCL's LL protocol; with a relaxed counter as a hint, or polling the words).
+// Knobs of layers_kernel's producer: a cap on slot-loads in flight, a cap
+// only while it runs ahead of the consumers' phase (cap_ahead: the best form,
+// 2), L2 prefetch some slot-loads ahead; and the step as one kernel or as a
+// kernel a layer (the engine's pieces), plainly or with PDL.
 // `variants` picks the combinations; each is timed in five modes (the step,
 // without the waits, also without making inputs, without the fence, the LM
 // head alone) and traced once (globaltimer stamps per block and phase).
@@ -209,6 +213,33 @@ __device__ __forceinline__ block_phase block_phase_of(const phase &P, int p, int
     return f;
 }
 
+// A walk over the block's slot-loads of the step, in the producer's order.
+struct chunk_cursor {
+    int p, r, r1;
+};
+__device__ __forceinline__ chunk_cursor cursor_start(const phase *ph, int first, int last)
+{
+    chunk_cursor c = {first, 0, 0};
+    if (first < last)
+        block_rows(ph[first], first, blockIdx.x, gridDim.x, c.r, c.r1);
+    return c;
+}
+// Asks the cursor's chunk into L2 and steps past it (nothing past the last phase).
+__device__ __forceinline__ void cursor_prefetch_next(const phase *ph, int last, chunk_cursor &c)
+{
+    while (c.p < last && c.r >= c.r1) {
+        if (++c.p < last)
+            block_rows(ph[c.p], c.p, blockIdx.x, gridDim.x, c.r, c.r1);
+    }
+    if (c.p >= last)
+        return;
+    const phase &P = ph[c.p];
+    const int nr = min(P.rows_per_slot, c.r1 - c.r);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(P.w + (size_t)c.r * P.k), "r"((unsigned)nr * P.k * 2)
+                 : "memory");
+    c.r += P.rows_per_slot;
+}
+
 template <int W>
 // cap > 0: at most cap slot-loads in flight (chunk it waits for chunk it - cap
 // to land). Loads in flight beyond what the bandwidth needs only lengthen the
@@ -217,10 +248,18 @@ template <int W>
 // cap_ahead > 0: the cap for loads of a phase the consumers have not reached
 // yet (cphase: the phase they work on), so little is in flight while a phase's
 // end is signalled and its inputs are read, and the full depth inside it.
+// prefetch > 0: the chunk that many slot-loads ahead is asked into L2 when a
+// slot-load is issued (cp.async.bulk.prefetch.L2: no data comes back to the
+// SM), so the HBM keeps streaming while the ring waits at a phase end and the
+// ring's loads then come from L2.
 __device__ void produce(const phase *ph, int first, int last, unsigned char *ring, int depth, uint64_t *full,
-                        uint64_t *empty, uint64_t *trace, int cap, int cap_ahead, const volatile int *cphase)
+                        uint64_t *empty, uint64_t *trace, int cap, int cap_ahead, const volatile int *cphase,
+                        int prefetch)
 {
     unsigned it = 0;
+    chunk_cursor ahead = cursor_start(ph, first, last);
+    for (int i = 0; i < prefetch; i++)
+        cursor_prefetch_next(ph, last, ahead);
     for (int p = first; p < last; p++) {
         const phase &P = ph[p];
         int r0, r1;
@@ -245,6 +284,8 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
             const unsigned bytes = (unsigned)nr * P.k * 2;
             mbar_expect(&full[s], bytes);
             bulk_copy(ring + (size_t)s * SLOT, P.w + (size_t)r * P.k, bytes, &full[s]);
+            if (prefetch > 0)
+                cursor_prefetch_next(ph, last, ahead);
         }
         if (tr)
             tr[T_STALL] = stall;
@@ -356,7 +397,7 @@ __device__ __forceinline__ float slot_rows_reg(const unsigned char *slot, const 
 template <int W, int XP>
 __global__ void __launch_bounds__(W * 32 + 64, 1)
     layers_kernel(const phase *ph, int first, int last, int depth, unsigned *counters, int skip, uint64_t *trace,
-                  int cap, int signal_warp, int cap_ahead)
+                  int cap, int signal_warp, int cap_ahead, int prefetch, int pdl)
 {
     const int n_slots = W * depth;
     extern __shared__ __align__(128) unsigned char smem[];
@@ -371,9 +412,17 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
         cphase = first;
     }
     __syncthreads();
+    // pdl: launched as a dependent of the previous segment (one kernel a
+    // layer): the next segment may start now, the weights stream at once, and
+    // only the consumers wait for the previous kernel's stores.
+    if (pdl) {
+        asm volatile("griddepcontrol.launch_dependents;");
+        if (warp != W)
+            asm volatile("griddepcontrol.wait;" ::: "memory");
+    }
     if (warp == W) {
         if (lane == 0)
-            produce<W>(ph, first, last, ring, depth, full, empty, trace, cap, cap_ahead, &cphase);
+            produce<W>(ph, first, last, ring, depth, full, empty, trace, cap, cap_ahead, &cphase, prefetch);
         return;
     }
     if (warp == W + 1) { // the signal warp: no stores of its own outstanding when it fences
@@ -656,7 +705,7 @@ __global__ void __launch_bounds__(W * 32 + 32, 1)
     __syncthreads();
     if (warp == W) {
         if (lane == 0)
-            produce<W>(ph, first, last, ring, depth, full, empty, trace, cap, 0, NULL);
+            produce<W>(ph, first, last, ring, depth, full, empty, trace, cap, 0, NULL, 0);
         return;
     }
     unsigned it0 = 0;
@@ -904,6 +953,9 @@ struct variant {
     int cap;              // slot-loads in flight at most (0: as many as free slots)
     int signal_warp;      // counters kernel: a warp of its own sends the phase-end signal
     int cap_ahead;        // counters kernel: the cap while the producer runs into the next phase
+    int prefetch;         // counters kernel: L2 prefetch this many slot-loads ahead (0: none)
+    int segments;         // counters kernel: 0 one kernel a step; 1 a kernel a layer (as the engine's
+                          // pieces: o, gate|up, down, next q|k|v), 2 the same launched with PDL
     const char *name;
     const void *fn;
 };
@@ -914,7 +966,7 @@ static void launch(const variant &v, int sms, size_t smem, phase *dph, int first
 {
     static unsigned epoch = 0;
     int depth = v.depth, threads = v.warps * 32 + 32 + (v.signal_warp ? 32 : 0), cap = v.cap, sig = v.signal_warp,
-        ahead = v.cap_ahead;
+        ahead = v.cap_ahead, prefetch = v.prefetch, pdl = 0;
     if (v.ll) {
         epoch++;
         unsigned *hint = v.ll == 2 ? counters : NULL;
@@ -922,10 +974,34 @@ static void launch(const variant &v, int sms, size_t smem, phase *dph, int first
             CK(cudaMemsetAsync(counters, 0, last * 4, st));
         void *args[] = {&dph, &first, &last, &depth, &epoch, &skip, &trace, &xs_len, &hint, &cap};
         CK(cudaLaunchCooperativeKernel(v.fn, sms, threads, args, smem, st));
-    } else {
-        CK(cudaMemsetAsync(counters, 0, last * 4, st));
-        void *args[] = {&dph, &first, &last, &depth, &counters, &skip, &trace, &cap, &sig, &ahead};
+        return;
+    }
+    CK(cudaMemsetAsync(counters, 0, last * 4, st));
+    if (!v.segments) {
+        void *args[] = {&dph, &first, &last, &depth, &counters, &skip, &trace, &cap, &sig, &ahead, &prefetch, &pdl};
         CK(cudaLaunchCooperativeKernel(v.fn, sms, threads, args, smem, st));
+        return;
+    }
+    // A kernel a piece: [first, 1), then o, gate|up, down of a layer with the next q|k|v (or the LM head).
+    for (int a = first; a < last;) {
+        int b = a + 1;
+        while (b < last && b % 4 != 1)
+            b++;
+        int f = a, l = b;
+        pdl = v.segments == 2;
+        void *args[] = {&dph, &f, &l, &depth, &counters, &skip, &trace, &cap, &sig, &ahead, &prefetch, &pdl};
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = dim3(sms);
+        cfg.blockDim = dim3(threads);
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = st;
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cfg.attrs = attr;
+        cfg.numAttrs = pdl ? 1 : 0;
+        CK(cudaLaunchKernelExC(&cfg, v.fn, args));
+        a = b;
     }
 }
 
@@ -1040,16 +1116,15 @@ static void run(const model_shape &m, int sms)
     printf("%s: %.1f MB of weights, floor at 3.02 TB/s %.3f ms\n", m.name, wbytes / 1e6, wbytes / 3.02e9);
 
     // variants: consumer warps x slots a warp
-    // warps, slots a warp, ll, cap, signal warp, cap ahead
+    // warps, slots a warp, ll, cap, signal warp, cap ahead, L2 prefetch distance, segments
     static const variant variants[] = {
-        {4, 2, 0, 0, 0, 0, "counters", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 2, 0, 0, "counters, cap 2", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 1, 0, "counters, signal warp", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 0, 1, "counters, cap 1 ahead", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 0, 2, "counters, cap 2 ahead", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 0, 0, "counters, x in registers", (const void *)layers_kernel<4, 12>},
-        {8, 1, 0, 2, 1, 0, "counters, cap 2, signal warp", (const void *)layers_kernel<8, 0>},
-        {8, 1, 2, 3, 0, 0, "tagged + relaxed counter, cap 3", (const void *)ll_kernel<8>}};
+        {4, 2, 0, 0, 0, 2, 0, 0, "counters, cap 2 ahead", (const void *)layers_kernel<4, 0>},
+        {4, 2, 0, 0, 0, 2, 0, 1, "cap 2 ahead, a kernel a layer", (const void *)layers_kernel<4, 0>},
+        {4, 2, 0, 0, 0, 2, 0, 2, "cap 2 ahead, a kernel a layer, PDL", (const void *)layers_kernel<4, 0>},
+        {4, 1, 0, 0, 0, 2, 0, 0, "counters, cap 2 ahead", (const void *)layers_kernel<4, 0>},
+        {4, 1, 0, 0, 0, 2, 0, 2, "cap 2 ahead, a kernel a layer, PDL", (const void *)layers_kernel<4, 0>},
+        {4, 1, 0, 0, 0, 0, 0, 2, "a kernel a layer, PDL", (const void *)layers_kernel<4, 0>},
+        {4, 2, 0, 0, 0, 2, 4, 0, "counters, cap 2 ahead, L2 prefetch 4", (const void *)layers_kernel<4, 0>}};
     for (int si = 0; si < (int)(sizeof variants / sizeof variants[0]); si++) {
         const variant &V = variants[si];
         const int depth = V.depth, n_slots = V.warps * depth;
