@@ -53,7 +53,13 @@
 #include "probe.cuh"
 
 enum { SLOT = 20480, MAX_SLOTS = 16, MAX_ROWS = 32 };
-enum { OP_QKV, OP_O, OP_GU, OP_DOWN, OP_HEAD };
+enum { OP_QKV, OP_O, OP_GU, OP_DOWN, OP_HEAD, OP_ATTN };
+// Phases a layer: 4 (q|k|v, o, gate|up, down), or 5 with attention after q|k|v
+// (PL_ATTN=1: step (b); PL_T keys in each head's cache, default 160).
+static int g_ppl = 4;
+// PL_SPLIT=1: the attention split by slots of keys over the blocks (a unit is
+// (head, slot)), partial results merged by the o phase's input.
+static int g_split = 0;
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
 // Trace fields, per (block, phase), globaltimer ns
 // T_FENCE, T_LOAD, T_RTTS: in the LM head phase (steady streaming), thread 0's
@@ -80,6 +86,11 @@ struct phase {
     const uint32_t *tvec_in;
     uint32_t *tout;
     uint64_t *tx_out, *tss_out;
+    // OP_ATTN (no weights): a unit is a q head; vec_in is q|k|v, out the heads' outputs
+    const bf16 *kc, *vc; // [n_kv][T][hd] each, the layer's cache
+    int T, n_heads, n_kv, hd;
+    int splits;    // ATTN: 0 a unit a head, else units (head, split), partials into part
+    float *part;   // ATTN with splits: [n_heads][splits][hd + 4] (acc, m, l, 2 pad: 16-byte rows); O: merged as its input
 };
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -183,12 +194,23 @@ __device__ __forceinline__ float warp_sum(float v)
     return v;
 }
 
+// The attention phase: a unit is a q head; its block's producer streams the
+// kv head's cached keys and values through the ring like weights (the cache
+// before the step's own row does not depend on the step), a slot holding
+// up to 32 keys' rows of K then the same keys' rows of V.
+__host__ __device__ __forceinline__ int attn_keys_per_slot(int hd)
+{
+    const int k = SLOT / (4 * hd);
+    return k > 32 ? 32 : k;
+}
+
 // Block b's rows of phase p: balanced, whole (g, u) pairs for gate|up. The
 // share a block gets turns with the phase, so the blocks given one row more
 // are not the same ones in every layer.
 __device__ __forceinline__ void block_rows(const phase &P, int p, int b, int g, int &r0, int &r1)
 {
-    const int unit = P.op == OP_GU ? 2 : 1, n = P.n / unit;
+    const int unit = P.op == OP_GU ? 2 : 1,
+              n = P.op == OP_ATTN ? P.n_heads * (P.splits ? P.splits : 1) : P.n / unit;
     b = (b + p * 37) % g;
     r0 = (int)((long)n * b / g) * unit;
     r1 = (int)((long)n * (b + 1) / g) * unit;
@@ -207,7 +229,9 @@ __device__ __forceinline__ block_phase block_phase_of(const phase &P, int p, int
     block_phase f;
     block_rows(P, p, blockIdx.x, gridDim.x, f.r0, f.r1);
     f.R = P.rows_per_slot;
-    f.n_chunks = (f.r1 - f.r0 + f.R - 1) / f.R;
+    f.n_chunks = P.op != OP_ATTN ? (f.r1 - f.r0 + f.R - 1) / f.R
+                 : P.splits    ? f.r1 - f.r0
+                               : (f.r1 - f.r0) * ((P.T + attn_keys_per_slot(P.hd) - 1) / attn_keys_per_slot(P.hd));
     f.adds = P.op == OP_O || P.op == OP_DOWN;
     f.tr = trace && tid == 0 ? trace + ((size_t)blockIdx.x * last + p) * T_FIELDS : NULL;
     return f;
@@ -227,7 +251,7 @@ __device__ __forceinline__ chunk_cursor cursor_start(const phase *ph, int first,
 // Asks the cursor's chunk into L2 and steps past it (nothing past the last phase).
 __device__ __forceinline__ void cursor_prefetch_next(const phase *ph, int last, chunk_cursor &c)
 {
-    while (c.p < last && c.r >= c.r1) {
+    while (c.p < last && (c.r >= c.r1 || !ph[c.p].w)) {
         if (++c.p < last)
             block_rows(ph[c.p], c.p, blockIdx.x, gridDim.x, c.r, c.r1);
     }
@@ -262,6 +286,31 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
         cursor_prefetch_next(ph, last, ahead);
     for (int p = first; p < last; p++) {
         const phase &P = ph[p];
+        if (P.op == OP_ATTN) { // each of the block's heads: its kv head's keys and values
+            int h0, h1;
+            block_rows(P, p, blockIdx.x, gridDim.x, h0, h1);
+            const int kps = attn_keys_per_slot(P.hd);
+            const int S = P.splits ? P.splits : 1;
+            for (int hu = h0; hu < h1; hu++)
+                for (int t0 = P.splits ? hu % S * kps : 0; t0 < (P.splits ? hu % S * kps + 1 : P.T); t0 += kps, it++) {
+                    const int h = hu / S;
+                    const int s = slot_of<W>(it, depth), nk = min(kps, P.T - t0);
+                    const unsigned fill = fill_of<W>(it, depth);
+                    if (fill > 0)
+                        mbar_wait(&empty[s], (fill - 1) & 1);
+                    const int c = cap_ahead > 0 && p > *cphase ? cap_ahead : cap;
+                    if (c > 0 && it >= (unsigned)c)
+                        mbar_wait(&full[slot_of<W>(it - c, depth)], fill_of<W>(it - c, depth) & 1);
+                    const unsigned bytes = (unsigned)nk * P.hd * 2;
+                    const size_t off = ((size_t)(h / (P.n_heads / P.n_kv)) * P.T + t0) * P.hd;
+                    mbar_expect(&full[s], 2 * bytes);
+                    bulk_copy(ring + (size_t)s * SLOT, P.kc + off, bytes, &full[s]);
+                    bulk_copy(ring + (size_t)s * SLOT + bytes, P.vc + off, bytes, &full[s]);
+                }
+            continue;
+        }
+        if (!P.w)
+            continue;
         int r0, r1;
         block_rows(P, p, blockIdx.x, gridDim.x, r0, r1);
         uint64_t *tr = trace ? trace + ((size_t)blockIdx.x * last + p) * T_FIELDS : NULL, stall = 0;
@@ -299,6 +348,49 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
 enum { MAX_NORM_LOADS = 8 }; // float4s a thread: k <= 8 * 4 * 32 * W
 template <int W> __device__ void make_input(const phase &P, bf16 *xs, int tid)
 {
+    if (P.op == OP_O && P.part) { // merge the attention's partials: 8 dims of one head a thread
+        const int hd = P.hd, S = P.splits;
+        enum { MAXS = 8 };
+        for (int i = tid * 8; i < P.k; i += W * 32 * 8) {
+            const float *ph = P.part + (size_t)(i / hd) * S * (hd + 4);
+            float M = -INFINITY, L = 0.f, o[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+            for (int s0 = 0; s0 < S; s0 += MAXS) { // all loads of up to MAXS splits first
+                float2 ml[MAXS];
+                float4 a[MAXS], b[MAXS];
+#pragma unroll
+                for (int k = 0; k < MAXS; k++)
+                    if (s0 + k < S) {
+                        const float *q = ph + (size_t)(s0 + k) * (hd + 4);
+                        ml[k] = __ldcg(reinterpret_cast<const float2 *>(q + hd));
+                        a[k] = __ldcg(reinterpret_cast<const float4 *>(q + i % hd));
+                        b[k] = __ldcg(reinterpret_cast<const float4 *>(q + i % hd + 4));
+                    }
+                float M1 = M;
+#pragma unroll
+                for (int k = 0; k < MAXS; k++)
+                    if (s0 + k < S)
+                        M1 = fmaxf(M1, ml[k].x);
+                const float r = __expf(M - M1); // rescale what came before
+                L *= r;
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    o[e] *= r;
+#pragma unroll
+                for (int k = 0; k < MAXS; k++)
+                    if (s0 + k < S) {
+                        const float f = __expf(ml[k].x - M1);
+                        L += ml[k].y * f;
+                        o[0] += a[k].x * f, o[1] += a[k].y * f, o[2] += a[k].z * f, o[3] += a[k].w * f;
+                        o[4] += b[k].x * f, o[5] += b[k].y * f, o[6] += b[k].z * f, o[7] += b[k].w * f;
+                    }
+                M = M1;
+            }
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                xs[i + e] = __float2bfloat16(o[e] / L);
+        }
+        return;
+    }
     if (P.op == OP_O || P.op == OP_DOWN) {
         for (int i = tid * 8; i < P.k; i += W * 32 * 8)
             *reinterpret_cast<uint4 *>(xs + i) = __ldcg(reinterpret_cast<const uint4 *>(P.vec_in + i));
@@ -393,6 +485,163 @@ __device__ __forceinline__ float slot_rows_reg(const unsigned char *slot, const 
     return mine;
 }
 
+__device__ __forceinline__ float warp_max(float v)
+{
+    for (int o = 16; o > 0; o >>= 1)
+        v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// One q head over its kv head's T cached keys: each consumer warp takes its
+// slots (online softmax), then the warps merge in shared memory (qs: hd
+// floats, then W * (hd + 2)). it0: the ring position of the head's first
+// slot. No RoPE and no new token: the dependencies' cost is measured here.
+template <int W>
+__device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned char *ring, uint64_t *full,
+                          uint64_t *empty, int depth, float *qs, int tid)
+{
+    const int hd = P.hd, T = P.T, warp = tid >> 5, lane = tid & 31, kps = attn_keys_per_slot(hd);
+    const int n_chunks = (T + kps - 1) / kps, E = hd / 32;
+    float *wm = qs + hd, *wl = wm + W, *wacc = wl + W;
+    const float scale = rsqrtf((float)hd);
+    for (int i = tid; i < hd; i += W * 32)
+        qs[i] = __bfloat162float(__ldcg(P.vec_in + (size_t)h * hd + i)) * scale;
+    consumers_sync<W>();
+    enum { MAXE = 8 }; // hd <= 256
+    float q[MAXE], acc[MAXE], m = -INFINITY, l = 0.f;
+#pragma unroll
+    for (int e = 0; e < MAXE; e++) {
+        q[e] = e < E ? qs[lane + 32 * e] : 0.f;
+        acc[e] = 0.f;
+    }
+    for (int c = (int)((warp - it0 % W + W) % W); c < n_chunks; c += W) {
+        const unsigned it = it0 + c;
+        const int s = slot_of<W>(it, depth), nk = min(kps, T - c * kps);
+        mbar_wait(&full[s], fill_of<W>(it, depth) & 1);
+        const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * SLOT), *Vs = Ks + (size_t)nk * hd;
+        float sc = -INFINITY;
+        for (int j = 0; j < nk; j++) {
+            float d = 0.f;
+#pragma unroll
+            for (int e = 0; e < MAXE; e++)
+                if (e < E)
+                    d += q[e] * __bfloat162float(Ks[(size_t)j * hd + lane + 32 * e]);
+            d = warp_sum(d);
+            if (lane == j)
+                sc = d;
+        }
+        const float mnew = fmaxf(m, warp_max(sc));
+        const float pr = lane < nk ? __expf(sc - mnew) : 0.f, corr = __expf(m - mnew);
+        l = l * corr + warp_sum(pr);
+#pragma unroll
+        for (int e = 0; e < MAXE; e++)
+            acc[e] *= corr;
+        for (int j = 0; j < nk; j++) {
+            const float pj = __shfl_sync(0xffffffffu, pr, j);
+#pragma unroll
+            for (int e = 0; e < MAXE; e++)
+                if (e < E)
+                    acc[e] += pj * __bfloat162float(Vs[(size_t)j * hd + lane + 32 * e]);
+        }
+        m = mnew;
+        __syncwarp();
+        if (lane == 0)
+            mbar_arrive(&empty[s]);
+    }
+    if (lane == 0) {
+        wm[warp] = m;
+        wl[warp] = l;
+    }
+#pragma unroll
+    for (int e = 0; e < MAXE; e++)
+        if (e < E)
+            wacc[warp * hd + lane + 32 * e] = acc[e];
+    consumers_sync<W>();
+    float M = -INFINITY;
+    for (int w = 0; w < W; w++)
+        M = fmaxf(M, wm[w]);
+    for (int i = tid; i < hd; i += W * 32) {
+        float L = 0.f, o = 0.f;
+        for (int w = 0; w < W; w++)
+            if (wm[w] > -INFINITY) {
+                const float f = __expf(wm[w] - M);
+                L += wl[w] * f;
+                o += wacc[w * hd + i] * f;
+            }
+        P.out[(size_t)h * hd + i] = __float2bfloat16(o / L);
+    }
+    consumers_sync<W>(); // smem is reused by the next head
+}
+
+// A split unit (one slot of one head's keys) by the warp that owns the slot:
+// its partial (unnormalised acc, max, sum) for the o phase to merge.
+template <int W>
+__device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned char *ring, uint64_t *full,
+                          uint64_t *empty, int depth, float *qs, int lane)
+{
+    const int hd = P.hd, S = P.splits, h = u / S, kps = attn_keys_per_slot(hd), nk = min(kps, P.T - u % S * kps);
+    const int E = hd / 32, C = hd / 8; // dims a lane for the values; 16-byte pieces a key row
+    enum { MAXE = 8 };
+    const float scale = rsqrtf((float)hd);
+    for (int i = lane; i < hd; i += 32)
+        qs[i] = __bfloat162float(__ldcg(P.vec_in + (size_t)h * hd + i)) * scale;
+    __syncwarp();
+    const int s = slot_of<W>(it, depth);
+    mbar_wait(&full[s], fill_of<W>(it, depth) & 1);
+    const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * SLOT), *Vs = Ks + (size_t)nk * hd;
+    // scores: lane j takes key j, its pieces in an order turned by j (no bank conflicts)
+    float sc = -INFINITY;
+    if (lane < nk) {
+        const uint4 *kr = reinterpret_cast<const uint4 *>(Ks + (size_t)lane * hd);
+        float a0 = 0.f, a1 = 0.f;
+        for (int c = 0; c < C; c++) {
+            const int cc = (c + lane) % C;
+            const uint4 kv = kr[cc];
+            const float4 q0 = *reinterpret_cast<const float4 *>(qs + cc * 8),
+                         q1 = *reinterpret_cast<const float4 *>(qs + cc * 8 + 4);
+            const __nv_bfloat162 *k2 = reinterpret_cast<const __nv_bfloat162 *>(&kv);
+            const float2 k0 = __bfloat1622float2(k2[0]), k1 = __bfloat1622float2(k2[1]),
+                         k2f = __bfloat1622float2(k2[2]), k3 = __bfloat1622float2(k2[3]);
+            a0 += k0.x * q0.x + k0.y * q0.y + k1.x * q0.z + k1.y * q0.w;
+            a1 += k2f.x * q1.x + k2f.y * q1.y + k3.x * q1.z + k3.y * q1.w;
+        }
+        sc = a0 + a1;
+    }
+    const float m = warp_max(sc), pr = lane < nk ? __expf(sc - m) : 0.f, l = warp_sum(pr);
+    // values: lane takes dims [lane * E, lane * E + E)
+    float acc[MAXE];
+#pragma unroll
+    for (int e = 0; e < MAXE; e++)
+        acc[e] = 0.f;
+    for (int j = 0; j < nk; j++) {
+        const float pj = __shfl_sync(0xffffffffu, pr, j);
+        const bf16 *vr = Vs + (size_t)j * hd + lane * E;
+        if (E == 4) {
+            const uint2 v = *reinterpret_cast<const uint2 *>(vr);
+            const __nv_bfloat162 *v2 = reinterpret_cast<const __nv_bfloat162 *>(&v);
+            const float2 a = __bfloat1622float2(v2[0]), b = __bfloat1622float2(v2[1]);
+            acc[0] += pj * a.x, acc[1] += pj * a.y, acc[2] += pj * b.x, acc[3] += pj * b.y;
+        } else {
+#pragma unroll
+            for (int e = 0; e < MAXE; e++)
+                if (e < E)
+                    acc[e] += pj * __bfloat162float(vr[e]);
+        }
+    }
+    __syncwarp();
+    if (lane == 0)
+        mbar_arrive(&empty[s]);
+    float *out = P.part + (size_t)u * (hd + 4);
+#pragma unroll
+    for (int e = 0; e < MAXE; e++)
+        if (e < E)
+            out[lane * E + e] = acc[e];
+    if (lane == 0) {
+        out[hd] = m;
+        out[hd + 1] = l;
+    }
+}
+
 // XP > 0: x in registers (slot_rows_reg) for the phases with k <= XP * 256.
 template <int W, int XP>
 __global__ void __launch_bounds__(W * 32 + 64, 1)
@@ -457,9 +706,21 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
             warp_wait_count<true>(counters + p - 1, gridDim.x);
         if (tr)
             tr[T_WAITED] = now_ns();
-        if (!(skip & SKIP_INPUTS))
-            make_input<W>(P, xs, tid);
-        consumers_sync<W>();
+        if (P.op == OP_ATTN) {
+            if (tr)
+                tr[T_INPUT] = now_ns();
+            const int per_head = (P.T + attn_keys_per_slot(P.hd) - 1) / attn_keys_per_slot(P.hd);
+            for (int c = (int)((warp - it0 % W + W) % W); P.splits && c < r1 - r0; c += W)
+                attn_unit<W>(P, r0 + c, it0 + c, ring, full, empty, depth,
+                             reinterpret_cast<float *>(xs) + warp * P.hd, lane);
+            for (int h = r0; !P.splits && h < r1; h++)
+                attn_head<W>(P, h, it0 + (unsigned)((h - r0) * per_head), ring, full, empty, depth,
+                             reinterpret_cast<float *>(xs), tid);
+        } else {
+            if (!(skip & SKIP_INPUTS))
+                make_input<W>(P, xs, tid);
+            consumers_sync<W>();
+        }
         if (tr)
             tr[T_INPUT] = now_ns();
         const bool in_regs = XP > 0 && P.k <= XP * 256;
@@ -483,7 +744,8 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
         float ss = 0.f; // this warp's rows of x_out, squared
         uint64_t fence_ns = 0, load_ns = 0, rtts = 0;
         float sink = 0.f;
-        for (int c = (int)((warp - it0 % W + W) % W); c < n_chunks; c += W) {
+        const int row_chunks = P.op == OP_ATTN ? 0 : n_chunks; // attn_head took the attention's slots
+        for (int c = (int)((warp - it0 % W + W) % W); c < row_chunks; c += W) {
             const unsigned it = it0 + c;
             const int s = slot_of<W>(it, depth), row = r0 + c * R + lane, nr = min(R, r1 - r0 - c * R);
             const float resid = adds && lane < nr ? __ldcg(P.x_in + row) : 0.f;
@@ -796,6 +1058,36 @@ __global__ void __launch_bounds__(W * 32 + 32, 1)
 
 // ---- the naive reference: one kernel per phase, a warp a row ----
 
+// One block a q head, one thread a key for the scores (T <= 1024).
+__global__ void ref_attn(phase P)
+{
+    __shared__ float sc[1024], red[32];
+    const int h = blockIdx.x, hd = P.hd, T = P.T, g = h / (P.n_heads / P.n_kv);
+    const bf16 *q = P.vec_in + (size_t)h * hd, *K = P.kc + (size_t)g * T * hd, *V = P.vc + (size_t)g * T * hd;
+    for (int t = threadIdx.x; t < T; t += blockDim.x) {
+        float a = 0.f;
+        for (int i = 0; i < hd; i++)
+            a += __bfloat162float(q[i]) * rsqrtf((float)hd) * __bfloat162float(K[(size_t)t * hd + i]);
+        sc[t] = a;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float m = -INFINITY, l = 0.f;
+        for (int t = 0; t < T; t++)
+            m = fmaxf(m, sc[t]);
+        for (int t = 0; t < T; t++)
+            l += (sc[t] = __expf(sc[t] - m));
+        red[0] = l;
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < hd; i += blockDim.x) {
+        float o = 0.f;
+        for (int t = 0; t < T; t++)
+            o += sc[t] * __bfloat162float(V[(size_t)t * hd + i]);
+        P.out[(size_t)h * hd + i] = __float2bfloat16(o / red[0]);
+    }
+}
+
 __global__ void ref_input(phase P, float *xin)
 {
     __shared__ float red[32];
@@ -879,15 +1171,18 @@ static int rows_per_slot(int k, int op)
 
 // The phases of a step over the given weights, with buffers of their own.
 // x0/ss0: the step's input residual stream and its partials (ss0[0] = the sum).
-static phase *build_chain(const model_shape &m, bf16 *const *w, const float *norm, const float *x0, const float *ss0,
-                          int grid, float **logits)
+static int g_T = 160;
+
+static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_cache, const float *norm,
+                          const float *x0, const float *ss0, int grid, float **logits)
 {
-    const int L = m.layers, n_ph = 4 * L + 1, qkv = m.qd + 2 * m.kvd;
+    const int L = m.layers, n_ph = g_ppl * L + 1, qkv = m.qd + 2 * m.kvd;
     phase *ph = (phase *)calloc(n_ph, sizeof(phase));
     const float *x = x0, *ss = ss0;
     const uint64_t *tx = NULL, *tss = NULL;
     for (int l = 0; l < L; l++) {
-        phase *q = &ph[4 * l], *o = q + 1, *gu = q + 2, *dn = q + 3;
+        phase *q = &ph[g_ppl * l], *at = g_ppl == 5 ? q + 1 : NULL, *o = q + 1 + (at != NULL), *gu = o + 1,
+              *dn = o + 2;
         uint32_t *tq = dev_zeros<uint32_t>(qkv), *tact = dev_zeros<uint32_t>(m.f);
         uint64_t *txm = dev_zeros<uint64_t>(m.d), *tssm = dev_zeros<uint64_t>(grid), *txn = dev_zeros<uint64_t>(m.d),
                  *tssn = dev_zeros<uint64_t>(grid);
@@ -902,16 +1197,38 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, const float *nor
         o->tvec_in = tq, o->tx_in = tx, o->tx_out = txm, o->tss_out = tssm;
         gu->tx_in = txm, gu->tss_in = tssm, gu->tout = tact;
         dn->tvec_in = tact, dn->tx_in = txm, dn->tx_out = txn, dn->tss_out = tssn;
+        if (at) { // attention between q|k|v and o: o takes the heads' outputs
+            bf16 *attn_out = dev_zeros<bf16>(m.qd);
+            *at = (phase){};
+            at->op = OP_ATTN;
+            at->vec_in = qkv_out;
+            at->out = attn_out;
+            at->kc = kv_cache[2 * l];
+            at->vc = kv_cache[2 * l + 1];
+            at->T = g_T;
+            at->hd = m.hd;
+            at->n_heads = m.qd / m.hd;
+            at->n_kv = m.kvd / m.hd;
+            if (g_split) {
+                at->splits = (g_T + attn_keys_per_slot(m.hd) - 1) / attn_keys_per_slot(m.hd);
+                at->part = dev_zeros<float>((size_t)at->n_heads * at->splits * (m.hd + 4));
+                o->part = at->part;
+                o->splits = at->splits;
+                o->hd = m.hd;
+            }
+            o->vec_in = attn_out;
+        }
         x = x_next;
         ss = ss_next;
         tx = txn;
         tss = tssn;
     }
     *logits = dev_zeros<float>(m.vocab);
-    ph[4 * L] = (phase){w[4 * L], m.vocab, m.d, OP_HEAD, 0, x, ss, norm, NULL, NULL, NULL, NULL, *logits};
-    ph[4 * L].tx_in = tx, ph[4 * L].tss_in = tss;
+    ph[g_ppl * L] = (phase){w[4 * L], m.vocab, m.d, OP_HEAD, 0, x, ss, norm, NULL, NULL, NULL, NULL, *logits};
+    ph[g_ppl * L].tx_in = tx, ph[g_ppl * L].tss_in = tss;
     for (int p = 0; p < n_ph; p++)
-        ph[p].rows_per_slot = rows_per_slot(ph[p].k, ph[p].op);
+        if (ph[p].w)
+            ph[p].rows_per_slot = rows_per_slot(ph[p].k, ph[p].op);
     return ph;
 }
 
@@ -920,6 +1237,10 @@ static void run_reference(const phase *ph, int n_ph, int max_k, int max_n, cudaS
 {
     float *xin = dev_zeros<float>(max_k), *y = dev_zeros<float>(max_n);
     for (int p = 0; p < n_ph; p++) {
+        if (ph[p].op == OP_ATTN) {
+            ref_attn<<<ph[p].n_heads, 256, 0, st>>>(ph[p]);
+            continue;
+        }
         ref_input<<<1, 1024, 0, st>>>(ph[p], xin);
         ref_rows<<<(ph[p].n + 7) / 8, 256, 0, st>>>(ph[p], xin, y);
         ref_finish<<<256, 256, 0, st>>>(ph[p], y);
@@ -985,7 +1306,7 @@ static void launch(const variant &v, int sms, size_t smem, phase *dph, int first
     // A kernel a piece: [first, 1), then o, gate|up, down of a layer with the next q|k|v (or the LM head).
     for (int a = first; a < last;) {
         int b = a + 1;
-        while (b < last && b % 4 != 1)
+        while (b < last && b % g_ppl != 1)
             b++;
         int f = a, l = b;
         pdl = v.segments == 2;
@@ -1017,13 +1338,14 @@ static void trace_step(const variant &v, int sms, size_t smem, phase *dph, const
     launch(v, sms, smem, dph, 0, n_ph, counters, 0, dtr, xs_len, st);
     CK(cudaStreamSynchronize(st));
     CK(cudaMemcpy(tr, dtr, n * 8, cudaMemcpyDeviceToHost));
-    static const char *kinds[4] = {"q|k|v", "o", "gate|up", "down"};
+    static const char *kinds4[4] = {"q|k|v", "o", "gate|up", "down"}, *kinds5[5] = {"q|k|v", "attn", "o", "gate|up", "down"};
+    const char *const *kinds = g_ppl == 5 ? kinds5 : kinds4;
     printf("    trace (us a phase, mean over blocks and layers 2..): kind  span  stream-at-2.9TB/s  wait  input  "
            "rows  producer-stalled  first-issue-before-waited  end-spread\n");
-    for (int kind = 0; kind < 4; kind++) {
+    for (int kind = 0; kind < g_ppl; kind++) {
         double span = 0, ideal = 0, wait = 0, input = 0, rows = 0, stall = 0, ahead = 0, spread = 0;
         int cnt = 0;
-        for (int p = 4 + kind; p < n_ph - 1; p += 4) {
+        for (int p = g_ppl + kind; p < n_ph - 1; p += g_ppl) {
             uint64_t end_prev = 0, end = 0, end_min = ~0ull;
             for (int b = 0; b < sms; b++) {
                 const uint64_t *t = tr + ((size_t)b * n_ph + p) * T_FIELDS, *tp = t - T_FIELDS;
@@ -1038,7 +1360,7 @@ static void trace_step(const variant &v, int sms, size_t smem, phase *dph, const
             }
             span += (double)(end - end_prev);
             spread += (double)(end - end_min);
-            ideal += (double)ph[p].n * ph[p].k * 2 / 2.9e12 * 1e9;
+            ideal += ph[p].w ? (double)ph[p].n * ph[p].k * 2 / 2.9e12 * 1e9 : 0.;
             cnt++;
         }
         const double nb = (double)cnt * sms;
@@ -1063,8 +1385,11 @@ static void trace_step(const variant &v, int sms, size_t smem, phase *dph, const
 
 static void run(const model_shape &m, int sms)
 {
-    const int L = m.layers, n_ph = 4 * L + 1, qkv = m.qd + 2 * m.kvd;
-    bf16 **w = (bf16 **)malloc(n_ph * sizeof(bf16 *));
+    const int L = m.layers, n_ph = g_ppl * L + 1, qkv = m.qd + 2 * m.kvd;
+    bf16 **w = (bf16 **)malloc((4 * L + 1) * sizeof(bf16 *));
+    bf16 **kv_cache = (bf16 **)malloc(2 * L * sizeof(bf16 *));
+    for (int i = 0; i < 2 * L; i++)
+        kv_cache[i] = rand_weights((size_t)m.kvd * g_T, 1000 + i);
     double wbytes = 0;
     for (int l = 0; l < L; l++) {
         const size_t sz[4] = {(size_t)qkv * m.d, (size_t)m.d * m.qd, (size_t)2 * m.f * m.d, (size_t)m.d * m.f};
@@ -1099,8 +1424,8 @@ static void run(const model_shape &m, int sms)
         free(hs);
     }
     float *logits, *ref_logits;
-    phase *ph = build_chain(m, w, norm, x0, ss0, sms, &logits);
-    phase *ref = build_chain(m, w, norm, x0, ss0, sms, &ref_logits);
+    phase *ph = build_chain(m, w, kv_cache, norm, x0, ss0, sms, &logits);
+    phase *ref = build_chain(m, w, kv_cache, norm, x0, ss0, sms, &ref_logits);
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
     run_reference(ref, n_ph, max_k, m.vocab, st);
@@ -1119,12 +1444,8 @@ static void run(const model_shape &m, int sms)
     // warps, slots a warp, ll, cap, signal warp, cap ahead, L2 prefetch distance, segments
     static const variant variants[] = {
         {4, 2, 0, 0, 0, 2, 0, 0, "counters, cap 2 ahead", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 0, 2, 0, 1, "cap 2 ahead, a kernel a layer", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 0, 2, 0, 2, "cap 2 ahead, a kernel a layer, PDL", (const void *)layers_kernel<4, 0>},
-        {4, 1, 0, 0, 0, 2, 0, 0, "counters, cap 2 ahead", (const void *)layers_kernel<4, 0>},
-        {4, 1, 0, 0, 0, 2, 0, 2, "cap 2 ahead, a kernel a layer, PDL", (const void *)layers_kernel<4, 0>},
-        {4, 1, 0, 0, 0, 0, 0, 2, "a kernel a layer, PDL", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 0, 2, 4, 0, "counters, cap 2 ahead, L2 prefetch 4", (const void *)layers_kernel<4, 0>}};
+        {4, 2, 0, 0, 0, 1, 0, 0, "counters, cap 1 ahead", (const void *)layers_kernel<4, 0>},
+        {4, 2, 0, 0, 0, 2, 0, 2, "cap 2 ahead, a kernel a layer, PDL", (const void *)layers_kernel<4, 0>}};
     for (int si = 0; si < (int)(sizeof variants / sizeof variants[0]); si++) {
         const variant &V = variants[si];
         const int depth = V.depth, n_slots = V.warps * depth;
@@ -1181,9 +1502,12 @@ static void run(const model_shape &m, int sms)
         trace_step(V, sms, smem, dph, ph, n_ph, counters, max_k, st);
         CK(cudaFree(first_logits));
     }
-    for (int p = 0; p < n_ph; p++)
+    for (int p = 0; p < 4 * L + 1; p++)
         CK(cudaFree(w[p]));
     free(w);
+    for (int i = 0; i < 2 * L; i++)
+        CK(cudaFree(kv_cache[i]));
+    free(kv_cache);
     CK(cudaFree(dph));
     CK(cudaFree(counters));
     CK(cudaStreamDestroy(st));
@@ -1198,6 +1522,20 @@ int main(int argc, char **argv)
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
     const char *only = probe_filter(argc, argv);
+    if (getenv("PL_ATTN") && getenv("PL_ATTN")[0] == '1')
+        g_ppl = 5;
+    g_split = getenv("PL_SPLIT") && getenv("PL_SPLIT")[0] == '1';
+    if (g_split)
+        printf("attention split by slots of keys over the blocks\n");
+    if (getenv("PL_T"))
+        g_T = atoi(getenv("PL_T"));
+    if (g_T < 1 || g_T > 1024) {
+        fprintf(stderr, "PL_T: 1..1024 keys\n");
+        return 1;
+    }
+    printf("phases a layer %d%s\n", g_ppl, g_ppl == 5 ? " (attention after q|k|v)" : "");
+    if (g_ppl == 5)
+        printf("attention over %d cached keys a head\n", g_T);
     for (int i = 0; i < PROBE_MODELS; i++)
         if (probe_picked(probe_models[i], only))
             run(probe_models[i], prop.multiProcessorCount);

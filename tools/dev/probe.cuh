@@ -23,14 +23,14 @@ typedef __nv_bfloat16 bf16;
 
 struct model_shape {
     const char *name;
-    int d, qd, kvd, f, layers, vocab;
+    int d, qd, kvd, f, layers, vocab, hd;
 };
 
 enum { PROBE_MODELS = 3 };
 static const model_shape probe_models[PROBE_MODELS] = {
-    {"Llama-3.2-3B", 3072, 3072, 1024, 8192, 28, 128256},
-    {"Qwen3-4B", 2560, 4096, 1024, 9728, 36, 151936},
-    {"Gemma-3-1B", 1152, 1024, 256, 6912, 26, 262144},
+    {"Llama-3.2-3B", 3072, 3072, 1024, 8192, 28, 128256, 128},
+    {"Qwen3-4B", 2560, 4096, 1024, 9728, 36, 151936, 128},
+    {"Gemma-3-1B", 1152, 1024, 256, 6912, 26, 262144, 256},
 };
 
 // The filter argument (a part of a model's name, or none: all); one that
