@@ -58,7 +58,8 @@ enum { OP_QKV, OP_O, OP_GU, OP_DOWN, OP_HEAD, OP_ATTN };
 // (PL_ATTN=1: step (b); PL_T keys in each head's cache, default 160).
 static int g_ppl = 4;
 // PL_SPLIT=1: the attention split by slots of keys over the blocks (a unit is
-// (head, slot)), partial results merged by the o phase's input.
+// (head, slot)), partial results merged by the o phase's input; 2: merged by
+// the warp that finishes a head's last split (o then reads the heads' output).
 static int g_split = 0;
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
 // Trace fields, per (block, phase), globaltimer ns
@@ -91,6 +92,8 @@ struct phase {
     int T, n_heads, n_kv, hd;
     int splits;    // ATTN: 0 a unit a head, else units (head, split), partials into part
     float *part;   // ATTN with splits: [n_heads][splits][hd + 4] (acc, m, l, 2 pad: 16-byte rows); O: merged as its input
+    unsigned *head_done; // ATTN, PL_SPLIT=2: splits done a head; the warp that finishes a head's last split
+                         // merges it into out (splits in order: the same bits whoever merges) and resets it
 };
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -640,6 +643,40 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
         out[hd] = m;
         out[hd + 1] = l;
     }
+    if (!P.head_done)
+        return;
+    // The last split of head h to finish merges the head.
+    unsigned done = 0;
+    __syncwarp();
+    if (lane == 0) {
+        __threadfence();
+        done = atomicAdd(P.head_done + h, 1u);
+        __threadfence();
+    }
+    if (__shfl_sync(0xffffffffu, done, 0) != (unsigned)S - 1)
+        return;
+    const float *ph = P.part + (size_t)h * S * (hd + 4);
+    float M = -INFINITY;
+    for (int sp = 0; sp < S; sp++)
+        M = fmaxf(M, __ldcg(ph + (size_t)sp * (hd + 4) + hd));
+    float L = 0.f, o[MAXE];
+#pragma unroll
+    for (int e = 0; e < MAXE; e++)
+        o[e] = 0.f;
+    for (int sp = 0; sp < S; sp++) {
+        const float *q = ph + (size_t)sp * (hd + 4), f = __expf(__ldcg(q + hd) - M);
+        L += __ldcg(q + hd + 1) * f;
+#pragma unroll
+        for (int e = 0; e < MAXE; e++)
+            if (e < E)
+                o[e] += __ldcg(q + lane * E + e) * f;
+    }
+#pragma unroll
+    for (int e = 0; e < MAXE; e++)
+        if (e < E)
+            P.out[(size_t)h * hd + lane * E + e] = __float2bfloat16(o[e] / L);
+    if (lane == 0)
+        P.head_done[h] = 0;
 }
 
 // XP > 0: x in registers (slot_rows_reg) for the phases with k <= XP * 256.
@@ -1212,9 +1249,13 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
             if (g_split) {
                 at->splits = (g_T + attn_keys_per_slot(m.hd) - 1) / attn_keys_per_slot(m.hd);
                 at->part = dev_zeros<float>((size_t)at->n_heads * at->splits * (m.hd + 4));
-                o->part = at->part;
-                o->splits = at->splits;
-                o->hd = m.hd;
+                if (g_split == 2) // the heads merged by their last split; o takes attn_out
+                    at->head_done = dev_zeros<unsigned>(at->n_heads);
+                else {
+                    o->part = at->part;
+                    o->splits = at->splits;
+                    o->hd = m.hd;
+                }
             }
             o->vec_in = attn_out;
         }
@@ -1524,9 +1565,10 @@ int main(int argc, char **argv)
     const char *only = probe_filter(argc, argv);
     if (getenv("PL_ATTN") && getenv("PL_ATTN")[0] == '1')
         g_ppl = 5;
-    g_split = getenv("PL_SPLIT") && getenv("PL_SPLIT")[0] == '1';
+    g_split = getenv("PL_SPLIT") ? atoi(getenv("PL_SPLIT")) : 0;
     if (g_split)
-        printf("attention split by slots of keys over the blocks\n");
+        printf("attention split by slots of keys over the blocks, merged %s\n",
+               g_split == 2 ? "by each head's last split" : "by the o phase's input");
     if (getenv("PL_T"))
         g_T = atoi(getenv("PL_T"));
     if (g_T < 1 || g_T > 1024) {
