@@ -988,9 +988,10 @@ template <int W> __device__ void ll_norm_input(const phase &P, bf16 *xs, int tid
 template <int W>
 __global__ void __launch_bounds__(W * 32 + 32, 1)
     ll_kernel(const phase *ph, int first, int last, int depth, unsigned epoch, int skip, uint64_t *trace, int xs_len,
-              unsigned *counters, int cap)
+              unsigned *counters, int cap, int cap_ahead)
 {
     const int n_slots = W * depth;
+    __shared__ int cphase; // the phase the consumers work on (for cap_ahead)
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *ring = smem;
     bf16 *xs_buf = reinterpret_cast<bf16 *>(smem + (size_t)n_slots * SLOT); // two: phases alternate
@@ -999,12 +1000,14 @@ __global__ void __launch_bounds__(W * 32 + 32, 1)
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const unsigned tag = epoch, tag16 = epoch & 0xffffu;
     const bool check = !(skip & SKIP_WAITS);
-    if (tid == 0)
+    if (tid == 0) {
         ring_init(full, empty, n_slots);
+        cphase = first;
+    }
     __syncthreads();
     if (warp == W) {
         if (lane == 0)
-            produce<W>(ph, first, last, ring, depth, full, empty, trace, cap, 0, NULL, 0);
+            produce<W>(ph, first, last, ring, depth, full, empty, trace, cap, cap_ahead, &cphase, 0);
         return;
     }
     unsigned it0 = 0;
@@ -1089,6 +1092,7 @@ __global__ void __launch_bounds__(W * 32 + 32, 1)
             }
             if (counters)
                 asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(counters + p), "r"(1u) : "memory");
+            *(volatile int *)&cphase = p + 1;
         }
     }
 }
@@ -1334,7 +1338,7 @@ static void launch(const variant &v, int sms, size_t smem, phase *dph, int first
         unsigned *hint = v.ll == 2 ? counters : NULL;
         if (hint)
             CK(cudaMemsetAsync(counters, 0, last * 4, st));
-        void *args[] = {&dph, &first, &last, &depth, &epoch, &skip, &trace, &xs_len, &hint, &cap};
+        void *args[] = {&dph, &first, &last, &depth, &epoch, &skip, &trace, &xs_len, &hint, &cap, &ahead};
         CK(cudaLaunchCooperativeKernel(v.fn, sms, threads, args, smem, st));
         return;
     }
@@ -1486,7 +1490,8 @@ static void run(const model_shape &m, int sms)
     static const variant variants[] = {
         {4, 2, 0, 0, 0, 2, 0, 0, "counters, cap 2 ahead", (const void *)layers_kernel<4, 0>},
         {4, 2, 0, 0, 0, 1, 0, 0, "counters, cap 1 ahead", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 0, 2, 0, 2, "cap 2 ahead, a kernel a layer, PDL", (const void *)layers_kernel<4, 0>}};
+        {4, 2, 0, 0, 0, 2, 0, 2, "cap 2 ahead, a kernel a layer, PDL", (const void *)layers_kernel<4, 0>},
+        {8, 1, 2, 0, 0, 2, 0, 0, "tagged + relaxed counter, cap 2 ahead", (const void *)ll_kernel<8>}};
     for (int si = 0; si < (int)(sizeof variants / sizeof variants[0]); si++) {
         const variant &V = variants[si];
         const int depth = V.depth, n_slots = V.warps * depth;
