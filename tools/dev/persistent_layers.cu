@@ -61,6 +61,7 @@ static int g_ppl = 4;
 // (head, slot)), partial results merged by the o phase's input; 2: merged by
 // the warp that finishes a head's last split (o then reads the heads' output).
 static int g_split = 0;
+static int g_kps = 0; // PL_KPS: keys a slot (a split unit) for the attention, 0: as many as fit
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
 // Trace fields, per (block, phase), globaltimer ns
 // T_FENCE, T_LOAD, T_RTTS: in the LM head phase (steady streaming), thread 0's
@@ -90,6 +91,7 @@ struct phase {
     // OP_ATTN (no weights): a unit is a q head; vec_in is q|k|v, out the heads' outputs
     const bf16 *kc, *vc; // [n_kv][T][hd] each, the layer's cache
     int T, n_heads, n_kv, hd;
+    int kps;       // ATTN: keys a slot (attn_keys_per_slot, or fewer: PL_KPS)
     int splits;    // ATTN: 0 a unit a head, else units (head, split), partials into part
     float *part;   // ATTN with splits: [n_heads][splits][hd + 4] (acc, m, l, 2 pad: 16-byte rows); O: merged as its input
     unsigned *head_done; // ATTN, PL_SPLIT=2: splits done a head; the warp that finishes a head's last split
@@ -234,7 +236,7 @@ __device__ __forceinline__ block_phase block_phase_of(const phase &P, int p, int
     f.R = P.rows_per_slot;
     f.n_chunks = P.op != OP_ATTN ? (f.r1 - f.r0 + f.R - 1) / f.R
                  : P.splits    ? f.r1 - f.r0
-                               : (f.r1 - f.r0) * ((P.T + attn_keys_per_slot(P.hd) - 1) / attn_keys_per_slot(P.hd));
+                               : (f.r1 - f.r0) * ((P.T + P.kps - 1) / P.kps);
     f.adds = P.op == OP_O || P.op == OP_DOWN;
     f.tr = trace && tid == 0 ? trace + ((size_t)blockIdx.x * last + p) * T_FIELDS : NULL;
     return f;
@@ -292,7 +294,7 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
         if (P.op == OP_ATTN) { // each of the block's heads: its kv head's keys and values
             int h0, h1;
             block_rows(P, p, blockIdx.x, gridDim.x, h0, h1);
-            const int kps = attn_keys_per_slot(P.hd);
+            const int kps = P.kps;
             const int S = P.splits ? P.splits : 1;
             for (int hu = h0; hu < h1; hu++)
                 for (int t0 = P.splits ? hu % S * kps : 0; t0 < (P.splits ? hu % S * kps + 1 : P.T); t0 += kps, it++) {
@@ -503,7 +505,7 @@ template <int W>
 __device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned char *ring, uint64_t *full,
                           uint64_t *empty, int depth, float *qs, int tid)
 {
-    const int hd = P.hd, T = P.T, warp = tid >> 5, lane = tid & 31, kps = attn_keys_per_slot(hd);
+    const int hd = P.hd, T = P.T, warp = tid >> 5, lane = tid & 31, kps = P.kps;
     const int n_chunks = (T + kps - 1) / kps, E = hd / 32;
     float *wm = qs + hd, *wl = wm + W, *wacc = wl + W;
     const float scale = rsqrtf((float)hd);
@@ -582,7 +584,7 @@ template <int W>
 __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned char *ring, uint64_t *full,
                           uint64_t *empty, int depth, float *qs, int lane)
 {
-    const int hd = P.hd, S = P.splits, h = u / S, kps = attn_keys_per_slot(hd), nk = min(kps, P.T - u % S * kps);
+    const int hd = P.hd, S = P.splits, h = u / S, kps = P.kps, nk = min(kps, P.T - u % S * kps);
     const int E = hd / 32, C = hd / 8; // dims a lane for the values; 16-byte pieces a key row
     enum { MAXE = 8 };
     const float scale = rsqrtf((float)hd);
@@ -746,7 +748,7 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
         if (P.op == OP_ATTN) {
             if (tr)
                 tr[T_INPUT] = now_ns();
-            const int per_head = (P.T + attn_keys_per_slot(P.hd) - 1) / attn_keys_per_slot(P.hd);
+            const int per_head = (P.T + P.kps - 1) / P.kps;
             for (int c = (int)((warp - it0 % W + W) % W); P.splits && c < r1 - r0; c += W)
                 attn_unit<W>(P, r0 + c, it0 + c, ring, full, empty, depth,
                              reinterpret_cast<float *>(xs) + warp * P.hd, lane);
@@ -1180,6 +1182,13 @@ __global__ void ref_finish(phase P, const float *y)
     }
 }
 
+__global__ void to_f32(const bf16 *in, float *out, int n)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = __bfloat162float(in[i]);
+}
+
 // ---- the chain ----
 
 static bf16 *rand_weights(size_t n, uint32_t seed)
@@ -1250,8 +1259,9 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
             at->hd = m.hd;
             at->n_heads = m.qd / m.hd;
             at->n_kv = m.kvd / m.hd;
+            at->kps = g_kps > 0 && g_kps < attn_keys_per_slot(m.hd) ? g_kps : attn_keys_per_slot(m.hd);
             if (g_split) {
-                at->splits = (g_T + attn_keys_per_slot(m.hd) - 1) / attn_keys_per_slot(m.hd);
+                at->splits = (g_T + at->kps - 1) / at->kps;
                 at->part = dev_zeros<float>((size_t)at->n_heads * at->splits * (m.hd + 4));
                 if (g_split == 2) // the heads merged by their last split; o takes attn_out
                     at->head_done = dev_zeros<unsigned>(at->n_heads);
@@ -1524,6 +1534,20 @@ static void run(const model_shape &m, int sms)
                     compare(logits, first_logits, m.vocab, &sb);
                     same_bits &= sb;
                     const double err = compare(logits, ref_logits, m.vocab, NULL);
+                    if (g_ppl == 5 && g_split != 1) // the heads' outputs themselves, first and last layer
+                        for (int which = 0; which < 2; which++) {
+                            const int l = which ? L - 1 : 0;
+                            const phase &A = ph[g_ppl * l + 1], &B = ref[g_ppl * l + 1];
+                            const int n = A.n_heads * A.hd;
+                            float *a = dev_zeros<float>(n), *b = dev_zeros<float>(n);
+                            to_f32<<<(n + 255) / 256, 256, 0, st>>>(A.out, a, n);
+                            to_f32<<<(n + 255) / 256, 256, 0, st>>>(B.out, b, n);
+                            CK(cudaStreamSynchronize(st));
+                            printf("    attention output, layer %d: max |out - reference| / max |reference| = %.2e\n", l,
+                                   compare(a, b, n, NULL));
+                            CK(cudaFree(a));
+                            CK(cudaFree(b));
+                        }
                     printf("  %s, %d warps x %d slots%s: max |logit - reference| / max |reference| = %.2e (%s), "
                            "%d runs same bits: %s\n",
                            V.name, V.warps, depth, mode == 3 ? " (no fence)" : "", err, err < 2e-2 ? "ok" : "WRONG",
@@ -1576,6 +1600,8 @@ int main(int argc, char **argv)
     if (g_split)
         printf("attention split by slots of keys over the blocks, merged %s\n",
                g_split == 2 ? "by each head's last split" : "by the o phase's input");
+    if (getenv("PL_KPS"))
+        g_kps = atoi(getenv("PL_KPS"));
     if (getenv("PL_T"))
         g_T = atoi(getenv("PL_T"));
     if (g_T < 1 || g_T > 1024) {
