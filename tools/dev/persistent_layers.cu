@@ -1499,9 +1499,11 @@ static void run(const model_shape &m, int sms)
     // warps, slots a warp, ll, cap, signal warp, cap ahead, L2 prefetch distance, segments
     static const variant variants[] = {
         {4, 2, 0, 0, 0, 2, 0, 0, "counters, cap 2 ahead", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 0, 1, 0, 0, "counters, cap 1 ahead", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 0, 2, 0, 2, "cap 2 ahead, a kernel a layer, PDL", (const void *)layers_kernel<4, 0>},
-        {8, 1, 2, 0, 0, 2, 0, 0, "tagged + relaxed counter, cap 2 ahead", (const void *)ll_kernel<8>}};
+        {4, 2, 0, 0, 0, 3, 0, 0, "counters, cap 3 ahead", (const void *)layers_kernel<4, 0>},
+        {4, 2, 0, 0, 0, 4, 0, 0, "counters, cap 4 ahead", (const void *)layers_kernel<4, 0>},
+        {4, 2, 0, 0, 0, 6, 0, 0, "counters, cap 6 ahead", (const void *)layers_kernel<4, 0>},
+        {5, 2, 0, 0, 0, 2, 0, 0, "counters, cap 2 ahead", (const void *)layers_kernel<5, 0>},
+        {5, 2, 0, 0, 0, 4, 0, 0, "counters, cap 4 ahead", (const void *)layers_kernel<5, 0>}};
     for (int si = 0; si < (int)(sizeof variants / sizeof variants[0]); si++) {
         const variant &V = variants[si];
         if (V.ll && g_ppl == 5) // the tagged-word kernel has no attention phase
