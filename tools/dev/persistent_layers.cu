@@ -61,7 +61,9 @@ static int g_ppl = 4;
 // (head, slot)), partial results merged by the o phase's input; 2: merged by
 // the warp that finishes a head's last split (o then reads the heads' output).
 static int g_split = 0;
-static int g_kps = 0; // PL_KPS: keys a slot (a split unit) for the attention, 0: as many as fit
+static int g_kps = 0;
+static int g_groups = 0;        // PL_GROUPS=1: a counter a kv group from q|k|v to attention
+static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch) // PL_KPS: keys a slot (a split unit) for the attention, 0: as many as fit
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
 // Trace fields, per (block, phase), globaltimer ns
 // T_FENCE, T_LOAD, T_RTTS: in the LM head phase (steady streaming), thread 0's
@@ -94,6 +96,12 @@ struct phase {
     int kps;       // ATTN: keys a slot (attn_keys_per_slot, or fewer: PL_KPS)
     int splits;    // ATTN: 0 a unit a head, else units (head, split), partials into part
     float *part;   // ATTN with splits: [n_heads][splits][hd + 4] (acc, m, l, 2 pad: 16-byte rows); O: merged as its input
+    // PL_GROUPS=1: a counter a kv head from q|k|v to attention. QKV: grp (n_kv counters) bumped by
+    // every block whose rows hold some of a group's q, k or v rows; ATTN: a unit waits for its
+    // group's counter to reach grp_expect[g] (the host's count of those blocks), not for all.
+    unsigned *grp;
+    const int *grp_expect;
+    int grp_n_kv, grp_qd, grp_kvd, grp_G, grp_hd;
     unsigned *head_done; // ATTN, PL_SPLIT=2: splits done a head; the warp that finishes a head's last split
                          // merges it into out (splits in order: the same bits whoever merges) and resets it
 };
@@ -212,13 +220,21 @@ __host__ __device__ __forceinline__ int attn_keys_per_slot(int hd)
 // Block b's rows of phase p: balanced, whole (g, u) pairs for gate|up. The
 // share a block gets turns with the phase, so the blocks given one row more
 // are not the same ones in every layer.
-__device__ __forceinline__ void block_rows(const phase &P, int p, int b, int g, int &r0, int &r1)
+__host__ __device__ __forceinline__ void block_rows(const phase &P, int p, int b, int g, int &r0, int &r1)
 {
     const int unit = P.op == OP_GU ? 2 : 1,
               n = P.op == OP_ATTN ? P.n_heads * (P.splits ? P.splits : 1) : P.n / unit;
     b = (b + p * 37) % g;
     r0 = (int)((long)n * b / g) * unit;
     r1 = (int)((long)n * (b + 1) / g) * unit;
+}
+
+// Whether q|k|v rows [r0, r1) hold some of kv group g's q, k or v rows.
+__host__ __device__ inline bool qkv_rows_touch_group(const phase &P, int r0, int r1, int g)
+{
+    const int qa = g * P.grp_G * P.grp_hd, qb = qa + P.grp_G * P.grp_hd;
+    const int ka = P.grp_qd + g * P.grp_hd, va = P.grp_qd + P.grp_kvd + g * P.grp_hd;
+    return (r0 < qb && qa < r1) || (r0 < ka + P.grp_hd && ka < r1) || (r0 < va + P.grp_hd && va < r1);
 }
 
 // What a consumer needs of phase p in its block: its rows [r0, r1) in
@@ -586,6 +602,10 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
 {
     const int hd = P.hd, S = P.splits, h = u / S, kps = P.kps, nk = min(kps, P.T - u % S * kps);
     const int E = hd / 32, C = hd / 8; // dims a lane for the values; 16-byte pieces a key row
+    if (P.grp) { // only this head's kv group's q|k|v rows, not the whole phase
+        const int g = h / (P.n_heads / P.n_kv);
+        warp_wait_count<true>(P.grp + g, (unsigned)P.grp_expect[g]);
+    }
     enum { MAXE = 8 };
     const float scale = rsqrtf((float)hd);
     for (int i = lane; i < hd; i += 32)
@@ -741,7 +761,7 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
         uint64_t *tr = F.tr;
         if (tr)
             tr[T_START] = now_ns();
-        if (p > first && !(skip & SKIP_WAITS)) // every warp looks for itself: no block barrier after the wait
+        if (p > first && !(skip & SKIP_WAITS) && !(P.op == OP_ATTN && P.grp)) // each warp looks for itself
             warp_wait_count<true>(counters + p - 1, gridDim.x);
         if (tr)
             tr[T_WAITED] = now_ns();
@@ -862,6 +882,10 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
             if (!(skip & SKIP_FENCE))
                 __threadfence();
             asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(counters + p), "r"(1u) : "memory");
+            if (P.op == OP_QKV && P.grp)
+                for (int g = 0; g < P.grp_n_kv; g++)
+                    if (qkv_rows_touch_group(P, r0, r1, g))
+                        asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(P.grp + g), "r"(1u) : "memory");
             *(volatile int *)&cphase = p + 1;
         }
     }
@@ -1224,7 +1248,7 @@ static int rows_per_slot(int k, int op)
 static int g_T = 160;
 
 static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_cache, const float *norm,
-                          const float *x0, const float *ss0, int grid, float **logits)
+                          const float *x0, const float *ss0, int grid, float **logits, unsigned *counters)
 {
     const int L = m.layers, n_ph = g_ppl * L + 1, qkv = m.qd + 2 * m.kvd;
     phase *ph = (phase *)calloc(n_ph, sizeof(phase));
@@ -1260,6 +1284,24 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
             at->n_heads = m.qd / m.hd;
             at->n_kv = m.kvd / m.hd;
             at->kps = g_kps > 0 && g_kps < attn_keys_per_slot(m.hd) ? g_kps : attn_keys_per_slot(m.hd);
+            if (g_groups && g_split) { // the counters of layer l's groups, after the phase counters
+                const int n_kv = at->n_kv, pq = g_ppl * l;
+                unsigned *grp = counters + (size_t)(g_ppl * L + 1) + (size_t)l * n_kv;
+                q->grp = at->grp = grp;
+                q->grp_n_kv = n_kv, q->grp_qd = m.qd, q->grp_kvd = m.kvd, q->grp_G = at->n_heads / n_kv;
+                q->grp_hd = m.hd;
+                int *expect = (int *)calloc(n_kv, sizeof(int));
+                for (int b = 0; b < grid; b++) {
+                    int r0, r1;
+                    block_rows(*q, pq, b, grid, r0, r1);
+                    for (int g = 0; g < n_kv; g++)
+                        expect[g] += qkv_rows_touch_group(*q, r0, r1, g);
+                }
+                int *dexp = dev_zeros<int>(n_kv);
+                CK(cudaMemcpy(dexp, expect, n_kv * sizeof(int), cudaMemcpyHostToDevice));
+                free(expect);
+                at->grp_expect = dexp;
+            }
             if (g_split) {
                 at->splits = (g_T + at->kps - 1) / at->kps;
                 at->part = dev_zeros<float>((size_t)at->n_heads * at->splits * (m.hd + 4));
@@ -1352,7 +1394,7 @@ static void launch(const variant &v, int sms, size_t smem, phase *dph, int first
         CK(cudaLaunchCooperativeKernel(v.fn, sms, threads, args, smem, st));
         return;
     }
-    CK(cudaMemsetAsync(counters, 0, last * 4, st));
+    CK(cudaMemsetAsync(counters, 0, (size_t)g_counter_words * 4, st));
     if (!v.segments) {
         void *args[] = {&dph, &first, &last, &depth, &counters, &skip, &trace, &cap, &sig, &ahead, &prefetch, &pdl};
         CK(cudaLaunchCooperativeKernel(v.fn, sms, threads, args, smem, st));
@@ -1478,9 +1520,11 @@ static void run(const model_shape &m, int sms)
         free(hx);
         free(hs);
     }
+    g_counter_words = n_ph + L * 16; // 16 >= kv heads of the probe's models
+    unsigned *counters = dev_zeros<unsigned>(g_counter_words);
     float *logits, *ref_logits;
-    phase *ph = build_chain(m, w, kv_cache, norm, x0, ss0, sms, &logits);
-    phase *ref = build_chain(m, w, kv_cache, norm, x0, ss0, sms, &ref_logits);
+    phase *ph = build_chain(m, w, kv_cache, norm, x0, ss0, sms, &logits, counters);
+    phase *ref = build_chain(m, w, kv_cache, norm, x0, ss0, sms, &ref_logits, counters);
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
     run_reference(ref, n_ph, max_k, m.vocab, st);
@@ -1488,8 +1532,7 @@ static void run(const model_shape &m, int sms)
     phase *dph;
     CK(cudaMalloc(&dph, n_ph * sizeof(phase)));
     CK(cudaMemcpy(dph, ph, n_ph * sizeof(phase), cudaMemcpyHostToDevice));
-    unsigned *counters;
-    CK(cudaMalloc(&counters, n_ph * 4));
+
     cudaEvent_t e0, e1;
     CK(cudaEventCreate(&e0));
     CK(cudaEventCreate(&e1));
@@ -1602,6 +1645,9 @@ int main(int argc, char **argv)
     if (g_split)
         printf("attention split by slots of keys over the blocks, merged %s\n",
                g_split == 2 ? "by each head's last split" : "by the o phase's input");
+    g_groups = getenv("PL_GROUPS") && getenv("PL_GROUPS")[0] == '1';
+    if (g_groups)
+        printf("a counter a kv group from q|k|v to attention (with PL_SPLIT)\n");
     if (getenv("PL_KPS"))
         g_kps = atoi(getenv("PL_KPS"));
     if (getenv("PL_T"))
