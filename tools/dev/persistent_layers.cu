@@ -234,7 +234,7 @@ __host__ __device__ inline bool qkv_rows_touch_group(const phase &P, int r0, int
 {
     const int qa = g * P.grp_G * P.grp_hd, qb = qa + P.grp_G * P.grp_hd;
     const int ka = P.grp_qd + g * P.grp_hd, va = P.grp_qd + P.grp_kvd + g * P.grp_hd;
-    return (r0 < qb && qa < r1) || (r0 < ka + P.grp_hd && ka < r1) || (r0 < va + P.grp_hd && va < r1);
+    return r0 < r1 && ((r0 < qb && qa < r1) || (r0 < ka + P.grp_hd && ka < r1) || (r0 < va + P.grp_hd && va < r1));
 }
 
 // What a consumer needs of phase p in its block: its rows [r0, r1) in
