@@ -63,7 +63,8 @@ static int g_ppl = 4;
 static int g_split = 0;
 static int g_kps = 0;
 static int g_groups = 0;        // PL_GROUPS=1: a counter a kv group from q|k|v to attention
-static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch) // PL_KPS: keys a slot (a split unit) for the attention, 0: as many as fit
+static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
+static int g_ib_off = 0, g_ib_bytes = 0; // input_warp: the two input buffers' place and size in shared memory // PL_KPS: keys a slot (a split unit) for the attention, 0: as many as fit
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
 // Trace fields, per (block, phase), globaltimer ns
 // T_FENCE, T_LOAD, T_RTTS: in the LM head phase (steady streaming), thread 0's
@@ -701,22 +702,59 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
         P.head_done[h] = 0;
 }
 
+// Whether the input warp brings phase p's input (input_warp): not the launch's
+// first phase, not attention (its units read q themselves), not an o phase
+// that merges the attention's partials itself.
+__device__ __forceinline__ bool input_by_warp(const phase &P, int p, int first)
+{
+    return p > first && P.op != OP_ATTN && !(P.op == OP_O && P.part);
+}
+
+// make_input from what the input warp copied into buf: the same arithmetic in
+// the same order (the same bits).
+template <int W> __device__ void input_from_buf(const phase &P, const unsigned char *buf, bf16 *xs, int tid)
+{
+    if (P.op == OP_O || P.op == OP_DOWN) {
+        for (int i = tid * 8; i < P.k; i += W * 32 * 8)
+            *reinterpret_cast<uint4 *>(xs + i) = *reinterpret_cast<const uint4 *>(buf + (size_t)i * 2);
+        return;
+    }
+    const float *xf = reinterpret_cast<const float *>(buf), *sp = xf + P.k;
+    float ss = 0.f;
+    for (int i = tid & 31; i < (int)gridDim.x; i += 32)
+        ss += sp[i];
+    const float inv = rsqrtf(warp_sum(ss) / P.k + 1e-6f);
+    for (int i = tid * 4; i < P.k; i += W * 32 * 4) {
+        const float4 x = *reinterpret_cast<const float4 *>(xf + i), w = __ldg(reinterpret_cast<const float4 *>(P.norm + i));
+        __nv_bfloat162 lo = __floats2bfloat162_rn(x.x * inv * w.x, x.y * inv * w.y);
+        __nv_bfloat162 hi = __floats2bfloat162_rn(x.z * inv * w.z, x.w * inv * w.w);
+        uint2 v;
+        v.x = *reinterpret_cast<unsigned *>(&lo);
+        v.y = *reinterpret_cast<unsigned *>(&hi);
+        *reinterpret_cast<uint2 *>(xs + i) = v;
+    }
+}
+
 // XP > 0: x in registers (slot_rows_reg) for the phases with k <= XP * 256.
 template <int W, int XP>
 __global__ void __launch_bounds__(W * 32 + 64, 1)
     layers_kernel(const phase *ph, int first, int last, int depth, unsigned *counters, int skip, uint64_t *trace,
-                  int cap, int signal_warp, int cap_ahead, int prefetch, int pdl)
+                  int cap, int signal_warp, int cap_ahead, int prefetch, int pdl, int input_warp, int ib_off,
+                  int ib_bytes)
 {
     const int n_slots = W * depth;
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *ring = smem;
     bf16 *xs = reinterpret_cast<bf16 *>(smem + (size_t)n_slots * SLOT);
-    __shared__ uint64_t full[MAX_SLOTS], empty[MAX_SLOTS];
+    __shared__ uint64_t full[MAX_SLOTS], empty[MAX_SLOTS], in_bar[2];
     __shared__ float warp_ss[W];
     __shared__ int cphase; // the phase the consumers work on (for cap_ahead)
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     if (tid == 0) {
         ring_init(full, empty, n_slots);
+        mbar_init(&in_bar[0], 1);
+        mbar_init(&in_bar[1], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         cphase = first;
     }
     __syncthreads();
@@ -731,6 +769,37 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
     if (warp == W) {
         if (lane == 0)
             produce<W>(ph, first, last, ring, depth, full, empty, trace, cap, cap_ahead, &cphase, prefetch);
+        return;
+    }
+    if (input_warp && warp == W + 1) { // the input warp: the next phase's input in by TMA at its counter
+        for (int p = first + 1; p < last; p++) {
+            const phase &P = ph[p];
+            if (!input_by_warp(P, p, first))
+                continue;
+            const int b = p & 1;
+            unsigned char *buf = smem + ib_off + (size_t)b * ib_bytes;
+            // the buffer's previous use (phase p - 2) is over once phase p - 2 has ended here
+            const uint64_t t0 = now_ns();
+            while (*(volatile int *)&cphase < p - 1)
+                watchdog(t0);
+            if (!(skip & SKIP_WAITS))
+                warp_wait_count<true>(counters + p - 1, gridDim.x);
+            if (lane == 0) {
+                // the inputs were written through the generic proxy; TMA reads through the async one
+                asm volatile("fence.proxy.async.global;" ::: "memory");
+                if (P.op == OP_O || P.op == OP_DOWN) {
+                    const unsigned bytes = (unsigned)P.k * 2;
+                    mbar_expect(&in_bar[b], bytes);
+                    bulk_copy(buf, P.vec_in, bytes, &in_bar[b]);
+                } else { // x (f32), then the partial sums of squares
+                    const unsigned xb = (unsigned)P.k * 4, sb = (gridDim.x * 4 + 15) & ~15u;
+                    mbar_expect(&in_bar[b], xb + sb);
+                    bulk_copy(buf, P.x_in, xb, &in_bar[b]);
+                    bulk_copy(buf + xb, P.ss_in, sb, &in_bar[b]);
+                }
+            }
+            __syncwarp();
+        }
         return;
     }
     if (warp == W + 1) { // the signal warp: no stores of its own outstanding when it fences
@@ -752,17 +821,24 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
         }
         return;
     }
-    unsigned it0 = 0; // the ring position of the phase's first slot
+    unsigned it0 = 0;            // the ring position of the phase's first slot
+    unsigned in_parity = 0;       // bit b: the parity of input buffer b's next fill (input_warp)
     for (int p = first; p < last; p++) {
         const phase &P = ph[p];
+        const bool by_warp = input_warp && input_by_warp(P, p, first);
         const block_phase F = block_phase_of(P, p, last, trace, tid);
         const int r0 = F.r0, r1 = F.r1, R = F.R, n_chunks = F.n_chunks;
         const bool adds = F.adds;
         uint64_t *tr = F.tr;
         if (tr)
             tr[T_START] = now_ns();
-        if (p > first && !(skip & SKIP_WAITS) && !(P.op == OP_ATTN && P.grp)) // each warp looks for itself
+        if (p > first && !(skip & SKIP_WAITS) && !(P.op == OP_ATTN && P.grp) && !by_warp) // each warp for itself
             warp_wait_count<true>(counters + p - 1, gridDim.x);
+        if (by_warp) {
+            const int b = p & 1;
+            mbar_wait(&in_bar[b], (in_parity >> b) & 1);
+            in_parity ^= 1u << b;
+        }
         if (tr)
             tr[T_WAITED] = now_ns();
         if (P.op == OP_ATTN) {
@@ -776,8 +852,12 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
                 attn_head<W>(P, h, it0 + (unsigned)((h - r0) * per_head), ring, full, empty, depth,
                              reinterpret_cast<float *>(xs), tid);
         } else {
-            if (!(skip & SKIP_INPUTS))
-                make_input<W>(P, xs, tid);
+            if (!(skip & SKIP_INPUTS)) {
+                if (by_warp)
+                    input_from_buf<W>(P, smem + ib_off + (size_t)(p & 1) * ib_bytes, xs, tid);
+                else
+                    make_input<W>(P, xs, tid);
+            }
             consumers_sync<W>();
         }
         if (tr)
@@ -1261,8 +1341,9 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
         uint64_t *txm = dev_zeros<uint64_t>(m.d), *tssm = dev_zeros<uint64_t>(grid), *txn = dev_zeros<uint64_t>(m.d),
                  *tssn = dev_zeros<uint64_t>(grid);
         bf16 *qkv_out = dev_zeros<bf16>(qkv), *act = dev_zeros<bf16>(m.f);
-        float *x_mid = dev_zeros<float>(m.d), *ss_mid = dev_zeros<float>(grid), *x_next = dev_zeros<float>(m.d),
-              *ss_next = dev_zeros<float>(grid);
+        // the partial sums padded to 16 bytes: the input warp copies them whole
+        float *x_mid = dev_zeros<float>(m.d), *ss_mid = dev_zeros<float>(grid + 4), *x_next = dev_zeros<float>(m.d),
+              *ss_next = dev_zeros<float>(grid + 4);
         *q = (phase){w[4 * l], qkv, m.d, OP_QKV, 0, x, ss, norm, NULL, qkv_out, NULL, NULL, NULL};
         *o = (phase){w[4 * l + 1], m.d, m.qd, OP_O, 0, x, NULL, NULL, qkv_out, NULL, x_mid, ss_mid, NULL};
         *gu = (phase){w[4 * l + 2], 2 * m.f, m.d, OP_GU, 0, x_mid, ss_mid, norm, NULL, act, NULL, NULL, NULL};
@@ -1376,6 +1457,7 @@ struct variant {
                           // pieces: o, gate|up, down, next q|k|v), 2 the same launched with PDL
     const char *name;
     const void *fn;
+    int input_warp; // counters kernel: a warp brings each phase's input in by TMA at its counter
 };
 
 // One step; epoch: the LL kernel's tag (a new one every launch).
@@ -1383,8 +1465,9 @@ static void launch(const variant &v, int sms, size_t smem, phase *dph, int first
                    int skip, uint64_t *trace, int xs_len, cudaStream_t st)
 {
     static unsigned epoch = 0;
-    int depth = v.depth, threads = v.warps * 32 + 32 + (v.signal_warp ? 32 : 0), cap = v.cap, sig = v.signal_warp,
-        ahead = v.cap_ahead, prefetch = v.prefetch, pdl = 0;
+    int depth = v.depth, threads = v.warps * 32 + 32 + (v.signal_warp || v.input_warp ? 32 : 0), cap = v.cap,
+        sig = v.signal_warp, ahead = v.cap_ahead, prefetch = v.prefetch, pdl = 0, iw = v.input_warp,
+        ib_off = g_ib_off, ib_bytes = g_ib_bytes;
     if (v.ll) {
         epoch++;
         unsigned *hint = v.ll == 2 ? counters : NULL;
@@ -1396,7 +1479,8 @@ static void launch(const variant &v, int sms, size_t smem, phase *dph, int first
     }
     CK(cudaMemsetAsync(counters, 0, (size_t)g_counter_words * 4, st));
     if (!v.segments) {
-        void *args[] = {&dph, &first, &last, &depth, &counters, &skip, &trace, &cap, &sig, &ahead, &prefetch, &pdl};
+        void *args[] = {&dph,  &first, &last,     &depth, &counters, &skip, &trace,   &cap,
+                        &sig,  &ahead, &prefetch, &pdl,   &iw,       &ib_off, &ib_bytes};
         CK(cudaLaunchCooperativeKernel(v.fn, sms, threads, args, smem, st));
         return;
     }
@@ -1407,7 +1491,8 @@ static void launch(const variant &v, int sms, size_t smem, phase *dph, int first
             b++;
         int f = a, l = b;
         pdl = v.segments == 2;
-        void *args[] = {&dph, &f, &l, &depth, &counters, &skip, &trace, &cap, &sig, &ahead, &prefetch, &pdl};
+        void *args[] = {&dph, &f,     &l,        &depth, &counters, &skip,   &trace,   &cap,
+                        &sig, &ahead, &prefetch, &pdl,   &iw,       &ib_off, &ib_bytes};
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = dim3(sms);
         cfg.blockDim = dim3(threads);
@@ -1512,7 +1597,7 @@ static void run(const model_shape &m, int sms)
         hs[0] = (float)s;
         norm = dev_zeros<float>(max_k);
         x0 = dev_zeros<float>(m.d);
-        ss0 = dev_zeros<float>(sms);
+        ss0 = dev_zeros<float>(sms + 4);
         CK(cudaMemcpy(norm, h, max_k * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(x0, hx, m.d * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(ss0, hs, sms * 4, cudaMemcpyHostToDevice));
@@ -1546,14 +1631,23 @@ static void run(const model_shape &m, int sms)
         {4, 2, 0, 0, 0, 4, 0, 0, "counters, cap 4 ahead", (const void *)layers_kernel<4, 0>},
         {4, 2, 0, 0, 0, 6, 0, 0, "counters, cap 6 ahead", (const void *)layers_kernel<4, 0>},
         {5, 2, 0, 0, 0, 2, 0, 0, "counters, cap 2 ahead", (const void *)layers_kernel<5, 0>},
-        {5, 2, 0, 0, 0, 4, 0, 0, "counters, cap 4 ahead", (const void *)layers_kernel<5, 0>}};
+        {5, 2, 0, 0, 0, 4, 0, 0, "counters, cap 4 ahead", (const void *)layers_kernel<5, 0>},
+        {4, 2, 0, 0, 0, 2, 0, 0, "input warp, cap 2 ahead", (const void *)layers_kernel<4, 0>, 1},
+        {4, 2, 0, 0, 0, 2, 0, 2, "input warp, cap 2 ahead, a kernel a layer, PDL", (const void *)layers_kernel<4, 0>,
+         1}};
     for (int si = 0; si < (int)(sizeof variants / sizeof variants[0]); si++) {
         const variant &V = variants[si];
         if (V.ll && g_ppl == 5) // the tagged-word kernel has no attention phase
             continue;
         const int depth = V.depth, n_slots = V.warps * depth;
         const void *fn = V.fn;
-        const size_t smem = (size_t)n_slots * SLOT + (size_t)max_k * 2 * (V.ll ? 2 : 1);
+        size_t smem = (size_t)n_slots * SLOT + (size_t)max_k * 2 * (V.ll ? 2 : 1);
+        if (V.input_warp) { // two buffers: a bf16 vector, or x (f32) and the partial sums
+            const size_t norm_in = (size_t)m.d * 4 + (((size_t)sms * 4 + 15) & ~(size_t)15);
+            g_ib_off = (int)((smem + 127) & ~(size_t)127);
+            g_ib_bytes = (int)((((size_t)max_k * 2 > norm_in ? (size_t)max_k * 2 : norm_in) + 127) & ~(size_t)127);
+            smem = (size_t)g_ib_off + 2 * (size_t)g_ib_bytes;
+        }
         CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         // modes: 0 the step, 1 without the waits (wrong sums: the dependencies' cost), 2 also without making
         // the inputs, 3 the step without the fence before the release, 4 the LM head alone
