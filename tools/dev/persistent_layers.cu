@@ -61,10 +61,11 @@ static int g_ppl = 4;
 // (head, slot)), partial results merged by the o phase's input; 2: merged by
 // the warp that finishes a head's last split (o then reads the heads' output).
 static int g_split = 0;
-static int g_kps = 0;
+static int g_T = 160;           // PL_T: keys in each head's cache
+static int g_kps = 0;           // PL_KPS: keys a slot (a split unit) for the attention, 0: as many as fit
 static int g_groups = 0;        // PL_GROUPS=1: a counter a kv group from q|k|v to attention
 static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
-static int g_ib_off = 0, g_ib_bytes = 0; // input_warp: the two input buffers' place and size in shared memory // PL_KPS: keys a slot (a split unit) for the attention, 0: as many as fit
+static int g_ib_off = 0, g_ib_bytes = 0; // input_warp: the two input buffers' place and size in shared memory
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
 // Trace fields, per (block, phase), globaltimer ns
 // T_FENCE, T_LOAD, T_RTTS: in the LM head phase (steady streaming), thread 0's
@@ -286,6 +287,20 @@ __device__ __forceinline__ void cursor_prefetch_next(const phase *ph, int last, 
     c.r += P.rows_per_slot;
 }
 
+// The producer's wait before slot-load `it`: its slot emptied by the fill
+// before, and at most `cap` loads in flight (0: no cap). Returns the slot.
+template <int W>
+__device__ __forceinline__ int claim_slot(unsigned it, int depth, uint64_t *full, uint64_t *empty, int cap)
+{
+    const int s = slot_of<W>(it, depth);
+    const unsigned fill = fill_of<W>(it, depth);
+    if (fill > 0)
+        mbar_wait(&empty[s], (fill - 1) & 1);
+    if (cap > 0 && it >= (unsigned)cap)
+        mbar_wait(&full[slot_of<W>(it - cap, depth)], fill_of<W>(it - cap, depth) & 1);
+    return s;
+}
+
 template <int W>
 // cap > 0: at most cap slot-loads in flight (chunk it waits for chunk it - cap
 // to land). Loads in flight beyond what the bandwidth needs only lengthen the
@@ -311,24 +326,19 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
         if (P.op == OP_ATTN) { // each of the block's heads: its kv head's keys and values
             int h0, h1;
             block_rows(P, p, blockIdx.x, gridDim.x, h0, h1);
-            const int kps = P.kps;
-            const int S = P.splits ? P.splits : 1;
-            for (int hu = h0; hu < h1; hu++)
-                for (int t0 = P.splits ? hu % S * kps : 0; t0 < (P.splits ? hu % S * kps + 1 : P.T); t0 += kps, it++) {
-                    const int h = hu / S;
-                    const int s = slot_of<W>(it, depth), nk = min(kps, P.T - t0);
-                    const unsigned fill = fill_of<W>(it, depth);
-                    if (fill > 0)
-                        mbar_wait(&empty[s], (fill - 1) & 1);
-                    const int c = cap_ahead > 0 && p > *cphase ? cap_ahead : cap;
-                    if (c > 0 && it >= (unsigned)c)
-                        mbar_wait(&full[slot_of<W>(it - c, depth)], fill_of<W>(it - c, depth) & 1);
+            const int kps = P.kps, S = P.splits ? P.splits : 1;
+            for (int u = h0; u < h1; u++) { // a unit: a head, or (split) one slot of a head's keys
+                const int h = u / S, t_end = P.splits ? min(P.T, (u % S + 1) * kps) : P.T;
+                for (int t0 = P.splits ? u % S * kps : 0; t0 < t_end; t0 += kps, it++) {
+                    const int nk = min(kps, P.T - t0);
+                    const int s = claim_slot<W>(it, depth, full, empty, cap_ahead > 0 && p > *cphase ? cap_ahead : cap);
                     const unsigned bytes = (unsigned)nk * P.hd * 2;
                     const size_t off = ((size_t)(h / (P.n_heads / P.n_kv)) * P.T + t0) * P.hd;
                     mbar_expect(&full[s], 2 * bytes);
                     bulk_copy(ring + (size_t)s * SLOT, P.kc + off, bytes, &full[s]);
                     bulk_copy(ring + (size_t)s * SLOT + bytes, P.vc + off, bytes, &full[s]);
                 }
+            }
             continue;
         }
         if (!P.w)
@@ -337,14 +347,9 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
         block_rows(P, p, blockIdx.x, gridDim.x, r0, r1);
         uint64_t *tr = trace ? trace + ((size_t)blockIdx.x * last + p) * T_FIELDS : NULL, stall = 0;
         for (int r = r0; r < r1; r += P.rows_per_slot, it++) {
-            const int s = slot_of<W>(it, depth), nr = min(P.rows_per_slot, r1 - r);
-            const unsigned fill = fill_of<W>(it, depth);
+            const int nr = min(P.rows_per_slot, r1 - r);
             const uint64_t t0 = tr ? now_ns() : 0;
-            if (fill > 0)
-                mbar_wait(&empty[s], (fill - 1) & 1);
-            const int c = cap_ahead > 0 && p > *cphase ? cap_ahead : cap;
-            if (c > 0 && it >= (unsigned)c)
-                mbar_wait(&full[slot_of<W>(it - c, depth)], fill_of<W>(it - c, depth) & 1);
+            const int s = claim_slot<W>(it, depth, full, empty, cap_ahead > 0 && p > *cphase ? cap_ahead : cap);
             if (tr) {
                 const uint64_t t1 = now_ns();
                 stall += t1 - t0;
@@ -367,6 +372,17 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
 // take it). Every warp sums the norm partials itself in the same order, so no
 // barrier is needed for the scale; the stream's values and the norm weight
 // are loaded together with the partials.
+// Four values of a norm's output, x * inv * w each, as the GEMVs take them (bf16).
+__device__ __forceinline__ uint2 normed4(float4 x, float4 w, float inv)
+{
+    __nv_bfloat162 lo = __floats2bfloat162_rn(x.x * inv * w.x, x.y * inv * w.y);
+    __nv_bfloat162 hi = __floats2bfloat162_rn(x.z * inv * w.z, x.w * inv * w.w);
+    uint2 v;
+    v.x = *reinterpret_cast<unsigned *>(&lo);
+    v.y = *reinterpret_cast<unsigned *>(&hi);
+    return v;
+}
+
 enum { MAX_NORM_LOADS = 8 }; // float4s a thread: k <= 8 * 4 * 32 * W
 template <int W> __device__ void make_input(const phase &P, bf16 *xs, int tid)
 {
@@ -436,14 +452,8 @@ template <int W> __device__ void make_input(const phase &P, bf16 *xs, int tid)
 #pragma unroll
     for (int u = 0; u < MAX_NORM_LOADS; u++) {
         const int i = (tid + u * W * 32) * 4;
-        if (i < P.k) {
-            __nv_bfloat162 lo = __floats2bfloat162_rn(x[u].x * inv * w[u].x, x[u].y * inv * w[u].y);
-            __nv_bfloat162 hi = __floats2bfloat162_rn(x[u].z * inv * w[u].z, x[u].w * inv * w[u].w);
-            uint2 v;
-            v.x = *reinterpret_cast<unsigned *>(&lo);
-            v.y = *reinterpret_cast<unsigned *>(&hi);
-            *reinterpret_cast<uint2 *>(xs + i) = v;
-        }
+        if (i < P.k)
+            *reinterpret_cast<uint2 *>(xs + i) = normed4(x[u], w[u], inv);
     }
 }
 
@@ -725,13 +735,8 @@ template <int W> __device__ void input_from_buf(const phase &P, const unsigned c
         ss += sp[i];
     const float inv = rsqrtf(warp_sum(ss) / P.k + 1e-6f);
     for (int i = tid * 4; i < P.k; i += W * 32 * 4) {
-        const float4 x = *reinterpret_cast<const float4 *>(xf + i), w = __ldg(reinterpret_cast<const float4 *>(P.norm + i));
-        __nv_bfloat162 lo = __floats2bfloat162_rn(x.x * inv * w.x, x.y * inv * w.y);
-        __nv_bfloat162 hi = __floats2bfloat162_rn(x.z * inv * w.z, x.w * inv * w.w);
-        uint2 v;
-        v.x = *reinterpret_cast<unsigned *>(&lo);
-        v.y = *reinterpret_cast<unsigned *>(&hi);
-        *reinterpret_cast<uint2 *>(xs + i) = v;
+        *reinterpret_cast<uint2 *>(xs + i) = normed4(*reinterpret_cast<const float4 *>(xf + i),
+                                                     __ldg(reinterpret_cast<const float4 *>(P.norm + i)), inv);
     }
 }
 
@@ -1325,8 +1330,6 @@ static int rows_per_slot(int k, int op)
 
 // The phases of a step over the given weights, with buffers of their own.
 // x0/ss0: the step's input residual stream and its partials (ss0[0] = the sum).
-static int g_T = 160;
-
 static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_cache, const float *norm,
                           const float *x0, const float *ss0, int grid, float **logits, unsigned *counters)
 {
@@ -1726,30 +1729,39 @@ static void run(const model_shape &m, int sms)
     free(ref);
 }
 
+// An integer setting from the environment in [lo, hi], or dflt when unset;
+// anything else ends the run naming the variable.
+static int env_int(const char *name, int lo, int hi, int dflt)
+{
+    const char *s = getenv(name);
+    if (!s)
+        return dflt;
+    char *end;
+    const long v = strtol(s, &end, 10);
+    if (!*s || *end || v < lo || v > hi) {
+        fprintf(stderr, "%s=%s: want an integer from %d to %d\n", name, s, lo, hi);
+        exit(1);
+    }
+    return (int)v;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); // lines reach a log even if the run is cut off
+    g_ppl = env_int("PL_ATTN", 0, 1, 0) ? 5 : 4;
+    g_split = env_int("PL_SPLIT", 0, 2, 0);
+    g_groups = env_int("PL_GROUPS", 0, 1, 0);
+    g_kps = env_int("PL_KPS", 0, 32, 0);
+    g_T = env_int("PL_T", 1, 1024, g_T);
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
     const char *only = probe_filter(argc, argv);
-    if (getenv("PL_ATTN") && getenv("PL_ATTN")[0] == '1')
-        g_ppl = 5;
-    g_split = getenv("PL_SPLIT") ? atoi(getenv("PL_SPLIT")) : 0;
     if (g_split)
         printf("attention split by slots of keys over the blocks, merged %s\n",
                g_split == 2 ? "by each head's last split" : "by the o phase's input");
-    g_groups = getenv("PL_GROUPS") && getenv("PL_GROUPS")[0] == '1';
     if (g_groups)
         printf("a counter a kv group from q|k|v to attention (with PL_SPLIT)\n");
-    if (getenv("PL_KPS"))
-        g_kps = atoi(getenv("PL_KPS"));
-    if (getenv("PL_T"))
-        g_T = atoi(getenv("PL_T"));
-    if (g_T < 1 || g_T > 1024) {
-        fprintf(stderr, "PL_T: 1..1024 keys\n");
-        return 1;
-    }
     printf("phases a layer %d%s\n", g_ppl, g_ppl == 5 ? " (attention after q|k|v)" : "");
     if (g_ppl == 5)
         printf("attention over %d cached keys a head\n", g_T);
