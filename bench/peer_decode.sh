@@ -5,8 +5,9 @@
 #
 # Here (development machine):
 #   make gpu-build && bench/llamacpp/fetch.sh     (.carry/llama.cpp.tar.xz, .carry/tokenizers.tar.xz)
-# There (device, repo root; carry build-gpu/infer, .carry/models, .carry/llama.cpp.tar.xz,
-# .carry/tokenizers.tar.xz):
+# There (device, repo root; carry build-gpu/infer, .carry/models, .carry/tokenizers.tar.xz and
+# .carry/llama.cpp.tar.xz, or instead .carry/llama.cpp-cuda-bin.tar.xz from
+# `bench/llamacpp/build.sh pack-cuda` here, which skips the ~5-minute build there):
 #   bash bench/peer_decode.sh .carry/models [MODELS]      MODELS: config folder names, comma-separated
 #
 # Each model: `infer mkmodel --seed 0` with its family's real tokenizer files (the converter
@@ -35,29 +36,10 @@ if [ ! -x "$BIN/llama-batched-bench" ]; then
     TARGETS="llama-bench llama-batched-bench" bash bench/llamacpp/build.sh cuda >"$OUT/llama-build.txt" 2>&1 &
     build_pid=$!
 fi
-if [ ! -d "$WORK/tokenizers" ]; then
-    tar xJf .carry/tokenizers.tar.xz -C "$WORK" || { echo "peer: no .carry/tokenizers.tar.xz" >&2; exit 1; }
-fi
-
-family() { case $1 in gemma*) echo gemma3 ;; llama*) echo llama3 ;; qwen*) echo qwen3 ;; esac; }
-
 ready=()
 for name in $(tr ',' ' ' <<<"$LIST"); do
-    ck=$WORK/$name gguf=$WORK/$name.bf16.gguf
-    if [ ! -f "$ck/model.safetensors" ]; then
-        $INFER mkmodel --config "$CONFIGS/$name/config.json" --out "$ck" --seed 0 \
-            --tokenizer "$WORK/tokenizers/$(family "$name")" >/dev/null || { echo "peer: mkmodel $name failed"; continue; }
-        # Gemma 3's tokenizer.json adds one token past the model's 262144 rows (an image
-        # placeholder); the converter asserts every id is a row. Text never uses it.
-        python3 bench/llamacpp/fit_vocab.py "$ck" | tee -a "$OUT/convert-$name.log"
-    fi
-    if [ ! -f "$gguf" ]; then
-        t0=$SECONDS
-        PYTHONPATH=$LLAMA_DIR/gguf-py python3 "$LLAMA_DIR/convert_hf_to_gguf.py" "$ck" --outtype bf16 \
-            --outfile "$gguf" >>"$OUT/convert-$name.log" 2>&1 || { tail -n 15 "$OUT/convert-$name.log"; continue; }
-        echo "peer: $name converted in $((SECONDS - t0)) s ($(du -h "$gguf" | cut -f1))"
-    fi
-    ready+=("$name")
+    INFER=$INFER bash bench/llamacpp/make_gguf.sh "$CONFIGS" "$name" "$WORK" "$OUT/convert-$name.log" >/dev/null &&
+        ready+=("$name")
 done
 if [ -n "$build_pid" ]; then
     wait "$build_pid" || { cat "$OUT/llama-build.txt"; exit 1; }

@@ -9,8 +9,14 @@
 #   (--request-rate, a sweep; default inf); INFER (default build/infer, or build-gpu/infer for
 #   cuda), LLAMA_SERVER (default $LLAMA_DIR/build/bin/llama-server; bench/llamacpp/build.sh
 #   builds it; NO_PEER=1 skips it), THREADS (CPU threads of both servers; default all cores),
-#   WORKLOADS, PROMPTS (a run), CONTEXT (--max-context), SLOTS (llama-server's parallel
-#   sequences; infer schedules up to --max-num-seqs by itself), VOCAB (prompt ids drawn below).
+#   WORKLOADS, PROMPTS (a run; empty: each workload's own count), CONTEXT (--max-context), SLOTS
+#   (llama-server's parallel sequences; infer schedules up to --max-num-seqs by itself), VOCAB
+#   (prompt ids drawn below), INFER_MODEL (what infer serves, default the GGUF: e.g. the
+#   checkpoint it was converted from), INFER_ARGS (flags for every infer configuration),
+#   LLAMA_CTX (llama-server's -c, default SLOTS x (CONTEXT + 16)), LLAMA_ARGS (more llama-server
+#   flags, e.g. -kvu: one KV pool shared by the slots), SWEEP ("WORKLOAD:RATES": that workload
+#   once more at each request rate, on infer's first configuration and on llama-server;
+#   SWEEP_PROMPTS requests a rate, default PROMPTS).
 set -u
 REPORT=${1:?usage: serve_peers.sh REPORT_DIR GGUF [cpu|cuda]}
 GGUF=${2:?usage: serve_peers.sh REPORT_DIR GGUF [cpu|cuda]}
@@ -20,7 +26,11 @@ INFER=${INFER:-$([ "$DEVICE" = cuda ] && echo build-gpu/infer || echo build/infe
 LLAMA_SERVER=${LLAMA_SERVER:-$LLAMA_DIR/build/bin/llama-server}
 THREADS=${THREADS:-$(nproc)}
 WORKLOADS=${WORKLOADS:-baseline continuous_batching prefix_caching sharegpt}
-PROMPTS=${PROMPTS:-32}
+PROMPTS=${PROMPTS-32}
+INFER_MODEL=${INFER_MODEL:-$GGUF}
+INFER_ARGS=${INFER_ARGS:-}
+LLAMA_ARGS=${LLAMA_ARGS:-}
+SWEEP=${SWEEP:-}
 CONTEXT=${CONTEXT:-512}
 SLOTS=${SLOTS:-16}
 VOCAB=${VOCAB:-32000}
@@ -43,30 +53,42 @@ wait_up() { # URL LOG PID
     return 1
 }
 
-run_all() { # LABEL URL
+one_run() { # LABEL URL WORKLOAD RATES
+    local n=(); [ -n "$PROMPTS" ] && n=(--num-prompts "$PROMPTS")
+    "$INFER" bench-serve --url "$2" --model m --workload "$3" "${n[@]}" --vocab "$VOCAB" \
+        --max-context "$CONTEXT" --request-rate "$4" --label "$1" --report "$REPORT" --time-limit 1800 >/dev/null
+}
+
+run_all() { # LABEL URL [sweep]
     for w in $WORKLOADS; do
-        "$INFER" bench-serve --url "$2" --model m --workload "$w" --num-prompts "$PROMPTS" --vocab "$VOCAB" \
-            --max-context "$CONTEXT" --request-rate "$RATES" --label "$1" --report "$REPORT" --time-limit 1800 >/dev/null
+        one_run "$1" "$2" "$w" "$RATES"
     done
+    [ -n "$SWEEP" ] && [ -n "${3:-}" ] && PROMPTS=${SWEEP_PROMPTS:-$PROMPTS} one_run "$1, rate sweep" "$2" \
+        "${SWEEP%%:*}" "${SWEEP#*:}"
+    return 0
 }
 
 ngl=(); [ "$DEVICE" = cuda ] && ngl=(-ngl 99 -fa on)
 url=http://127.0.0.1:$PORT
 IFS=';' read -r -a configs <<<"$CONFIGS"
+first=sweep
 for c in "${configs[@]}"; do
     label=${c%%=*} flags=${c#*=}
     # shellcheck disable=SC2086 # the configuration's flags split into words
-    "$INFER" serve --model "$GGUF" --port "$PORT" --device "$DEVICE" --threads "$THREADS" --served-model-name m \
-        --max-model-len "$((CONTEXT + 16))" $flags >"$REPORT/infer-serve-${label// /_}.log" 2>&1 &
+    "$INFER" serve --model "$INFER_MODEL" --port "$PORT" --device "$DEVICE" --threads "$THREADS" \
+        --served-model-name m --max-model-len "$((CONTEXT + 16))" $INFER_ARGS $flags \
+        >"$REPORT/infer-serve-${label// /_}.log" 2>&1 &
     pid=$!
-    wait_up "$url" "$REPORT/infer-serve-${label// /_}.log" $pid && run_all "infer $DEVICE, $label" "$url"
+    wait_up "$url" "$REPORT/infer-serve-${label// /_}.log" $pid && run_all "infer $DEVICE, $label" "$url" $first
+    first=
     kill $pid; wait $pid 2>/dev/null
 done
 [ -n "${NO_PEER:-}" ] && { echo "serve_peers: $REPORT/report.md"; exit 0; }
 
-"$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -np "$SLOTS" -c "$((SLOTS * (CONTEXT + 16)))" "${ngl[@]}" \
-    >"$REPORT/llama-server.log" 2>&1 &
+# shellcheck disable=SC2086 # LLAMA_ARGS split into words
+"$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -np "$SLOTS" -c "${LLAMA_CTX:-$((SLOTS * (CONTEXT + 16)))}" \
+    "${ngl[@]}" $LLAMA_ARGS >"$REPORT/llama-server.log" 2>&1 &
 pid=$!
-wait_up "$url" "$REPORT/llama-server.log" $pid && run_all "llama.cpp $DEVICE" "$url"
+wait_up "$url" "$REPORT/llama-server.log" $pid && run_all "llama.cpp $DEVICE" "$url" sweep
 kill $pid; wait $pid 2>/dev/null
 echo "serve_peers: $REPORT/report.md"

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Issue 17's GPU report, one model a call (GPU machine, repo root): infer serve in the seed
+# plan's configurations (graphs full / none x prefix caching on / off; chunked prefill is on
+# in all) beside llama.cpp's llama-server on the same weights, every workload of `infer
+# bench-serve` at its own request count and real lengths (contexts to 16k), and a request-rate
+# sweep, into $OUT/serve-MODEL (results.jsonl, report.md, samples; plots where gnuplot is).
+# Bring each folder back and redraw it here: `build/infer bench-serve --redraw --report DIR`.
+#
+# Here: make gpu-build; bench/llamacpp/fetch.sh (tokenizers) and bench/llamacpp/build.sh
+#   pack-cuda (llama.cpp's CUDA tools and converter, built without a GPU).
+# There (carry build-gpu/infer, .carry/models, .carry/tokenizers.tar.xz,
+#   .carry/llama.cpp-cuda-bin.tar.xz):
+#   bash bench/serve_gpu.sh .carry/models MODEL      MODEL: a folder of ../shared/models
+#
+# The model's checkpoint (`infer mkmodel --seed 0`, its family's tokenizer) is what infer
+# serves; llama.cpp serves the bf16 GGUF its converter makes of it: the same weights. Both
+# schedule up to 64 sequences (infer --max-num-seqs 64; llama-server -np 64 with one KV pool
+# of 262144 tokens shared by the slots, -kvu), flash attention on, every layer on the GPU.
+# Knobs (serve_peers.sh's): WORKLOADS, PROMPTS (empty: each workload's own), CONFIGS, SWEEP
+# ("WORKLOAD:RATES", default sharegpt at 4, 16, 64 requests/s and all at once, SWEEP_PROMPTS
+# requests each, default 64), NO_PEER=1.
+set -u
+export NCCL_NVLS_ENABLE=0
+CONFIGS_DIR=${1:?usage: serve_gpu.sh CONFIGS_DIR MODEL}
+NAME=${2:?usage: serve_gpu.sh CONFIGS_DIR MODEL}
+OUT=${OUT:-/tmp/serve-out}
+WORK=${WORK:-/tmp/peer}
+export LLAMA_DIR=${LLAMA_DIR:-/tmp/llama.cpp}
+export INFER=build-gpu/infer
+REPORT=$OUT/serve-$NAME
+mkdir -p "$REPORT" "$WORK"
+{
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    git rev-parse --short HEAD 2>/dev/null
+    date -u +%FT%TZ
+} | tee "$REPORT/machine.txt"
+t0=$SECONDS
+bash bench/llamacpp/build.sh cuda >"$REPORT/llama-build.txt" 2>&1 || { cat "$REPORT/llama-build.txt"; exit 1; }
+gguf=$(bash bench/llamacpp/make_gguf.sh "$CONFIGS_DIR" "$NAME" "$WORK" "$REPORT/convert.log") || exit 1
+vocab=$(python3 -c "import json,sys; c=json.load(open(sys.argv[1])); print(c.get('vocab_size') or c['text_config']['vocab_size'])" \
+    "$CONFIGS_DIR/$NAME/config.json")
+echo "serve_gpu: $NAME ready in $((SECONDS - t0)) s (vocab $vocab)"
+
+# shellcheck disable=SC2097,SC2098 # the values are meant for serve_peers.sh only
+INFER_MODEL=$WORK/$NAME INFER_ARGS="--max-num-seqs 64" SLOTS=64 LLAMA_CTX=262144 LLAMA_ARGS=-kvu \
+    CONTEXT=${CONTEXT:-16512} VOCAB=$vocab PROMPTS=${PROMPTS-} \
+    WORKLOADS=${WORKLOADS:-baseline continuous_batching paged_attention chunked_prefill prefix_caching sharegpt} \
+    SWEEP=${SWEEP:-sharegpt:4,16,64,inf} SWEEP_PROMPTS=${SWEEP_PROMPTS:-64} \
+    LLAMA_SERVER=$LLAMA_DIR/build/bin/llama-server bash bench/serve_peers.sh "$REPORT" "$gguf" cuda
+echo "serve_gpu: $NAME done in $((SECONDS - t0)) s"
+python3 - "$REPORT/results.jsonl" <<'PY'
+import json, sys
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    print(f"{r['label']:45} {r['workload']:20} rate {str(r['request_rate']):4} "
+          f"{r.get('completed')}/{r.get('requests')} ok, {r.get('duration_s', 0):.1f} s, failed {r.get('failed')}")
+PY
