@@ -14,8 +14,9 @@
 #
 # The model's checkpoint (`infer mkmodel --seed 0`, its family's tokenizer) is what infer
 # serves; llama.cpp serves the bf16 GGUF its converter makes of it: the same weights. Both
-# schedule up to 64 sequences (infer --max-num-seqs 64; llama-server -np 64 with one KV pool
-# of 262144 tokens shared by the slots, -kvu), flash attention on, every layer on the GPU.
+# schedule up to 64 sequences (infer --max-num-seqs 64; llama-server -np 64 with one KV pool of
+# 327680 tokens shared by the slots, -kvu: paged_attention holds 16 contexts of up to 16512
+# tokens at once), flash attention on, every layer on the GPU.
 # Knobs (serve_peers.sh's): WORKLOADS, PROMPTS (empty: each workload's own), CONFIGS, SWEEP
 # ("WORKLOAD:RATES", default sharegpt at 4, 16, 64 requests/s and all at once, SWEEP_PROMPTS
 # requests each, default 64), NO_PEER=1.
@@ -42,7 +43,7 @@ vocab=$(python3 -c "import json,sys; c=json.load(open(sys.argv[1])); print(c.get
 echo "serve_gpu: $NAME ready in $((SECONDS - t0)) s (vocab $vocab)"
 
 # shellcheck disable=SC2097,SC2098 # the values are meant for serve_peers.sh only
-INFER_MODEL=$WORK/$NAME INFER_ARGS="--max-num-seqs 64" SLOTS=64 LLAMA_CTX=262144 LLAMA_ARGS=-kvu \
+INFER_MODEL=$WORK/$NAME INFER_ARGS="--max-num-seqs 64" SLOTS=64 LLAMA_CTX=327680 LLAMA_ARGS=-kvu \
     CONTEXT=${CONTEXT:-16512} VOCAB=$vocab PROMPTS=${PROMPTS-} \
     WORKLOADS=${WORKLOADS:-baseline continuous_batching paged_attention chunked_prefill prefix_caching sharegpt} \
     SWEEP=${SWEEP:-sharegpt:4,16,64,inf} SWEEP_PROMPTS=${SWEEP_PROMPTS:-64} \
