@@ -14,14 +14,19 @@ KIND=${1:-cuda}
 LLAMA_DIR=${LLAMA_DIR:-/tmp/llama.cpp}
 TAR=.carry/llama.cpp.tar.xz
 BIN_TAR=.carry/llama.cpp-cuda-bin.tar.xz
-# pack-cuda's tools with the converter: all that `source` and `cuda` need, without a build.
+# pack-cuda's tools with the converter: all that `source` and `cuda` need, without a build --
+# if the tools start here (`cuda`); else the build below, from $TAR.
 if { [ "$KIND" = source ] || [ "$KIND" = cuda ]; } && [ -f "$BIN_TAR" ]; then
     if [ ! -x "$LLAMA_DIR/build/bin/llama-server" ]; then
         mkdir -p "$LLAMA_DIR"
         tar xJf "$BIN_TAR" -C "$LLAMA_DIR"
     fi
-    echo "build: llama.cpp's CUDA tools and converter from $BIN_TAR: $LLAMA_DIR"
-    exit 0
+    if [ "$KIND" = source ] || "$LLAMA_DIR/build/bin/llama-server" --version >"$LLAMA_DIR/prebuilt-check.log" 2>&1; then
+        echo "build: llama.cpp's CUDA tools and converter from $BIN_TAR: $LLAMA_DIR"
+        exit 0
+    fi
+    echo "build: the tools of $BIN_TAR do not start here ($(tail -n 1 "$LLAMA_DIR/prebuilt-check.log")); building" >&2
+    rm -rf "$LLAMA_DIR/build"
 fi
 if [ ! -f "$LLAMA_DIR/CMakeLists.txt" ]; then
     [ -f "$TAR" ] || { echo "build: no $TAR: run bench/llamacpp/fetch.sh first (and carry it)" >&2; exit 1; }
