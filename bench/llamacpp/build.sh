@@ -14,18 +14,21 @@ KIND=${1:-cuda}
 LLAMA_DIR=${LLAMA_DIR:-/tmp/llama.cpp}
 TAR=.carry/llama.cpp.tar.xz
 BIN_TAR=.carry/llama.cpp-cuda-bin.tar.xz
-# pack-cuda's tools with the converter: all that `source` and `cuda` need, without a build --
-# if the tools start here (`cuda`); else the build below, from $TAR.
-if { [ "$KIND" = source ] || [ "$KIND" = cuda ]; } && [ -f "$BIN_TAR" ]; then
+# pack-cuda's tools with the converter: all that `source` and `cuda` need, without a build, if
+# the tools start here. If they do not, they are removed (so that callers see no tools), the
+# failure is remembered in $LLAMA_DIR, and `source` / `cuda` go on as without the tarball.
+FAILED=$LLAMA_DIR/prebuilt-failed.log
+if { [ "$KIND" = source ] || [ "$KIND" = cuda ]; } && [ -f "$BIN_TAR" ] && [ ! -f "$FAILED" ]; then
     if [ ! -x "$LLAMA_DIR/build/bin/llama-server" ]; then
         mkdir -p "$LLAMA_DIR"
         tar xJf "$BIN_TAR" -C "$LLAMA_DIR"
     fi
-    if [ "$KIND" = source ] || "$LLAMA_DIR/build/bin/llama-server" --version >"$LLAMA_DIR/prebuilt-check.log" 2>&1; then
+    if "$LLAMA_DIR/build/bin/llama-server" --version >"$LLAMA_DIR/prebuilt-check.log" 2>&1; then
         echo "build: llama.cpp's CUDA tools and converter from $BIN_TAR: $LLAMA_DIR"
         exit 0
     fi
-    echo "build: the tools of $BIN_TAR do not start here ($(tail -n 1 "$LLAMA_DIR/prebuilt-check.log")); building" >&2
+    mv "$LLAMA_DIR/prebuilt-check.log" "$FAILED"
+    echo "build: the tools of $BIN_TAR do not start here ($(tail -n 1 "$FAILED")); using $TAR" >&2
     rm -rf "$LLAMA_DIR/build"
 fi
 if [ ! -f "$LLAMA_DIR/CMakeLists.txt" ]; then
