@@ -234,8 +234,13 @@ __global__ void __launch_bounds__(GEMV_THREADS, 4)
             store_out(out + (int64_t)m * n + row, s);
         }
     }
+    // Keep this block's shared memory alive until all have read it: an
+    // execution barrier only. cluster.sync()'s release arrive compiles to
+    // MEMBAR.ALL.GPU, which here waits for the output stores just issued;
+    // the peers' reads of this block's partials were consumed before their
+    // own arrive, so a relaxed arrive orders what this needs.
     if (split > 1)
-        cluster.sync(); // keep this block's shared memory alive until all have read it
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
 }
 
 template <int NT, int U, bool HINT, bool M16, typename OutT, bool GATED = false>
