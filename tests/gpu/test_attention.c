@@ -352,6 +352,31 @@ GPU_TEST(attention_correct_decode_models_and_padding)
     return 0;
 }
 
+/* The split merge both ways: by the last split's CTA (forced, mode 2) and by
+ * the combine kernel, each against the CPU; the in-kernel merge three times
+ * over, so a counter not set back to 0 leaves the next launch's rows
+ * unwritten (poisoned: NaN). Lengths from one split to many, two row groups,
+ * padding rows, head sizes 24 to 256. */
+GPU_TEST(attention_decode_merge_in_kernel_and_combine)
+{
+    struct attn_case llama = mk_case(24, 8, 128, 16, 0, 0.f), gemma = mk_case(4, 1, 256, 16, 512, 0.f);
+    struct attn_case g32 = mk_case(32, 1, 64, 16, 0, 0.f), odd = mk_case(6, 2, 24, 16, 0, 0.f);
+    int kl8[8] = {1000, 5000, 17, 1, 2000, 100, 64, 65}, pad[6] = {300, 0, 17, 0, 0, 2500};
+    for (int mode = 0; mode < 4; mode++) {
+        attention_decode_merge_mode(mode == 0 ? 0 : 2);
+        for (int i = 0; i < 7; i++)
+            RUN(ctx, &llama, 1, ones, &kv_lengths[i], 2, "merge mode %d, llama batch 1 kv %d", mode, kv_lengths[i]);
+        RUN(ctx, &llama, 8, ones, kl8, 0, "merge mode %d, llama batch %d", mode, 8);
+        RUN(ctx, &llama, 6, ones, pad, 0, "merge mode %d, padding rows, batch %d", mode, 6);
+        RUN(ctx, &gemma, 8, ones, kl8, 0, "merge mode %d, gemma batch %d", mode, 8);
+        RUN(ctx, &gemma, 1, ones, &kl8[1], 0, "merge mode %d, gemma batch %d", mode, 1);
+        RUN(ctx, &g32, 3, ones, kl8, 0, "merge mode %d, two row groups, batch %d", mode, 3);
+        RUN(ctx, &odd, 8, ones, kl8, 0, "merge mode %d, head size 24, batch %d", mode, 8);
+    }
+    attention_decode_merge_mode(-1);
+    return 0;
+}
+
 /* attention_rope (the decode kernel doing RoPE, the per-head norms and the
  * cache write itself) against the RoPE kernel then the attention, from the
  * same fused q|k|v rows and caches: the output and both caches bit for bit.

@@ -38,6 +38,16 @@ struct attn_args {
     int sm_count;  /* multiprocessors (launch shapes) */
 };
 
+/* Split decode's merge counters: one a (token, kv head, row group) CTA group,
+ * all 0 between launches; the last split to count merges the group's partials
+ * and sets it back to 0. NULL, or fewer than the groups: the combine kernel
+ * merges. Not in attn_args, so that the kernels that never merge (the combine
+ * kernel, the prefill kernels) compile as they did without it. */
+struct attn_merge {
+    unsigned *counters;
+    int n;
+};
+
 /* RoPE done by the decode kernel (launch_attention_decode_rope): what the
  * RoPE kernel (launch_qk_rope_kv_write) takes. q_in, k_in, v_in bf16 rows of
  * q_stride / kv_stride elements; q_norm, k_norm bf16 [head_dim] or both NULL. */
@@ -56,8 +66,10 @@ struct attn_rope {
 extern "C" {
 #endif
 
-/* One query token per row, any batch: split-KV, then a combine kernel when
- * there is more than one split. The split count comes from counts only: one
+/* One query token per row, any batch: split-KV; with more than one split the
+ * last split of each (token, kv head group) merges the partials (where merge
+ * has a counter for every group and the merge mode picks it), else a combine
+ * kernel does. The split count comes from counts only: one
  * wave of CTAs (SMs x resident CTAs of the kernel) over n_tokens x kv heads,
  * capped by max_range / ATTN_DECODE_MIN_CHUNK (max_range: the most keys a
  * token can see, from the block-table capacity or the window), by
@@ -65,14 +77,16 @@ extern "C" {
  * (head_dim + 2) floats must fit in scratch_floats. *n_splits (if not NULL)
  * receives the count used. */
 cudaError_t launch_attention_decode(const struct attn_args *a, long max_range, float *scratch,
-                                    size_t scratch_floats, int *n_splits, cudaStream_t stream);
+                                    size_t scratch_floats, const struct attn_merge *merge, int *n_splits,
+                                    cudaStream_t stream);
 /* The same with RoPE, the per-head norms and the cache write of each token's
  * own k and v done inside (a->q unused): the same bits as
  * launch_qk_rope_kv_write then launch_attention_decode. Only where
  * attention_decode_does_rope(head_dim, n_tokens) and with scratch (else
  * cudaErrorNotSupported). */
 cudaError_t launch_attention_decode_rope(const struct attn_args *a, const struct attn_rope *rope, long max_range,
-                                         float *scratch, size_t scratch_floats, cudaStream_t stream);
+                                         float *scratch, size_t scratch_floats, const struct attn_merge *merge,
+                                         cudaStream_t stream);
 /* 1 where the decode kernel does RoPE for n_tokens rows of this head size:
  * head sizes 64, 128, 256, the early KV loads on (INFER_ATTN_EARLY), and by
  * INFER_ATTN_ROPE: 0 never, 2 at any batch, else (1) at the batches where it
@@ -80,6 +94,11 @@ cudaError_t launch_attention_decode_rope(const struct attn_args *a, const struct
  * variable again; tests). */
 int attention_decode_does_rope(int head_dim, int n_tokens);
 void attention_decode_rope_mode(int mode);
+/* Who merges the splits: 0 the combine kernel, 2 the last split's CTA, 1
+ * (default) the last split's CTA where it measured faster (head sizes up to
+ * 128, 4 rows or more); INFER_ATTN_MERGE, or attention_decode_merge_mode
+ * (-1: the variable again; tests). */
+void attention_decode_merge_mode(int mode);
 /* Any batch (several query tokens per sequence, cached prefixes): tiled
  * flash attention over the paged cache with mma.sync. */
 cudaError_t launch_attention_prefill(const struct attn_args *a, cudaStream_t stream);

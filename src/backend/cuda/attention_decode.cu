@@ -51,6 +51,87 @@ template <int HD, int NW, int STAGES> constexpr size_t decode_smem_bytes()
     return (size_t)(16 + 2 * STAGES * 16 * NW) * (HD + 8) * sizeof(bf16);
 }
 
+// The split merge inside the decode kernel: every split CTA of a (token, kv
+// head, row group) counts itself in once its partials are stored; the last
+// one merges them, in split order (the same bits whichever CTA is last), and
+// sets the counter back to 0 for the next launch. One kernel boundary a layer
+// fewer than the combine kernel. The merge is two rounds of loads issued
+// together (each row's maxima and sums, a warp a row; then the partial rows,
+// 16 bytes a load), not a chain of dependent loads a thread: sw is shared
+// memory for 2 * 16 * n_active + 16 floats (the finished KV tiles').
+template <int THREADS>
+__device__ __forceinline__ void merge_if_last(const attn_args &a, unsigned *counters, int t, int h0, int n_rows,
+                                              int n_splits, int n_active, const float *part_o,
+                                              const float2 *part_ml, float *sw)
+{
+    // The CTA's stores, then one thread's fence and count (cooperative groups'
+    // grid sync publishes a CTA's writes the same way: the barrier orders
+    // them before the fence, which is cumulative).
+    __shared__ int last;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        unsigned *c = counters + (blockIdx.z * gridDim.y + blockIdx.y);
+        __threadfence();
+        last = atomicAdd(c, 1u) == (unsigned)n_active - 1;
+        if (last) {
+            *c = 0; // every active split has counted: nothing touches it again this launch
+            __threadfence(); // the other splits' partials, read past L1 below
+        }
+    }
+    __syncthreads();
+    if (!last)
+        return;
+    const int hd = a.head_dim, lane = threadIdx.x & 31;
+    float *sl = sw + 16 * n_active, *sinv = sl + 16 * n_active; // sw: maxima, then weights
+    for (int r = threadIdx.x >> 5; r < n_rows; r += THREADS / 32) {
+        const int64_t base = ((int64_t)t * a.n_heads + h0 + r) * n_splits;
+        float mx = -INFINITY;
+        for (int s = lane; s < n_active; s += 32) {
+            const float2 ml = __ldcg(part_ml + base + s);
+            sw[r * n_active + s] = ml.x, sl[r * n_active + s] = ml.y;
+            mx = fmaxf(mx, ml.x);
+        }
+        for (int o = 16; o > 0; o >>= 1)
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+        float sum = 0.f;
+        for (int s = lane; s < n_active; s += 32) {
+            const float e = fast_exp2(sw[r * n_active + s] - mx);
+            sw[r * n_active + s] = e;
+            sum += sl[r * n_active + s] * e;
+        }
+        sum = warp_sum(sum);
+        if (lane == 0)
+            sinv[r] = 1.f / sum;
+    }
+    __syncthreads();
+    bf16 *out = reinterpret_cast<bf16 *>(a.out);
+    const int vec = hd % 4 == 0 ? 4 : 2, per_row = hd / vec; // hd is even
+    for (int i = threadIdx.x; i < n_rows * per_row; i += THREADS) {
+        const int r = i / per_row, d = (i % per_row) * vec;
+        const int64_t row = (int64_t)t * a.n_heads + h0 + r;
+        const float *p = part_o + row * n_splits * hd + d;
+        const float *w = sw + r * n_active;
+        float acc[4] = {0.f, 0.f, 0.f, 0.f};
+        if (vec == 4) {
+#pragma unroll 4
+            for (int s = 0; s < n_active; s++) {
+                const float4 v = __ldcg(reinterpret_cast<const float4 *>(p + (int64_t)s * hd));
+                acc[0] += w[s] * v.x, acc[1] += w[s] * v.y, acc[2] += w[s] * v.z, acc[3] += w[s] * v.w;
+            }
+        } else {
+#pragma unroll 4
+            for (int s = 0; s < n_active; s++) {
+                const float2 v = __ldcg(reinterpret_cast<const float2 *>(p + (int64_t)s * hd));
+                acc[0] += w[s] * v.x, acc[1] += w[s] * v.y;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            if (k < vec)
+                out[row * hd + d + k] = __float2bfloat16(acc[k] * sinv[r]);
+    }
+}
+
 // early: the first tiles' keys and values before the wait. Only the row of
 // the token's own position comes from the previous kernel (RoPE writes each
 // step's new rows), so the other rows of the first STAGES - 1 tiles are
@@ -64,9 +145,13 @@ template <int HD, int NW, int STAGES> constexpr size_t decode_smem_bytes()
 // rows are rotated into sQ, and the split that holds the token's position
 // rotates its k, writes k and v to the cache (row group 0) and takes them
 // into its tile from shared memory (sHK, sHV) instead of from the cache.
-template <int HD, int NW, int STAGES, bool ROPE = false>
+//
+// MERGE: the last split merges the head group's partials (merge_if_last);
+// a template flag so that the combine path's kernel is compiled as before.
+template <int HD, int NW, int STAGES, bool ROPE = false, bool MERGE = false>
 __global__ void __launch_bounds__(NW * 32)
-    decode_kernel(const attn_args a, int n_splits, float *part_o, float2 *part_ml, int early, const attn_rope rp)
+    decode_kernel(const attn_args a, int n_splits, float *part_o, float2 *part_ml, int early, const attn_rope rp,
+                  unsigned *merge_counters)
 {
     constexpr int DEC_WARPS = NW, DEC_THREADS = 32 * NW, DEC_BN = 16 * NW;
     static_assert(CHUNK % DEC_BN == 0, "a split is whole KV tiles");
@@ -74,6 +159,8 @@ __global__ void __launch_bounds__(NW * 32)
     constexpr bool QREG = HD <= 128;
     static_assert(NW * 16 * HD * sizeof(float) <= 2 * STAGES * DEC_BN * LD * sizeof(bf16),
                   "merge fits the tiles");
+    static_assert((2 * 16 * ATTN_DECODE_MAX_SPLITS + 16) * sizeof(float) <= 2 * STAGES * DEC_BN * LD * sizeof(bf16),
+                  "the split merge's weights fit the tiles");
     extern __shared__ __align__(16) unsigned char smem[];
     bf16 *sQ = reinterpret_cast<bf16 *>(smem); // [16][LD]
     bf16 *sK = sQ + 16 * LD;                   // [STAGES][DEC_BN][LD]
@@ -100,7 +187,8 @@ __global__ void __launch_bounds__(NW * 32)
     if (split >= n_active) {
         if (early)
             pdl_wait(); // out may still be read by an earlier kernel's tail
-        if (n_splits == 1) /* nothing visible (a padding row): zeros, as the combine writes */
+        // nothing visible (a padding row): zeros, as the combine writes
+        if (n_splits == 1 || (MERGE && n_active == 0 && split == 0))
             for (int i = threadIdx.x; i < n_rows * hd; i += DEC_THREADS)
                 out[((int64_t)t * a.n_heads + h0 + i / hd) * hd + i % hd] = __float2bfloat16(0.f);
         return;
@@ -284,6 +372,8 @@ __global__ void __launch_bounds__(NW * 32)
                 part_ml[part] = make_float2(mx, sum);
         }
     }
+    if (MERGE && n_splits > 1)
+        merge_if_last<DEC_THREADS>(a, merge_counters, t, h0, n_rows, n_splits, n_active, part_o, part_ml, sO);
 }
 
 __device__ __forceinline__ float block_max(float v)
@@ -405,9 +495,42 @@ static int attention_rope_mode()
     return rope_mode;
 }
 
+// Who merges the splits: 0 the combine kernel, 2 the last split
+// (merge_if_last), 1 (default) the last split where it measured faster;
+// INFER_ATTN_MERGE, or attention_decode_merge_mode (tests).
+static int merge_mode = -1;
+
+extern "C" void attention_decode_merge_mode(int mode) { merge_mode = mode; }
+
+// Mode 1 (one H100, docs/benchmarks.md "The split merge inside the decode
+// kernel"): for head size 128 the last split's merge took the step 0.9-2.4 %
+// off at batch 4, 8 and 16 (Llama batch 8 3.044 -> 2.972 ms, Qwen3 4.020 ->
+// 3.946) and cost 0.5-1.3 % at batch 1 and 2 (its fence, count and merge
+// after the last split outlast the combine kernel's PDL boundary); for
+// Gemma's head size 256 it cost 3 % at batch 1 and 8.
+static bool merge_in_kernel_wins(int head_dim, int n_tokens)
+{
+    if (merge_mode < 0)
+        merge_mode = env_digit("INFER_ATTN_MERGE", "012", 1);
+    return merge_mode == 2 || (merge_mode == 1 && head_dim <= 128 && n_tokens >= 4);
+}
+
+template <int HD, int NW, int STAGES, bool ROPE, bool MERGE>
+cudaError_t launch_decode_kernel(dim3 grid, size_t smem, cudaStream_t stream, const attn_args &a, int n_splits,
+                                 float *part_o, float2 *part_ml, int early, const attn_rope &rope,
+                                 unsigned *merge_counters)
+{
+    cudaError_t rc = cudaFuncSetAttribute(decode_kernel<HD, NW, STAGES, ROPE, MERGE>,
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (rc == cudaSuccess)
+        rc = launch_pdl(decode_kernel<HD, NW, STAGES, ROPE, MERGE>, grid, NW * 32, smem, stream, a, n_splits,
+                        part_o, part_ml, early, rope, merge_counters);
+    return rc;
+}
+
 template <int HD, int NW, int STAGES>
 cudaError_t launch_decode_cfg(const attn_args &a, const attn_rope *rope, long max_range, float *scratch,
-                              size_t scratch_floats, int *n_splits_out, cudaStream_t stream)
+                              size_t scratch_floats, const attn_merge *merge, int *n_splits_out, cudaStream_t stream)
 {
     constexpr size_t smem = decode_smem_bytes<HD, NW, STAGES>();
     cudaError_t rc = cudaFuncSetAttribute(decode_kernel<HD, NW, STAGES>,
@@ -432,21 +555,27 @@ cudaError_t launch_decode_cfg(const attn_args &a, const attn_rope *rope, long ma
     float2 *part_ml =
         reinterpret_cast<float2 *>(scratch + (size_t)a.n_tokens * a.n_heads * n_splits * a.head_dim);
     dim3 grid(n_splits, a.n_kv_heads * n_rg, a.n_tokens);
+    // the last split merges where every CTA group has a counter and it wins
+    const bool merge_in_kernel = n_splits > 1 && merge && merge->counters && ctas <= (long)merge->n &&
+                                 merge_in_kernel_wins(a.head_dim, a.n_tokens);
+    unsigned *counters = merge_in_kernel ? merge->counters : nullptr;
     const int early = scratch && a.head_dim % 8 == 0 && attention_early_on();
     if (rope && (!early || HD < 64 || a.head_dim != HD))
         return cudaErrorNotSupported;
     if (rope && HD >= 64) { // the split count above is the plain kernel's, so the sums split alike
         constexpr bool R = HD >= 64;
-        rc = cudaFuncSetAttribute(decode_kernel<HD, NW, STAGES, R>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  (int)smem);
-        if (rc == cudaSuccess)
-            rc = launch_pdl(decode_kernel<HD, NW, STAGES, R>, grid, NW * 32, smem, stream, a, n_splits, part_o,
-                            part_ml, early, *rope);
+        rc = merge_in_kernel ? launch_decode_kernel<HD, NW, STAGES, R, true>(grid, smem, stream, a, n_splits, part_o,
+                                                                            part_ml, early, *rope, counters)
+                             : launch_decode_kernel<HD, NW, STAGES, R, false>(grid, smem, stream, a, n_splits,
+                                                                             part_o, part_ml, early, *rope, nullptr);
     } else {
-        rc = launch_pdl(decode_kernel<HD, NW, STAGES>, grid, NW * 32, smem, stream, a, n_splits, part_o, part_ml,
-                        early, attn_rope{});
+        const attn_rope none{};
+        rc = merge_in_kernel ? launch_decode_kernel<HD, NW, STAGES, false, true>(grid, smem, stream, a, n_splits,
+                                                                                part_o, part_ml, early, none, counters)
+                             : launch_decode_kernel<HD, NW, STAGES, false, false>(grid, smem, stream, a, n_splits,
+                                                                                 part_o, part_ml, early, none, nullptr);
     }
-    if (n_splits > 1 && rc == cudaSuccess) {
+    if (n_splits > 1 && !merge_in_kernel && rc == cudaSuccess) {
         dim3 cgrid(a.n_heads, a.n_tokens, (a.head_dim + COMB_COLS - 1) / COMB_COLS);
         rc = launch_pdl(decode_combine_kernel, cgrid, COMB_THREADS, 0, stream, a, n_splits,
                         (const float *)part_o, (const float2 *)part_ml);
@@ -474,7 +603,7 @@ extern "C" int attention_decode_does_rope(int head_dim, int n_tokens)
 
 // Warps and pipeline depth per padded head dimension; the variant picks another.
 static cudaError_t launch_decode(const struct attn_args *a, const attn_rope *rope, long max_range, float *scratch,
-                                 size_t scratch_floats, int *n_splits, cudaStream_t stream)
+                                 size_t scratch_floats, const attn_merge *merge, int *n_splits, cudaStream_t stream)
 {
     if (a->head_dim > 256 || a->sm_count < 1)
         return cudaErrorInvalidValue;
@@ -482,15 +611,15 @@ static cudaError_t launch_decode(const struct attn_args *a, const attn_rope *rop
         return cudaSuccess;
     const int v = decode_variant;
     if (a->head_dim <= 32)
-        return launch_decode_cfg<32, 4, 4>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
+        return launch_decode_cfg<32, 4, 4>(*a, rope, max_range, scratch, scratch_floats, merge, n_splits, stream);
     if (a->head_dim <= 64)
-        return launch_decode_cfg<64, 4, 4>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
+        return launch_decode_cfg<64, 4, 4>(*a, rope, max_range, scratch, scratch_floats, merge, n_splits, stream);
     if (a->head_dim <= 128) {
         if (v == 1)
-            return launch_decode_cfg<128, 2, 4>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
+            return launch_decode_cfg<128, 2, 4>(*a, rope, max_range, scratch, scratch_floats, merge, n_splits, stream);
         if (v == 2)
-            return launch_decode_cfg<128, 4, 2>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
-        return launch_decode_cfg<128, 4, 3>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
+            return launch_decode_cfg<128, 4, 2>(*a, rope, max_range, scratch, scratch_floats, merge, n_splits, stream);
+        return launch_decode_cfg<128, 4, 3>(*a, rope, max_range, scratch, scratch_floats, merge, n_splits, stream);
     }
     /* 256: 2 warps, 2 stages (76 KB) lets two CTAs share an SM, which beat one
      * CTA of 4 warps by 20-35% at batch 32 (H200, 2026-11-25); but when every
@@ -501,25 +630,26 @@ static cudaError_t launch_decode(const struct attn_args *a, const attn_rope *rop
      * without scratch (batch-invariant mode: one kernel shape for any batch). */
     const long groups = (long)a->n_tokens * a->n_kv_heads * ((a->n_heads / a->n_kv_heads + 15) / 16);
     if (v == 0 && scratch && groups * ((max_range + CHUNK - 1) / CHUNK) <= a->sm_count)
-        return launch_decode_cfg<256, 4, 2>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
+        return launch_decode_cfg<256, 4, 2>(*a, rope, max_range, scratch, scratch_floats, merge, n_splits, stream);
     if (v == 1)
-        return launch_decode_cfg<256, 2, 3>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
+        return launch_decode_cfg<256, 2, 3>(*a, rope, max_range, scratch, scratch_floats, merge, n_splits, stream);
     if (v == 2)
-        return launch_decode_cfg<256, 4, 2>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
-    return launch_decode_cfg<256, 2, 2>(*a, rope, max_range, scratch, scratch_floats, n_splits, stream);
+        return launch_decode_cfg<256, 4, 2>(*a, rope, max_range, scratch, scratch_floats, merge, n_splits, stream);
+    return launch_decode_cfg<256, 2, 2>(*a, rope, max_range, scratch, scratch_floats, merge, n_splits, stream);
 }
 
 extern "C" cudaError_t launch_attention_decode(const struct attn_args *a, long max_range, float *scratch,
-                                               size_t scratch_floats, int *n_splits, cudaStream_t stream)
+                                               size_t scratch_floats, const struct attn_merge *merge, int *n_splits,
+                                               cudaStream_t stream)
 {
-    return launch_decode(a, nullptr, max_range, scratch, scratch_floats, n_splits, stream);
+    return launch_decode(a, nullptr, max_range, scratch, scratch_floats, merge, n_splits, stream);
 }
 
 extern "C" cudaError_t launch_attention_decode_rope(const struct attn_args *a, const struct attn_rope *rope,
                                                     long max_range, float *scratch, size_t scratch_floats,
-                                                    cudaStream_t stream)
+                                                    const struct attn_merge *merge, cudaStream_t stream)
 {
     if (!rope || !rope->q_in || !scratch || !attention_decode_does_rope(a->head_dim, a->n_tokens))
         return cudaErrorNotSupported;
-    return launch_decode(a, rope, max_range, scratch, scratch_floats, nullptr, stream);
+    return launch_decode(a, rope, max_range, scratch, scratch_floats, merge, nullptr, stream);
 }

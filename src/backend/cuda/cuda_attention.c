@@ -11,9 +11,11 @@
  * the kernels cut each token's actual range into parts on the device.
  *
  * Scratch. The split partials need n_tokens * n_heads * splits * (head_dim
- * + 2) floats; the backend allocates CUDA_CUDA_ATTN_SCRATCH_BYTES for them at
+ * + 2) floats; the backend allocates CUDA_ATTN_SCRATCH_BYTES for them at
  * creation (cuda_backend.c), and the split count is clamped so that the
- * partials always fit: nothing is allocated here. */
+ * partials always fit: nothing is allocated here. The scratch's tail holds
+ * the counters with which the last split of each (token, kv head) merges
+ * (cuda_common.h), so a decode step needs no combine kernel. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -55,6 +57,13 @@ static struct attn_args args_of(struct backend *be, void *out, const void *q, co
     };
 }
 
+/* The counters at the scratch's end (cuda_common.h). */
+static struct attn_merge merge_of(struct backend *be)
+{
+    return (struct attn_merge){(unsigned *)(cuda_impl(be)->attn_scratch + CUDA_ATTN_PARTIAL_FLOATS),
+                               CUDA_ATTN_MERGE_COUNTERS};
+}
+
 /* The most keys a token can see: the block-table capacity, or the window. */
 static long max_range_of(const struct fwd_meta *m, const struct attn_shape *s, int window)
 {
@@ -76,11 +85,12 @@ void cuda_op_attention(struct backend *be, void *out, const void *q, const struc
      * per row and head group sums the keys in one fixed order). */
     if (be->batch_invariant) {
         CHECK(m->n_tokens <= 65535); /* grid.z */
-        CUDA_CHECK(launch_attention_decode(&a, 1, NULL, 0, NULL, cuda_stream(be)));
+        CUDA_CHECK(launch_attention_decode(&a, 1, NULL, 0, NULL, NULL, cuda_stream(be)));
     } else if (m->n_tokens == m->n_seqs) {
         CHECK(m->n_tokens <= 65535); /* grid.z */
-        CUDA_CHECK(launch_attention_decode(&a, max_range_of(m, s, window), scratch,
-                                           CUDA_ATTN_SCRATCH_BYTES / sizeof(float), NULL, cuda_stream(be)));
+        const struct attn_merge merge = merge_of(be);
+        CUDA_CHECK(launch_attention_decode(&a, max_range_of(m, s, window), scratch, CUDA_ATTN_PARTIAL_FLOATS,
+                                           &merge, NULL, cuda_stream(be)));
     } else {
         CHECK((m->n_tokens + 63) / 64 + m->n_seqs <= 65535); /* grid.y */
         CUDA_CHECK(launch_attention_prefill(&a, cuda_stream(be)));
@@ -118,6 +128,7 @@ void cuda_op_attention_rope(struct backend *be, void *out, void *q_scratch, cons
         .k_cache = kv->k,
         .v_cache = kv->v,
     };
+    const struct attn_merge merge = merge_of(be);
     CUDA_CHECK(launch_attention_decode_rope(&a, &rope, max_range_of(m, s, window), cuda_impl(be)->attn_scratch,
-                                            CUDA_ATTN_SCRATCH_BYTES / sizeof(float), cuda_stream(be)));
+                                            CUDA_ATTN_PARTIAL_FLOATS, &merge, cuda_stream(be)));
 }

@@ -357,7 +357,10 @@ struct backend *cuda_backend_create(int device, struct err *e)
         cudaStreamCreateWithFlags(&cb->stream, cudaStreamNonBlocking) != cudaSuccess ||
         cublasLtCreate(&cb->lt) != CUBLAS_STATUS_SUCCESS ||
         !(cb->lt_workspace = device_malloc(cb, cb->lt_workspace_bytes, "cuBLASLt workspace", e)) ||
-        !(cb->attn_scratch = device_malloc(cb, CUDA_ATTN_SCRATCH_BYTES, "attention scratch", e))) {
+        !(cb->attn_scratch = device_malloc(cb, CUDA_ATTN_SCRATCH_BYTES, "attention scratch", e)) ||
+        cudaMemset(cb->attn_scratch + CUDA_ATTN_PARTIAL_FLOATS, 0, CUDA_ATTN_MERGE_COUNTERS * sizeof(unsigned)) !=
+            cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess) {
         err_set(e, "--device cuda: cannot initialise GPU %d (stream, cuBLASLt or workspace)", device);
         cuda_backend_destroy(be);
         return NULL;

@@ -33,6 +33,11 @@ struct cuda_backend {
 };
 
 #define CUDA_ATTN_SCRATCH_BYTES ((size_t)16 << 20)
+/* The scratch's last CUDA_ATTN_MERGE_COUNTERS words are the split merge's
+ * counters (struct attn_merge, attention.h), zeroed at creation; the partials get
+ * the floats before them. */
+#define CUDA_ATTN_MERGE_COUNTERS 65536
+#define CUDA_ATTN_PARTIAL_FLOATS ((CUDA_ATTN_SCRATCH_BYTES - CUDA_ATTN_MERGE_COUNTERS * sizeof(unsigned)) / sizeof(float))
 
 /* Returns -1 with e set when a CUDA call failed. */
 #define CUDA_TRY(call, e)                                                                     \
