@@ -369,37 +369,19 @@ void cuda_op_logits(struct backend *be, float *out, const void *x, const struct 
     gemm_run(be, out, 1, x, w, n_rows, softcap);
 }
 
-/* gated_matmul shapes (F, K) where the gated GEMV lost to the plain fused
- * GEMM + gated_act on H100 (docs/kernels/gemm.md, bench_gemm_gated), per M
- * class (M <= 8, 8 < M <= 16): there the matmul op's own choice into the
- * scratch, then gated_act. */
-static const struct gated_tuned {
-    int32_t f, k;
-    int unfused_small, unfused_large; /* M <= 8, 8 < M <= 16 */
-} gated_table[] = {
-    {.f = 9728, .k = 2560, .unfused_small = 1, .unfused_large = 0}, /* Qwen3-4B: 37.8 vs 36.7 us at M = 1 */
-};
-
-/* The main table's entry for the fused [2F, K] shape gives the gated GEMV's
- * unroll and prefetch hint; where it sent that shape to cuBLASLt (or has no
- * entry) the gated GEMV is still taken (it also saves the activation
- * kernel), with the launcher's own choice. */
+/* The gated GEMV for every shape that fits, with the launcher's own variant
+ * (gemv_gated_variant_auto), not the main table's for the plain [2F, K]
+ * GEMV: the gated kernel's best differs (bench_gemm_gated: Gemma 11.7 against
+ * 13.2 us, Qwen3 35.8 against 37.7 at M = 1; docs/kernels/gemm.md). Qwen3-4B's
+ * gate|up at M <= 8 once went unfused because the gated kernel alone was 1 us
+ * slower, but in a whole graph step the fused one is 0.9-1.1 % faster (no
+ * boundary, no gated_act; docs/benchmarks.md, 2026-11-27). */
 enum cuda_gemm_path cuda_gemm_choose_gated(struct backend *be, const void *x, const struct weight *w, int m,
                                            struct gemv_variant *variant)
 {
     if (!gemv_fits(x, w, m))
         return CUDA_GEMM_PATH_LT;
-    for (size_t i = 0; i < sizeof gated_table / sizeof gated_table[0]; i++)
-        if (2 * (int64_t)gated_table[i].f == w->rows && gated_table[i].k == w->cols &&
-            (m <= 8 ? gated_table[i].unfused_small : gated_table[i].unfused_large))
-            return CUDA_GEMM_PATH_UNFUSED;
-    const struct gemm_pick *p = table_pick(w->rows, w->cols, m);
-    if (p && !p->use_lt) {
-        *variant = p->gemv;
-        variant->tiles = 2; /* a gated block pairs a gate and an up tile */
-    } else {
-        CUDA_CHECK(gemv_gated_variant_auto(m, (int)(w->rows / 2), (int)w->cols, n_sms(be), variant));
-    }
+    CUDA_CHECK(gemv_gated_variant_auto(m, (int)(w->rows / 2), (int)w->cols, n_sms(be), variant));
     return CUDA_GEMM_PATH_GEMV;
 }
 
