@@ -193,7 +193,7 @@ static void update_gauges(struct engine *eng)
     st->running = eng->sched.n_running;
     st->waiting = eng->sched.n_waiting;
     st->kv_blocks_free = block_pool_n_free(&eng->pool);
-    st->kv_blocks_cached = eng->sched.prefix_caching ? radix_evictable(&eng->sched.radix) : 0;
+    st->kv_blocks_cached = block_pool_n_cached_only(&eng->pool); /* O(1): this runs twice a step */
     st->kv_blocks_used = eng->pool.n_blocks - eng->pool.n_reserved - st->kv_blocks_free - st->kv_blocks_cached;
 }
 

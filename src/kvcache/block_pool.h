@@ -16,6 +16,14 @@ struct block_pool {
     int32_t *free_stack; /* ids of free blocks; top at n_free - 1 */
     int n_free;
     int32_t *refs; /* [n_blocks] holders of each block; 0 = free */
+    /* The prefix cache's blocks: flagged while the cache holds a reference,
+     * counted while that is the only one, and announced to the cache the
+     * moment its reference becomes the only one again (the cache learns of
+     * newly evictable blocks without walking itself). */
+    uint8_t *cached;    /* [n_blocks] */
+    int n_cached_only;  /* flagged blocks with refs == 1 */
+    void (*on_cached_only)(void *ctx, int32_t id);
+    void *on_cached_only_ctx;
 };
 
 /* Frees with block_pool_free. n_reserved < n_blocks. */
@@ -30,9 +38,18 @@ void block_pool_unref(struct block_pool *p, int32_t id);
 int block_pool_n_free(const struct block_pool *p);
 int block_pool_n_usable(const struct block_pool *p);
 
+/* The prefix cache's side: mark_cached after the cache has taken its
+ * reference on id; drop_cached gives that reference back (the block is
+ * free when no one else holds it). */
+void block_pool_mark_cached(struct block_pool *p, int32_t id);
+void block_pool_drop_cached(struct block_pool *p, int32_t id);
+/* Blocks the prefix cache holds that no one else does (O(1)). */
+int block_pool_n_cached_only(const struct block_pool *p);
+
 /* Integrity: every usable block is either free (refcount 0, on the free stack
  * exactly once) or held (refcount > 0, not on the stack); reserved blocks are
- * neither. Returns 0, or -1 with e describing the first violation. */
+ * neither; cached flags only on held blocks, n_cached_only their count with
+ * one holder. Returns 0, or -1 with e describing the first violation. */
 int block_pool_check(const struct block_pool *p, struct err *e);
 
 #endif

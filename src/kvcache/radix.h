@@ -7,7 +7,13 @@
  * reference on each node's block; every sequence using a cached block holds
  * another. A node whose block has no holder but the tree is evictable once
  * it is a leaf; eviction takes the least recently used such leaf.
- * Knows nothing of devices or models. */
+ *
+ * Costs do not grow with the tree: a node's children are found through their
+ * first tokens (a flat array), and the evictable leaves wait in a min-heap by
+ * last use, pushed when one appears (the pool announces a block whose only
+ * holder the tree has become; a parent whose last child goes) and checked when
+ * popped (entries that went stale are dropped). Knows nothing of devices or
+ * models. */
 #ifndef INFER_KVCACHE_RADIX_H
 #define INFER_KVCACHE_RADIX_H
 
@@ -24,6 +30,11 @@ struct radix_stats {
     long evicted;       /* nodes evicted */
 };
 
+struct radix_lru_entry {
+    uint64_t last_used;
+    int32_t block;
+};
+
 struct radix_tree {
     struct block_pool *pool; /* borrowed */
     int block_size;
@@ -31,8 +42,13 @@ struct radix_tree {
     int n_nodes;        /* excluding the root */
     uint64_t clock;     /* LRU time */
     struct radix_stats stats;
+    struct radix_node **node_of; /* [pool->n_blocks]: the node owning a block, or NULL */
+    struct radix_lru_entry *heap; /* evictable leaves (and stale entries), min last_used first */
+    int heap_n, heap_cap;
 };
 
+/* One tree a pool: the tree registers itself for the pool's announcements,
+ * so it must stay where it is until radix_free. */
 void radix_init(struct radix_tree *t, struct block_pool *pool, int block_size);
 /* Drops the tree's references (blocks still held by sequences stay held). */
 void radix_free(struct radix_tree *t);

@@ -219,3 +219,48 @@ Test(radix, shared_prefix_is_matched_and_locked)
     radix_free(&t);
     block_pool_free(&p);
 }
+
+/* Every release of a cached leaf pushes an LRU entry, and the old one goes
+ * stale: thousands of reuses must not grow the heap past its bound, the
+ * pool's count of blocks the cache alone holds must follow every step, and
+ * eviction must still take the least recently used leaf. */
+Test(radix, lru_heap_bounded_under_reuse_and_exact)
+{
+    struct block_pool p;
+    block_pool_init(&p, 16, 1);
+    struct radix_tree t;
+    radix_init(&t, &p, 2);
+    int32_t seqs[3][2] = {{1, 2}, {3, 4}, {5, 6}}, blocks[3], got;
+    for (int i = 0; i < 3; i++) {
+        blocks[i] = block_pool_alloc(&p);
+        cr_assert_eq(radix_insert(&t, seqs[i], 1, &blocks[i]), 1);
+        cr_assert_eq(block_pool_n_cached_only(&p), i, "the sequence still holds its block");
+        block_pool_unref(&p, blocks[i]);
+        cr_assert_eq(block_pool_n_cached_only(&p), i + 1);
+    }
+    for (int round = 0; round < 5000; round++) { /* {1, 2} used again and again */
+        cr_assert_eq(radix_match(&t, seqs[0], 3, &got), 1);
+        cr_assert_eq(block_pool_n_cached_only(&p), 2, "round %d: a matched block is in use", round);
+        block_pool_unref(&p, got);
+        cr_assert_leq(t.heap_n, 2 * t.n_nodes + 1025, "round %d: %d heap entries for %d nodes", round, t.heap_n,
+                      t.n_nodes);
+    }
+    cr_assert_eq(radix_match(&t, seqs[1], 3, &got), 1); /* {3, 4} used last */
+    block_pool_unref(&p, got);
+    struct err e;
+    cr_assert_eq(radix_check(&t, &e), 0, "%s", e.msg);
+    cr_assert_eq(block_pool_check(&p, &e), 0, "%s", e.msg);
+    const int order[3] = {2, 0, 1}; /* {5, 6} was never used again, then {1, 2}, then {3, 4} */
+    for (int i = 0; i < 3; i++) {
+        int free_before = block_pool_n_free(&p);
+        cr_assert_eq(radix_evict(&t, 1), 1);
+        cr_assert_eq(p.refs[blocks[order[i]]], 0, "eviction %d took the wrong leaf", i);
+        cr_assert_eq(block_pool_n_free(&p), free_before + 1);
+        cr_assert_eq(block_pool_n_cached_only(&p), 2 - i);
+        cr_assert_eq(radix_check(&t, &e), 0, "%s", e.msg);
+    }
+    cr_assert_eq(radix_evict(&t, 1), 0);
+    radix_free(&t);
+    cr_assert_eq(block_pool_check(&p, &e), 0, "%s", e.msg);
+    block_pool_free(&p);
+}
