@@ -134,10 +134,11 @@ static int on_event(void *ctx, const char *data, size_t n)
         return 0;
     }
     json_error_t je;
-    json_t *o = json_loadb(data, n, 0, &je);
+    json_t *o = json_loadb(data, n, JSON_ALLOW_NUL, &je); /* a token's text may be U+0000 */
     if (!json_is_object(o)) {
+        fail(c, LG_FAIL_CHUNK, "an event that is not a JSON object (%s): %.80s", o ? "not an object" : je.text,
+             data);
         json_decref(o);
-        fail(c, LG_FAIL_CHUNK, "an event that is not a JSON object: %.80s", data);
         return 1;
     }
     if (json_object_get(o, "error")) {

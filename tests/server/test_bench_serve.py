@@ -103,7 +103,8 @@ def text_chunk(t):
 def stub_response(mode, body):
     """The bytes the stub answers with, by mode; body is the request's JSON."""
     n, k = len(body["prompt"]), body["max_tokens"]
-    events = [text_chunk("x") for _ in range(k)]
+    # "nul": every token's text is U+0000 (valid JSON as "\u0000"; random weights draw such tokens)
+    events = [text_chunk("\u0000" if mode == "nul" else "x") for _ in range(k)]
     events.append(chunk({"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}))
     usage = {"prompt_tokens": n, "completion_tokens": k, "total_tokens": n + k}
     if mode == "usage":
@@ -162,7 +163,7 @@ class Stub:
         self.sock.close()
 
 
-@pytest.mark.parametrize("mode,kind", [("ok", None), ("500", "status"), ("cut", "cut"), ("malformed", "chunk"),
+@pytest.mark.parametrize("mode,kind", [("ok", None), ("nul", None), ("500", "status"), ("cut", "cut"), ("malformed", "chunk"),
                                        ("usage", "usage"), ("close", "connect")])
 def test_broken_server_is_counted_as_failures(mode, kind):
     stub = Stub(mode)
