@@ -3,8 +3,9 @@
 # plan's configurations (graphs full / none x prefix caching on / off; chunked prefill is on
 # in all) beside llama.cpp's llama-server on the same weights, every workload of `infer
 # bench-serve` at its own request count and real lengths (contexts to 16k), and a request-rate
-# sweep, into $OUT/serve-MODEL (results.jsonl, report.md, samples; plots where gnuplot is).
-# Bring each folder back and redraw it here: `build/infer bench-serve --redraw --report DIR`.
+# sweep, into $OUT/serve-MODEL (results.jsonl, report.md, samples; plots where gnuplot is),
+# packed at the end as $OUT/serve-MODEL.tar.gz (the device sends back few files a call).
+# Bring it back, unpack it and redraw it here: `build/infer bench-serve --redraw --report DIR`.
 #
 # Here: make gpu-build; bench/llamacpp/fetch.sh (tokenizers) and bench/llamacpp/build.sh
 #   pack-cuda (llama.cpp's CUDA tools and converter, built without a GPU).
@@ -17,9 +18,13 @@
 # schedule up to 64 sequences (infer --max-num-seqs 64; llama-server -np 64 with one KV pool of
 # 327680 tokens shared by the slots, -kvu: paged_attention holds 16 contexts of up to 16512
 # tokens at once), flash attention on, every layer on the GPU.
-# Knobs (serve_peers.sh's): WORKLOADS, PROMPTS (empty: each workload's own), CONFIGS, SWEEP
+# Knobs (serve_peers.sh's): WORKLOADS, PROMPTS (default: continuous_batching 128,
+# chunked_prefill, prefix_caching and sharegpt 64 requests, the others their own count; both
+# engines run the same requests, and llama-server's CPU sampler over a 128k-262k vocabulary
+# makes its full counts take many minutes; empty: each workload's own), CONFIGS, SWEEP
 # ("WORKLOAD:RATES", default sharegpt at 4, 16, 64 requests/s and all at once, SWEEP_PROMPTS
-# requests each, default 64), NO_PEER=1.
+# requests each, default 64; on infer's first configuration, and on llama-server with
+# PEER_SWEEP=1), NO_PEER=1.
 set -u
 export NCCL_NVLS_ENABLE=0
 CONFIGS_DIR=${1:?usage: serve_gpu.sh CONFIGS_DIR MODEL}
@@ -44,7 +49,8 @@ echo "serve_gpu: $NAME ready in $((SECONDS - t0)) s (vocab $vocab)"
 
 # shellcheck disable=SC2097,SC2098 # the values are meant for serve_peers.sh only
 INFER_MODEL=$WORK/$NAME INFER_ARGS="--max-num-seqs 64" SLOTS=64 LLAMA_CTX=327680 LLAMA_ARGS=-kvu \
-    CONTEXT=${CONTEXT:-16512} VOCAB=$vocab PROMPTS=${PROMPTS-} \
+    CONTEXT=${CONTEXT:-16512} VOCAB=$vocab PEER_SWEEP=${PEER_SWEEP:-0} \
+    PROMPTS=${PROMPTS-continuous_batching:128 chunked_prefill:64 prefix_caching:64 sharegpt:64} \
     WORKLOADS=${WORKLOADS:-baseline continuous_batching paged_attention chunked_prefill prefix_caching sharegpt} \
     SWEEP=${SWEEP:-sharegpt:4,16,64,inf} SWEEP_PROMPTS=${SWEEP_PROMPTS:-64} \
     LLAMA_SERVER=$LLAMA_DIR/build/bin/llama-server bash bench/serve_peers.sh "$REPORT" "$gguf" cuda
@@ -56,3 +62,4 @@ for l in open(sys.argv[1]):
     print(f"{r['label']:45} {r['workload']:20} rate {str(r['request_rate']):4} "
           f"{r.get('completed')}/{r.get('requests')} ok, {r.get('duration_s', 0):.1f} s, failed {r.get('failed')}")
 PY
+tar czf "$OUT/serve-$NAME.tar.gz" -C "$OUT" "serve-$NAME" && rm -rf "$REPORT" && echo "serve_gpu: $OUT/serve-$NAME.tar.gz"

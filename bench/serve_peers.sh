@@ -9,14 +9,15 @@
 #   (--request-rate, a sweep; default inf); INFER (default build/infer, or build-gpu/infer for
 #   cuda), LLAMA_SERVER (default $LLAMA_DIR/build/bin/llama-server; bench/llamacpp/build.sh
 #   builds it; NO_PEER=1 skips it), THREADS (CPU threads of both servers; default all cores),
-#   WORKLOADS, PROMPTS (a run; empty: each workload's own count), CONTEXT (--max-context), SLOTS
+#   WORKLOADS, PROMPTS (requests a run: N for every workload, or "WORKLOAD:N ..." for those named,
+#   the others at their own count; empty: each workload's own count), CONTEXT (--max-context), SLOTS
 #   (llama-server's parallel sequences; infer schedules up to --max-num-seqs by itself), VOCAB
 #   (prompt ids drawn below), INFER_MODEL (what infer serves, default the GGUF: e.g. the
 #   checkpoint it was converted from), INFER_ARGS (flags for every infer configuration),
 #   LLAMA_CTX (llama-server's -c, default SLOTS x (CONTEXT + 16)), LLAMA_ARGS (more llama-server
 #   flags, e.g. -kvu: one KV pool shared by the slots), SWEEP ("WORKLOAD:RATES": that workload
-#   once more at each request rate, on infer's first configuration and on llama-server;
-#   SWEEP_PROMPTS requests a rate, default PROMPTS).
+#   once more at each request rate, on infer's first configuration and, unless PEER_SWEEP=0, on
+#   llama-server; SWEEP_PROMPTS requests a rate, default PROMPTS).
 set -u
 REPORT=${1:?usage: serve_peers.sh REPORT_DIR GGUF [cpu|cuda]}
 GGUF=${2:?usage: serve_peers.sh REPORT_DIR GGUF [cpu|cuda]}
@@ -53,8 +54,16 @@ wait_up() { # URL LOG PID
     return 1
 }
 
+prompts_for() { # WORKLOAD -> PROMPTS' count for it, or nothing (its own)
+    case $PROMPTS in
+    *:*) for kv in $PROMPTS; do [ "${kv%%:*}" = "$1" ] && echo "${kv#*:}"; done ;;
+    *) echo "$PROMPTS" ;;
+    esac
+}
+
 one_run() { # LABEL URL WORKLOAD RATES
-    local n=(); [ -n "$PROMPTS" ] && n=(--num-prompts "$PROMPTS")
+    local n=() count; count=$(prompts_for "$3")
+    [ -n "$count" ] && n=(--num-prompts "$count")
     "$INFER" bench-serve --url "$2" --model m --workload "$3" "${n[@]}" --vocab "$VOCAB" \
         --max-context "$CONTEXT" --request-rate "$4" --label "$1" --report "$REPORT" --time-limit 1800 >/dev/null
 }
@@ -89,6 +98,7 @@ done
 "$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -np "$SLOTS" -c "${LLAMA_CTX:-$((SLOTS * (CONTEXT + 16)))}" \
     "${ngl[@]}" $LLAMA_ARGS >"$REPORT/llama-server.log" 2>&1 &
 pid=$!
-wait_up "$url" "$REPORT/llama-server.log" $pid && run_all "llama.cpp $DEVICE" "$url" sweep
+peer_sweep=sweep; [ "${PEER_SWEEP:-1}" = 0 ] && peer_sweep=
+wait_up "$url" "$REPORT/llama-server.log" $pid && run_all "llama.cpp $DEVICE" "$url" $peer_sweep
 kill $pid; wait $pid 2>/dev/null
 echo "serve_peers: $REPORT/report.md"
