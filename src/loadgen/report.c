@@ -163,6 +163,22 @@ static int has_lines(const char *dir, const char *samples, const char *kind)
     return !stat(path, &st) && st.st_size > 0;
 }
 
+/* The workloads of the runs, in the order they first appear (at most
+ * MAX_WORKLOADS; bench-serve has six). */
+enum { MAX_WORKLOADS = 16 };
+static int distinct_workloads(json_t **runs, size_t n, const char **out)
+{
+    int k = 0;
+    for (size_t i = 0; i < n && k < MAX_WORKLOADS; i++) {
+        int seen = 0;
+        for (int j = 0; j < k; j++)
+            seen |= !strcmp(out[j], str(runs[i], "workload"));
+        if (!seen)
+            out[k++] = str(runs[i], "workload");
+    }
+    return k;
+}
+
 /* plots.gp and its data files; returns how many plots it draws. */
 static int write_plots(const char *dir, json_t **runs, size_t n, struct err *e)
 {
@@ -176,16 +192,26 @@ static int write_plots(const char *dir, json_t **runs, size_t n, struct err *e)
         return err_set(e, "--report: cannot write %s: %s", path, strerror(errno));
     fprintf(gp, "# drawn by infer bench-serve --report from results.jsonl; run with: cd DIR && gnuplot plots.gp\n"
                 "set terminal pngcairo size 1000,720 noenhanced\nset grid\nset key below\n");
-    /* latency against throughput: a line per series, runs in rate order */
+    /* latency against throughput: a line per series (label and workload), runs in rate order; only
+     * the series with several rates (the sweeps) when there are such, or the key buries the plot */
     json_t **sorted = xmalloc((n ? n : 1) * sizeof *sorted);
     memcpy(sorted, runs, n * sizeof *sorted);
     qsort(sorted, n, sizeof *sorted, cmp_rate);
-    int n_series = 0;
+    int n_series = 0, any_sweep = 0;
     char *done = xcalloc(n ? n : 1, 1);
+    for (size_t i = 0; i < n && !any_sweep; i++)
+        for (size_t j = i + 1; j < n && !any_sweep; j++)
+            any_sweep = same_series(sorted[i], sorted[j]);
     fprintf(gp, "set output 'latency_throughput.png'\nset title 'End-to-end latency (p50) against output "
-                "throughput'\nset xlabel 'output tokens/s'\nset ylabel 'ms'\nplot ");
+                "throughput%s'\nset xlabel 'output tokens/s'\nset ylabel 'ms'\nset logscale y\nplot ",
+            any_sweep ? ", request-rate sweeps" : "");
     for (size_t i = 0; i < n; i++) {
         if (done[i])
+            continue;
+        int points = 0;
+        for (size_t j = i; j < n; j++)
+            points += !done[j] && same_series(sorted[i], sorted[j]);
+        if (any_sweep && points < 2)
             continue;
         char dat[4096];
         snprintf(dat, sizeof dat, "%s/plots/series%d.dat", dir, n_series);
@@ -206,34 +232,37 @@ static int write_plots(const char *dir, json_t **runs, size_t n, struct err *e)
         gp_str(gp, title);
         n_series++;
     }
-    fprintf(gp, "\n");
-    /* TTFT and ITL distributions, a line per run with samples */
-    static const char *const what[2][3] = {{"ttft", "Time to first token", "ttft_cdf.png"},
-                                           {"itl", "Inter-token latency", "itl_cdf.png"}};
-    for (int w = 0; w < 2; w++) {
-        fprintf(gp, "set output '%s'\nset title '%s (cumulative)'\nset xlabel 'ms'\nset ylabel 'fraction'\nset logscale x\nplot ",
-                what[w][2], what[w][1]);
-        int k = 0;
-        for (size_t i = 0; i < n; i++) {
-            const char *s = str(runs[i], "samples");
-            if (!s[0] || !has_lines(dir, s, what[w][0]))
-                continue;
-            char rate[32];
-            if (json_is_number(json_object_get(runs[i], "request_rate")))
-                snprintf(rate, sizeof rate, "%g req/s", num(runs[i], "request_rate"));
-            else
-                snprintf(rate, sizeof rate, "all at once");
-            char file[600], title[600];
-            snprintf(file, sizeof file, "%s.%s.tsv", s, what[w][0]);
-            snprintf(title, sizeof title, "%s %s %s", str(runs[i], "label"), str(runs[i], "workload"), rate);
-            fprintf(gp, "%s", k ? ", \\\n     " : "");
-            gp_str(gp, file);
-            fprintf(gp, " using 1:2 with lines title ");
-            gp_str(gp, title);
-            k++;
+    fprintf(gp, "%s\nunset logscale y\n", n_series ? "" : "[1:10] NaN title 'no runs'");
+    /* TTFT and ITL distributions, a plot per workload with a line per run that has samples */
+    const char *workloads[MAX_WORKLOADS];
+    const int n_workloads = distinct_workloads(runs, n, workloads);
+    static const char *const what[2][2] = {{"ttft", "Time to first token"}, {"itl", "Inter-token latency"}};
+    for (int wl = 0; wl < n_workloads; wl++)
+        for (int w = 0; w < 2; w++) {
+            fprintf(gp, "set output '%s_cdf_%s.png'\nset title '%s, %s (cumulative)'\nset xlabel 'ms'\n"
+                        "set ylabel 'fraction'\nset logscale x\nplot ",
+                    what[w][0], workloads[wl], what[w][1], workloads[wl]);
+            int k = 0;
+            for (size_t i = 0; i < n; i++) {
+                const char *s = str(runs[i], "samples");
+                if (strcmp(str(runs[i], "workload"), workloads[wl]) || !s[0] || !has_lines(dir, s, what[w][0]))
+                    continue;
+                char rate[32];
+                if (json_is_number(json_object_get(runs[i], "request_rate")))
+                    snprintf(rate, sizeof rate, "%g req/s", num(runs[i], "request_rate"));
+                else
+                    snprintf(rate, sizeof rate, "all at once");
+                char file[600], title[600];
+                snprintf(file, sizeof file, "%s.%s.tsv", s, what[w][0]);
+                snprintf(title, sizeof title, "%s, %s", str(runs[i], "label"), rate);
+                fprintf(gp, "%s", k ? ", \\\n     " : "");
+                gp_str(gp, file);
+                fprintf(gp, " using 1:2 with lines title ");
+                gp_str(gp, title);
+                k++;
+            }
+            fprintf(gp, "%s\nunset logscale x\n", k ? "" : "[1:10] NaN title 'no samples'");
         }
-        fprintf(gp, "%s\nunset logscale x\n", k ? "" : "[1:10] NaN title 'no samples'");
-    }
     /* output throughput per workload: a bar per label, its best run */
     snprintf(path, sizeof path, "%s/plots/workloads.dat", dir);
     FILE *f = fopen(path, "w");
@@ -280,7 +309,7 @@ static int write_plots(const char *dir, json_t **runs, size_t n, struct err *e)
     }
     free(sorted);
     free(done);
-    return fclose(gp) ? err_set(e, "--report: writing plots.gp failed") : 4;
+    return fclose(gp) ? err_set(e, "--report: writing plots.gp failed") : 2 + 2 * n_workloads;
 }
 
 int report_render(const char *dir, struct err *e)
@@ -332,10 +361,15 @@ int report_render(const char *dir, struct err *e)
                     "before and after the run.\n\n",
                 n, when);
         write_table(md, runs, n);
-        if (drawn)
-            fprintf(md, "\n![latency against throughput](latency_throughput.png)\n\n![TTFT](ttft_cdf.png)\n\n"
-                        "![ITL](itl_cdf.png)\n\n![throughput per workload](workloads.png)\n");
-        else
+        if (drawn) {
+            fprintf(md, "\n![latency against throughput](latency_throughput.png)\n\n"
+                        "![throughput per workload](workloads.png)\n");
+            const char *workloads[MAX_WORKLOADS];
+            const int n_workloads = distinct_workloads(runs, n, workloads);
+            for (int w = 0; w < n_workloads; w++)
+                fprintf(md, "\n![TTFT, %s](ttft_cdf_%s.png) ![ITL, %s](itl_cdf_%s.png)\n", workloads[w], workloads[w],
+                        workloads[w], workloads[w]);
+        } else
             fprintf(md, "\nPlots not drawn: gnuplot is missing or failed (plots.log says which; `apt-get install "
                         "gnuplot-nox`, then `cd DIR && gnuplot plots.gp`).\n");
         if (fclose(md))

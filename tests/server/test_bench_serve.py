@@ -68,7 +68,8 @@ def test_sweep_and_report(server, tmp_path):
             assert float(lines[-1].split()[1]) == 1.0  # a cumulative distribution
     md = open(tmp_path / "report.md").read()
     assert md.count("| cpu 'tiny' |") == 4
-    pngs = ["latency_throughput.png", "ttft_cdf.png", "itl_cdf.png", "workloads.png"]
+    pngs = ["latency_throughput.png", "workloads.png"] + [
+        f"{k}_cdf_{w}.png" for w in ("continuous_batching", "prefix_caching") for k in ("ttft", "itl")]
     if shutil.which("gnuplot"):
         for png in pngs:
             assert open(tmp_path / png, "rb").read(8) == b"\x89PNG\r\n\x1a\n", png

@@ -6,6 +6,7 @@ set output 'latency_throughput.png'
 set title 'End-to-end latency (p50) against output throughput'
 set xlabel 'output tokens/s'
 set ylabel 'ms'
+set logscale y
 plot 'plots/series0.dat' using 1:2 with linespoints title 'infer cpu baseline', \
      'plots/series1.dat' using 1:2 with linespoints title 'infer cpu continuous_batching', \
      'plots/series2.dat' using 1:2 with linespoints title 'infer cpu prefix_caching', \
@@ -14,33 +15,70 @@ plot 'plots/series0.dat' using 1:2 with linespoints title 'infer cpu baseline', 
      'plots/series5.dat' using 1:2 with linespoints title 'llama.cpp cpu continuous_batching', \
      'plots/series6.dat' using 1:2 with linespoints title 'llama.cpp cpu prefix_caching', \
      'plots/series7.dat' using 1:2 with linespoints title 'llama.cpp cpu sharegpt'
-set output 'ttft_cdf.png'
-set title 'Time to first token (cumulative)'
+unset logscale y
+set output 'ttft_cdf_baseline.png'
+set title 'Time to first token, baseline (cumulative)'
 set xlabel 'ms'
 set ylabel 'fraction'
 set logscale x
-plot 'samples/infer_cpu_baseline_0.ttft.tsv' using 1:2 with lines title 'infer cpu baseline all at once', \
-     'samples/infer_cpu_continuous_batching_0.ttft.tsv' using 1:2 with lines title 'infer cpu continuous_batching all at once', \
-     'samples/infer_cpu_prefix_caching_0.ttft.tsv' using 1:2 with lines title 'infer cpu prefix_caching all at once', \
-     'samples/infer_cpu_sharegpt_0.ttft.tsv' using 1:2 with lines title 'infer cpu sharegpt all at once', \
-     'samples/llama.cpp_cpu_baseline_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cpu baseline all at once', \
-     'samples/llama.cpp_cpu_continuous_batching_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cpu continuous_batching all at once', \
-     'samples/llama.cpp_cpu_prefix_caching_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cpu prefix_caching all at once', \
-     'samples/llama.cpp_cpu_sharegpt_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cpu sharegpt all at once'
+plot 'samples/infer_cpu_baseline_0.ttft.tsv' using 1:2 with lines title 'infer cpu, all at once', \
+     'samples/llama.cpp_cpu_baseline_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cpu, all at once'
 unset logscale x
-set output 'itl_cdf.png'
-set title 'Inter-token latency (cumulative)'
+set output 'itl_cdf_baseline.png'
+set title 'Inter-token latency, baseline (cumulative)'
 set xlabel 'ms'
 set ylabel 'fraction'
 set logscale x
-plot 'samples/infer_cpu_baseline_0.itl.tsv' using 1:2 with lines title 'infer cpu baseline all at once', \
-     'samples/infer_cpu_continuous_batching_0.itl.tsv' using 1:2 with lines title 'infer cpu continuous_batching all at once', \
-     'samples/infer_cpu_prefix_caching_0.itl.tsv' using 1:2 with lines title 'infer cpu prefix_caching all at once', \
-     'samples/infer_cpu_sharegpt_0.itl.tsv' using 1:2 with lines title 'infer cpu sharegpt all at once', \
-     'samples/llama.cpp_cpu_baseline_0.itl.tsv' using 1:2 with lines title 'llama.cpp cpu baseline all at once', \
-     'samples/llama.cpp_cpu_continuous_batching_0.itl.tsv' using 1:2 with lines title 'llama.cpp cpu continuous_batching all at once', \
-     'samples/llama.cpp_cpu_prefix_caching_0.itl.tsv' using 1:2 with lines title 'llama.cpp cpu prefix_caching all at once', \
-     'samples/llama.cpp_cpu_sharegpt_0.itl.tsv' using 1:2 with lines title 'llama.cpp cpu sharegpt all at once'
+plot 'samples/infer_cpu_baseline_0.itl.tsv' using 1:2 with lines title 'infer cpu, all at once', \
+     'samples/llama.cpp_cpu_baseline_0.itl.tsv' using 1:2 with lines title 'llama.cpp cpu, all at once'
+unset logscale x
+set output 'ttft_cdf_continuous_batching.png'
+set title 'Time to first token, continuous_batching (cumulative)'
+set xlabel 'ms'
+set ylabel 'fraction'
+set logscale x
+plot 'samples/infer_cpu_continuous_batching_0.ttft.tsv' using 1:2 with lines title 'infer cpu, all at once', \
+     'samples/llama.cpp_cpu_continuous_batching_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cpu, all at once'
+unset logscale x
+set output 'itl_cdf_continuous_batching.png'
+set title 'Inter-token latency, continuous_batching (cumulative)'
+set xlabel 'ms'
+set ylabel 'fraction'
+set logscale x
+plot 'samples/infer_cpu_continuous_batching_0.itl.tsv' using 1:2 with lines title 'infer cpu, all at once', \
+     'samples/llama.cpp_cpu_continuous_batching_0.itl.tsv' using 1:2 with lines title 'llama.cpp cpu, all at once'
+unset logscale x
+set output 'ttft_cdf_prefix_caching.png'
+set title 'Time to first token, prefix_caching (cumulative)'
+set xlabel 'ms'
+set ylabel 'fraction'
+set logscale x
+plot 'samples/infer_cpu_prefix_caching_0.ttft.tsv' using 1:2 with lines title 'infer cpu, all at once', \
+     'samples/llama.cpp_cpu_prefix_caching_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cpu, all at once'
+unset logscale x
+set output 'itl_cdf_prefix_caching.png'
+set title 'Inter-token latency, prefix_caching (cumulative)'
+set xlabel 'ms'
+set ylabel 'fraction'
+set logscale x
+plot 'samples/infer_cpu_prefix_caching_0.itl.tsv' using 1:2 with lines title 'infer cpu, all at once', \
+     'samples/llama.cpp_cpu_prefix_caching_0.itl.tsv' using 1:2 with lines title 'llama.cpp cpu, all at once'
+unset logscale x
+set output 'ttft_cdf_sharegpt.png'
+set title 'Time to first token, sharegpt (cumulative)'
+set xlabel 'ms'
+set ylabel 'fraction'
+set logscale x
+plot 'samples/infer_cpu_sharegpt_0.ttft.tsv' using 1:2 with lines title 'infer cpu, all at once', \
+     'samples/llama.cpp_cpu_sharegpt_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cpu, all at once'
+unset logscale x
+set output 'itl_cdf_sharegpt.png'
+set title 'Inter-token latency, sharegpt (cumulative)'
+set xlabel 'ms'
+set ylabel 'fraction'
+set logscale x
+plot 'samples/infer_cpu_sharegpt_0.itl.tsv' using 1:2 with lines title 'infer cpu, all at once', \
+     'samples/llama.cpp_cpu_sharegpt_0.itl.tsv' using 1:2 with lines title 'llama.cpp cpu, all at once'
 unset logscale x
 set output 'workloads.png'
 set title 'Output throughput per workload (best run)'
