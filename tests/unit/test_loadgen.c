@@ -4,6 +4,7 @@
  * fixed by their seed and within --max-context; percentiles. The event
  * loop itself runs against servers in tests/server/test_bench_serve.py. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <string.h>
 
 #include "loadgen/http_response.h"
@@ -202,4 +203,22 @@ Test(loadgen, metrics_page_summed_over_labels)
     scrape_get(&s, "nope", &found);
     cr_assert(!found);
     scrape_free(&s);
+}
+
+/* sharegpt's lengths have the means the vLLM paper reports for ShareGPT
+ * (161 prompt, 338 output tokens a request; workload.c says where). */
+Test(loadgen, sharegpt_lengths_have_the_published_means)
+{
+    struct workload w;
+    struct err e;
+    struct workload_opts o = {.name = "sharegpt", .num_prompts = 20000, .seed = 1, .vocab = 500,
+                              .max_context = 16512};
+    cr_assert_eq(workload_make(&w, &o, &e), 0, "%s", e.msg);
+    double in = 0, out = 0;
+    for (int k = 0; k < w.n; k++)
+        in += w.req[k].n_prompt, out += w.req[k].max_tokens;
+    in /= w.n, out /= w.n;
+    cr_assert(fabs(in - 161.3) < 0.03 * 161.3, "mean prompt %.1f tokens", in);
+    cr_assert(fabs(out - 338.0) < 0.03 * 338.0, "mean output %.1f tokens", out);
+    workload_free(&w);
 }
