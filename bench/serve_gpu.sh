@@ -36,7 +36,8 @@ export INFER=build-gpu/infer
 REPORT=$OUT/serve-$NAME
 mkdir -p "$REPORT" "$WORK"
 {
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    # the GPU this run uses (serve_gpu_all.sh gives each model its own through CUDA_VISIBLE_DEVICES)
+    nvidia-smi -i "${CUDA_VISIBLE_DEVICES:-0}" --query-gpu=index,name,memory.total,driver_version --format=csv,noheader | head -n 1
     git rev-parse --short HEAD 2>/dev/null
     date -u +%FT%TZ
 } | tee "$REPORT/machine.txt"
