@@ -59,8 +59,6 @@ static int is_evictable_leaf(const struct radix_tree *t, const struct radix_node
     return n != t->root && n->n_children == 0 && t->pool->refs[n->block] == 1;
 }
 
-static void push_evictable(struct radix_tree *t, struct radix_node *n);
-
 static void push_leaves_in(struct radix_tree *t, struct radix_node *n)
 {
     for (int i = 0; i < n->n_children; i++)
