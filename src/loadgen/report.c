@@ -122,9 +122,9 @@ static int cmp_rate(const void *a, const void *b)
 static void write_table(FILE *md, json_t **runs, size_t n)
 {
     fprintf(md, "| label | workload | rate (req/s) | ok / failed | req/s | output tok/s | TTFT p50 / p99 (ms) | "
-                "ITL p50 / p99 (ms) | TPOT p50 (ms) | E2E p50 / p99 (ms) | prefix-cache hits | graph replays / "
-                "eager steps | graph memory (MiB) |\n");
-    fprintf(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+                "ITL p50 / p99 (ms) | TPOT p50 (ms) | E2E p50 / p99 (ms) | prefix-cache hits | preemptions | graph "
+                "replays / eager steps | graph memory (MiB) |\n");
+    fprintf(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (size_t i = 0; i < n; i++) {
         const json_t *o = runs[i];
         char rate[32];
@@ -132,24 +132,26 @@ static void write_table(FILE *md, json_t **runs, size_t n)
             snprintf(rate, sizeof rate, "%g", num(o, "request_rate"));
         else
             snprintf(rate, sizeof rate, "all at once");
-        int fh, fq, fr, fe, fm;
+        int fh, fq, fr, fe, fm, fp;
         const double hits = server(o, "prefix_cache_hits_total", &fh), queries = server(o, "prefix_cache_queries_total", &fq);
         const double replays = server(o, "graph_replays_total", &fr), eager = server(o, "eager_steps_total", &fe);
-        const double mem = server(o, "graph_memory_bytes", &fm);
-        char hit[48] = "-", steps[64] = "-", gm[32] = "-";
+        const double mem = server(o, "graph_memory_bytes", &fm), preempted = server(o, "preemptions_total", &fp);
+        char hit[48] = "-", steps[64] = "-", gm[32] = "-", pre[32] = "-";
         if (fh && fq && queries > 0)
             snprintf(hit, sizeof hit, "%.1f %%", 100 * hits / queries);
         if (fr && fe)
             snprintf(steps, sizeof steps, "%.0f / %.0f", replays, eager);
         if (fm)
             snprintf(gm, sizeof gm, "%.0f", mem / (1 << 20));
+        if (fp)
+            snprintf(pre, sizeof pre, "%.0f", preempted);
         fprintf(md,
                 "| %s | %s | %s | %.0f / %.0f | %.2f | %.1f | %.1f / %.1f | %.2f / %.2f | %.2f | %.0f / %.0f | %s | "
-                "%s | %s |\n",
+                "%s | %s | %s |\n",
                 str(o, "label")[0] ? str(o, "label") : "-", str(o, "workload"), rate, num(o, "completed"),
                 num(o, "failed"), num(o, "requests_per_s"), num(o, "output_tok_s"), pct(o, "ttft_ms", "p50"),
                 pct(o, "ttft_ms", "p99"), pct(o, "itl_ms", "p50"), pct(o, "itl_ms", "p99"), pct(o, "tpot_ms", "p50"),
-                pct(o, "e2e_ms", "p50"), pct(o, "e2e_ms", "p99"), hit, steps, gm);
+                pct(o, "e2e_ms", "p50"), pct(o, "e2e_ms", "p99"), hit, pre, steps, gm);
     }
 }
 

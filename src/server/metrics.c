@@ -356,6 +356,9 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
     out_ratio_metric(&o, model, "infer_prefix_cache_hit_rate",
                      "Share of looked-up prompt tokens the prefix cache held, since start (0 before any lookup).",
                      (double)g->prefix_hit_tokens, (double)g->prefix_lookup_tokens);
+    out_long_metric(&o, model, "infer_preemptions_total", "counter",
+                    "Running requests preempted for KV cache space (their blocks freed, recomputed later).",
+                    g->preemptions);
     out_long_metric(&o, model, "infer_graph_replays_total", "counter",
                     "Engine steps run as a CUDA graph replay.", g->graph_replays);
     out_long_metric(&o, model, "infer_eager_steps_total", "counter", "Engine steps run eagerly.",

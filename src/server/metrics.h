@@ -26,6 +26,7 @@ struct metrics_gauges {
     int ranks;                        /* infer_tensor_parallel_size */
     double graph_capture_s;           /* infer_graph_capture_seconds (rank 0) */
     long graph_bytes;                 /* infer_graph_memory_bytes (rank 0) */
+    long preemptions;                 /* infer_preemptions_total */
 };
 
 struct metrics;

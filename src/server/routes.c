@@ -31,7 +31,8 @@ enum MHD_Result route_metrics(struct server *s, struct conn *c, struct MHD_Conne
                                .eager_steps = st.eager_steps,
                                .ranks = st.ranks,
                                .graph_capture_s = st.graph_capture_s,
-                               .graph_bytes = st.graph_bytes};
+                               .graph_bytes = st.graph_bytes,
+                               .preemptions = st.preemptions};
     size_t len;
     char *text = metrics_render(s->metrics, &g, &len);
     return server_reply_text(c, conn, 200, "text/plain; version=0.0.4", text, len);

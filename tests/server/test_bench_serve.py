@@ -46,6 +46,7 @@ def test_workload_counts_equal_the_servers(server, workload, tmp_path):
     assert s["ttft_ms"]["n"] == 6 and s["ttft_ms"]["p50"] > 0 and s["itl_ms"]["n"] > 0, s
     # its own reading of /metrics says the same
     assert s["metrics_agree"] is True and s["server_metrics"]["infer_generation_tokens_total"] == s["output_tokens"]
+    assert s["server_metrics"]["infer_preemptions_total"] >= 0  # scraped, as the seed plan's figures ask
     report = [json.loads(l) for l in open(tmp_path / "results.jsonl")]
     assert report[-1]["workload"] == workload and report[-1]["output_tokens"] == s["output_tokens"]
 
