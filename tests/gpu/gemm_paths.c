@@ -44,14 +44,9 @@ const char *gemm_choice_name(struct backend *be, const void *x, const struct wei
                              char *buf, size_t size)
 {
     struct gemv_variant v;
-    switch (gated ? cuda_gemm_choose_gated(be, x, w, m, &v) : cuda_gemm_choose(be, x, w, m, &v)) {
-    case CUDA_GEMM_PATH_GEMV:
-        return gemv_variant_name(&v, buf, size);
-    case CUDA_GEMM_PATH_LT:
-        return "cuBLASLt";
-    default:
-        return "matmul + gated_act";
-    }
+    const enum cuda_gemm_path path =
+        gated ? cuda_gemm_choose_gated(be, x, w, m, &v) : cuda_gemm_choose(be, x, w, m, &v);
+    return path == CUDA_GEMM_PATH_GEMV ? gemv_variant_name(&v, buf, size) : "cuBLASLt";
 }
 
 static int sms(struct backend *be) { return cuda_impl(be)->prop.multiProcessorCount; }
@@ -117,11 +112,6 @@ int gemm_mode_gated(struct backend *be, const struct gemm_mode *md, void *out, v
             if (path == CUDA_GEMM_PATH_GEMV) {
                 v.pdl = 0; /* the op's gated GEMV variant, without PDL */
                 break;
-            }
-            if (path == CUDA_GEMM_PATH_UNFUSED) { /* the op's matmul, its GEMV without PDL */
-                gemm_mode_matmul(be, md, scratch, 0, x, w, m, 0.f);
-                CUDA_CHECK(launch_gated_act(out, scratch, up, m, F, 2 * F, act01, cuda_stream(be)));
-                return 0;
             }
         }
         be->ops->gated_matmul(be, out, scratch, x, w, m, fn);

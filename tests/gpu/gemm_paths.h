@@ -34,8 +34,8 @@ int gemv_variants_all(struct gemv_variant *out, int gated);
 /* "T2_U4_HINT" (cuda_gemm.c's names), "_NOPDL" appended without PDL. */
 const char *gemv_variant_name(const struct gemv_variant *v, char *buf, size_t size);
 const char *gemm_mode_name(const struct gemm_mode *md, char *buf, size_t size);
-/* The op's choice for x, W at m rows: "cuBLASLt", "matmul + gated_act"
- * (gated, unfused) or the GEMV variant's name. */
+/* The op's choice for x, W at m rows: "cuBLASLt" (gated: then gated_act) or
+ * the GEMV variant's name. */
 const char *gemm_choice_name(struct backend *be, const void *x, const struct weight *w, int m, int gated,
                              char *buf, size_t size);
 

@@ -520,8 +520,10 @@ cudaError_t launch_decode_kernel(dim3 grid, size_t smem, cudaStream_t stream, co
                                  float *part_o, float2 *part_ml, int early, const attn_rope &rope,
                                  unsigned *merge_counters)
 {
-    cudaError_t rc = cudaFuncSetAttribute(decode_kernel<HD, NW, STAGES, ROPE, MERGE>,
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaError_t rc = cudaSuccess;
+    if (ROPE || MERGE) // the plain instance's was set by launch_decode_cfg (its occupancy needs it first)
+        rc = cudaFuncSetAttribute(decode_kernel<HD, NW, STAGES, ROPE, MERGE>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (rc == cudaSuccess)
         rc = launch_pdl(decode_kernel<HD, NW, STAGES, ROPE, MERGE>, grid, NW * 32, smem, stream, a, n_splits,
                         part_o, part_ml, early, rope, merge_counters);

@@ -43,9 +43,8 @@ cudaError_t gemv_gated_variant_auto(int m, int f, int k, int n_sms, struct gemv_
 struct backend;
 struct weight;
 enum cuda_gemm_path {
-    CUDA_GEMM_PATH_GEMV,    /* the GEMV (gated: with the activation in its epilogue) */
-    CUDA_GEMM_PATH_LT,      /* cuBLASLt (gated: into the scratch, then gated_act) */
-    CUDA_GEMM_PATH_UNFUSED, /* gated only: matmul into the scratch (its own choice), then gated_act */
+    CUDA_GEMM_PATH_GEMV, /* the GEMV (gated: with the activation in its epilogue) */
+    CUDA_GEMM_PATH_LT,   /* cuBLASLt (gated: into the scratch, then gated_act) */
 };
 /* matmul / logits with x [m, w->cols], W = w; *variant is set for the GEMV. */
 enum cuda_gemm_path cuda_gemm_choose(struct backend *be, const void *x, const struct weight *w, int m,
