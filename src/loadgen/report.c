@@ -119,6 +119,15 @@ static int cmp_rate(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* A run's request rate as text: "R<unit>", or "all at once". */
+static void rate_text(const json_t *o, const char *unit, char *out, size_t size)
+{
+    if (json_is_number(json_object_get(o, "request_rate")))
+        snprintf(out, size, "%g%s", num(o, "request_rate"), unit);
+    else
+        snprintf(out, size, "all at once");
+}
+
 static void write_table(FILE *md, json_t **runs, size_t n)
 {
     fprintf(md, "| label | workload | rate (req/s) | ok / failed | req/s | output tok/s | TTFT p50 / p99 (ms) | "
@@ -128,10 +137,7 @@ static void write_table(FILE *md, json_t **runs, size_t n)
     for (size_t i = 0; i < n; i++) {
         const json_t *o = runs[i];
         char rate[32];
-        if (json_is_number(json_object_get(o, "request_rate")))
-            snprintf(rate, sizeof rate, "%g", num(o, "request_rate"));
-        else
-            snprintf(rate, sizeof rate, "all at once");
+        rate_text(o, "", rate, sizeof rate);
         int fh, fq, fr, fe, fm, fp;
         const double hits = server(o, "prefix_cache_hits_total", &fh), queries = server(o, "prefix_cache_queries_total", &fq);
         const double replays = server(o, "graph_replays_total", &fr), eager = server(o, "eager_steps_total", &fe);
@@ -179,6 +185,15 @@ static int distinct_workloads(json_t **runs, size_t n, const char **out)
             out[k++] = str(runs[i], "workload");
     }
     return k;
+}
+
+/* The CDF plot of one kind ("ttft", "itl") for a workload: its file name, the
+ * workload's name made safe for a path and gnuplot's quotes. */
+static void cdf_png(char *out, size_t size, const char *kind, const char *workload)
+{
+    char slug[128];
+    report_slug(slug, sizeof slug, workload);
+    snprintf(out, size, "%s_cdf_%s.png", kind, slug);
 }
 
 /* plots.gp and its data files; returns how many plots it draws. */
@@ -241,19 +256,21 @@ static int write_plots(const char *dir, json_t **runs, size_t n, struct err *e)
     static const char *const what[2][2] = {{"ttft", "Time to first token"}, {"itl", "Inter-token latency"}};
     for (int wl = 0; wl < n_workloads; wl++)
         for (int w = 0; w < 2; w++) {
-            fprintf(gp, "set output '%s_cdf_%s.png'\nset title '%s, %s (cumulative)'\nset xlabel 'ms'\n"
-                        "set ylabel 'fraction'\nset logscale x\nplot ",
-                    what[w][0], workloads[wl], what[w][1], workloads[wl]);
+            char png[200], heading[300];
+            cdf_png(png, sizeof png, what[w][0], workloads[wl]);
+            snprintf(heading, sizeof heading, "%s, %s (cumulative)", what[w][1], workloads[wl]);
+            fprintf(gp, "set output ");
+            gp_str(gp, png);
+            fprintf(gp, "\nset title ");
+            gp_str(gp, heading);
+            fprintf(gp, "\nset xlabel 'ms'\nset ylabel 'fraction'\nset logscale x\nplot ");
             int k = 0;
             for (size_t i = 0; i < n; i++) {
                 const char *s = str(runs[i], "samples");
                 if (strcmp(str(runs[i], "workload"), workloads[wl]) || !s[0] || !has_lines(dir, s, what[w][0]))
                     continue;
                 char rate[32];
-                if (json_is_number(json_object_get(runs[i], "request_rate")))
-                    snprintf(rate, sizeof rate, "%g req/s", num(runs[i], "request_rate"));
-                else
-                    snprintf(rate, sizeof rate, "all at once");
+                rate_text(runs[i], " req/s", rate, sizeof rate);
                 char file[600], title[600];
                 snprintf(file, sizeof file, "%s.%s.tsv", s, what[w][0]);
                 snprintf(title, sizeof title, "%s, %s", str(runs[i], "label"), rate);
@@ -368,9 +385,12 @@ int report_render(const char *dir, struct err *e)
                         "![throughput per workload](workloads.png)\n");
             const char *workloads[MAX_WORKLOADS];
             const int n_workloads = distinct_workloads(runs, n, workloads);
-            for (int w = 0; w < n_workloads; w++)
-                fprintf(md, "\n![TTFT, %s](ttft_cdf_%s.png) ![ITL, %s](itl_cdf_%s.png)\n", workloads[w], workloads[w],
-                        workloads[w], workloads[w]);
+            for (int w = 0; w < n_workloads; w++) {
+                char ttft[200], itl[200];
+                cdf_png(ttft, sizeof ttft, "ttft", workloads[w]);
+                cdf_png(itl, sizeof itl, "itl", workloads[w]);
+                fprintf(md, "\n![TTFT, %s](%s) ![ITL, %s](%s)\n", workloads[w], ttft, workloads[w], itl);
+            }
         } else
             fprintf(md, "\nPlots not drawn: gnuplot is missing or failed (plots.log says which; `apt-get install "
                         "gnuplot-nox`, then `cd DIR && gnuplot plots.gp`).\n");
