@@ -257,7 +257,12 @@ enum cuda_gemm_path cuda_gemm_choose(struct backend *be, const void *x, const st
 {
     if (!gemv_fits(x, w, m))
         return CUDA_GEMM_PATH_LT;
-    const struct gemm_pick *p = table_pick(w->rows, w->cols, m);
+    /* One row: the launcher's choice. In whole decode steps it beat the table's
+     * M <= 8 entries (timed on kernels alone) at batch 1: Gemma-3-1B 1.339 ->
+     * 1.308 ms, Qwen3-4B 3.581 -> 3.555, Llama level; the table still wins at
+     * 4-8 rows (Qwen3 3.90 -> 3.72 ms at 4, Llama 3.03 -> 2.94 at 8).
+     * docs/benchmarks.md, "The GEMV table in whole steps". */
+    const struct gemm_pick *p = m > 1 ? table_pick(w->rows, w->cols, m) : NULL;
     if (p && p->use_lt)
         return CUDA_GEMM_PATH_LT;
     if (p)
