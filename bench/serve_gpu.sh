@@ -24,7 +24,9 @@
 # makes its full counts take many minutes; empty: each workload's own), CONFIGS, SWEEP
 # ("WORKLOAD:RATES", default sharegpt at 4, 16, 64 requests/s and all at once, SWEEP_PROMPTS
 # requests each, default 64; on infer's first configuration, and on llama-server with
-# PEER_SWEEP=1), NO_PEER=1.
+# PEER_SWEEP=1), NO_PEER=1. PART=infer or PART=peer runs only infer's configurations or only
+# llama-server (into serve-MODEL-PART), so two GPUs can share a slow model's report: merge the two
+# folders' results.jsonl and samples/ here, then redraw.
 set -u
 export NCCL_NVLS_ENABLE=0
 CONFIGS_DIR=${1:?usage: serve_gpu.sh CONFIGS_DIR MODEL}
@@ -33,7 +35,14 @@ OUT=${OUT:-/tmp/serve-out}
 WORK=${WORK:-/tmp/peer}
 export LLAMA_DIR=${LLAMA_DIR:-/tmp/llama.cpp}
 export INFER=build-gpu/infer
-REPORT=$OUT/serve-$NAME
+PART=${PART:-all}
+case $PART in
+all) TAG=$NAME ;;
+infer) TAG=$NAME-infer; export NO_PEER=1 CHECKPOINT_ONLY=1 ;;
+peer) TAG=$NAME-peer; export PEER_ONLY=1 ;;
+*) echo "serve_gpu: PART is all, infer or peer, not '$PART'" >&2; exit 2 ;;
+esac
+REPORT=$OUT/serve-$TAG
 mkdir -p "$REPORT" "$WORK"
 {
     # the GPU this run uses (serve_gpu_all.sh gives each model its own through CUDA_VISIBLE_DEVICES)
@@ -42,8 +51,16 @@ mkdir -p "$REPORT" "$WORK"
     date -u +%FT%TZ
 } | tee "$REPORT/machine.txt"
 t0=$SECONDS
-bash bench/llamacpp/build.sh cuda >"$REPORT/llama-build.txt" 2>&1 || { cat "$REPORT/llama-build.txt"; exit 1; }
+# llama.cpp: its converter first; its tools (llama-server) under a lock, so that a run of
+# serve_gpu_all.sh that is building them already is waited for, not raced.
+if [ "$PART" != infer ]; then
+    bash bench/llamacpp/build.sh source >"$REPORT/llama-build.txt" 2>&1 || { cat "$REPORT/llama-build.txt"; exit 1; }
+fi
 gguf=$(bash bench/llamacpp/make_gguf.sh "$CONFIGS_DIR" "$NAME" "$WORK" "$REPORT/convert.log") || exit 1
+if [ "$PART" != infer ]; then
+    flock "$LLAMA_DIR.lock" bash bench/llamacpp/build.sh cuda >>"$REPORT/llama-build.txt" 2>&1 ||
+        { cat "$REPORT/llama-build.txt"; exit 1; }
+fi
 vocab=$(python3 -c "import json,sys; c=json.load(open(sys.argv[1])); print(c.get('vocab_size') or c['text_config']['vocab_size'])" \
     "$CONFIGS_DIR/$NAME/config.json")
 echo "serve_gpu: $NAME ready in $((SECONDS - t0)) s (vocab $vocab)"
@@ -63,4 +80,4 @@ for l in open(sys.argv[1]):
     print(f"{r['label']:45} {r['workload']:20} rate {str(r['request_rate']):4} "
           f"{r.get('completed')}/{r.get('requests')} ok, {r.get('duration_s', 0):.1f} s, failed {r.get('failed')}")
 PY
-tar czf "$OUT/serve-$NAME.tar.gz" -C "$OUT" "serve-$NAME" && rm -rf "$REPORT" && echo "serve_gpu: $OUT/serve-$NAME.tar.gz"
+tar czf "$OUT/serve-$TAG.tar.gz" -C "$OUT" "serve-$TAG" && rm -rf "$REPORT" && echo "serve_gpu: $OUT/serve-$TAG.tar.gz"

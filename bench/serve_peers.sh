@@ -8,7 +8,8 @@
 #   and none, each with prefix caching on and off; on cpu: prefix caching on and off); RATES
 #   (--request-rate, a sweep; default inf); INFER (default build/infer, or build-gpu/infer for
 #   cuda), LLAMA_SERVER (default $LLAMA_DIR/build/bin/llama-server; bench/llamacpp/build.sh
-#   builds it; NO_PEER=1 skips it), THREADS (CPU threads of both servers; default all cores),
+#   builds it; NO_PEER=1 skips it; PEER_ONLY=1 runs it alone, no infer configuration), THREADS
+#   (CPU threads of both servers; default all cores),
 #   WORKLOADS, PROMPTS (requests a run: N for every workload, or "WORKLOAD:N ..." for those named,
 #   the others at their own count; empty: each workload's own count), CONTEXT (--max-context), SLOTS
 #   (llama-server's parallel sequences; infer schedules up to --max-num-seqs by itself), VOCAB
@@ -80,6 +81,7 @@ run_all() { # LABEL URL [sweep]
 ngl=(); [ "$DEVICE" = cuda ] && ngl=(-ngl 99 -fa on)
 url=http://127.0.0.1:$PORT
 IFS=';' read -r -a configs <<<"$CONFIGS"
+[ -n "${PEER_ONLY:-}" ] && configs=()
 first=sweep
 for c in "${configs[@]}"; do
     label=${c%%=*} flags=${c#*=}

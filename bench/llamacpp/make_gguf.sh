@@ -2,7 +2,8 @@
 # One model of ../shared/models with random weights for both engines (GPU machine): `infer mkmodel
 # --seed 0` with its family's real tokenizer files (llama.cpp's converter reads them), fitted to the
 # embedding rows (fit_vocab.py), then converted to a bf16 GGUF by llama.cpp's own
-# convert_hf_to_gguf.py. Skips what already exists. Prints the GGUF's path last.
+# convert_hf_to_gguf.py. Skips what already exists. Prints the GGUF's path last (with
+# CHECKPOINT_ONLY=1 it stops before the conversion and prints the checkpoint's).
 #
 # Usage: bash bench/llamacpp/make_gguf.sh CONFIGS_DIR NAME WORK_DIR [LOG]
 #   needs $LLAMA_DIR (bench/llamacpp/build.sh source) and WORK_DIR/tokenizers (from
@@ -32,6 +33,7 @@ if [ ! -f "$ck/model.safetensors" ]; then
     # placeholder); the converter asserts every id is a row. Text never uses it.
     python3 bench/llamacpp/fit_vocab.py "$ck" >>"$LOG" || exit 1
 fi
+[ -n "${CHECKPOINT_ONLY:-}" ] && { echo "$ck"; exit 0; }
 if [ ! -f "$gguf" ]; then
     t0=$SECONDS
     PYTHONPATH=$LLAMA_DIR/gguf-py python3 "$LLAMA_DIR/convert_hf_to_gguf.py" "$ck" --outtype bf16 \
