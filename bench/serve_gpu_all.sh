@@ -9,7 +9,8 @@
 # An argument is one GPU's work: a model (its whole report), MODEL@infer or MODEL@peer (only that
 # part: serve_gpu.sh's PART), or several joined by '+', run one after the other on that GPU:
 #   … llama-3.2-3b-instruct@infer+gemma-3-1b-it@peer qwen3-4b@infer gemma-3-1b-it@infer+qwen3-4b@peer …
-# spreads three models' six parts over four GPUs. Brings back $OUT/serve-TAG.tar.gz and
+# spreads three models' six parts over four GPUs. A part may end in ,VAR=VALUE… (no commas in the
+# values): serve_gpu.sh's knobs for that part alone (qwen3-4b,WORKLOADS=sharegpt). Brings back $OUT/serve-TAG.tar.gz and
 # $OUT/serve-TAG.txt (the run's log) for each (TAG: MODEL, or MODEL-PART); merge a model's two
 # parts' results.jsonl and samples/ here, then redraw.
 # Without .carry/llama.cpp-cuda-bin.tar.xz, llama.cpp's tools are built here, in the background at
@@ -36,18 +37,21 @@ flock 9
     flock -u 9) &
 exec 9>&-
 
-tag_of() { # MODEL[@PART] -> MODEL or MODEL-PART
-    local name=${1%@*}
-    [ "$1" = "$name" ] && echo "$name" || echo "$name-${1#*@}"
+tag_of() { # MODEL[@PART][,VAR=VALUE…] -> MODEL or MODEL-PART
+    local spec=${1%%,*}
+    local name=${spec%@*}
+    [ "$spec" = "$name" ] && echo "$name" || echo "$name-${spec#*@}"
 }
 chain() { # GPU PORT THREADS SPEC[+SPEC ...]: the parts one after the other
-    local gpu=$1 port=$2 threads=$3 spec name part
+    local gpu=$1 port=$2 threads=$3 spec name part tag
     IFS='+' read -r -a specs <<<"$4"
     for spec in "${specs[@]}"; do
-        name=${spec%@*} part=all
+        IFS=',' read -r -a knobs <<<"$spec"
+        spec=${knobs[0]} knobs=("${knobs[@]:1}")
+        name=${spec%@*} part=all tag=$(tag_of "$spec")
         [ "$spec" != "$name" ] && part=${spec#*@}
-        CUDA_VISIBLE_DEVICES=$gpu PORT=$port WORK=/tmp/peer-$(tag_of "$spec") THREADS=$threads PART=$part \
-            bash bench/serve_gpu.sh "$CONFIGS_DIR" "$name" >"$OUT/serve-$(tag_of "$spec").txt" 2>&1
+        env "${knobs[@]}" CUDA_VISIBLE_DEVICES="$gpu" PORT="$port" WORK="/tmp/peer-$tag" THREADS="$threads" \
+            PART="$part" bash bench/serve_gpu.sh "$CONFIGS_DIR" "$name" >"$OUT/serve-$tag.txt" 2>&1
     done
 }
 export -f chain tag_of
