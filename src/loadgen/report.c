@@ -249,7 +249,9 @@ static int write_plots(const char *dir, json_t **runs, size_t n, struct err *e)
         gp_str(gp, title);
         n_series++;
     }
-    fprintf(gp, "%s\nunset logscale y\n", n_series ? "" : "[1:10] NaN title 'no runs'");
+    /* an empty plot: a line outside its y range (gnuplot stops the whole script at a plot of
+     * undefined points, and draws nothing after it) */
+    fprintf(gp, "%s\nunset logscale y\n", n_series ? "" : "[1:10][1:10] 100 title 'no runs'");
     /* TTFT and ITL distributions, a plot per workload with a line per run that has samples */
     const char *workloads[MAX_WORKLOADS];
     const int n_workloads = distinct_workloads(runs, n, workloads);
@@ -280,7 +282,7 @@ static int write_plots(const char *dir, json_t **runs, size_t n, struct err *e)
                 gp_str(gp, title);
                 k++;
             }
-            fprintf(gp, "%s\nunset logscale x\n", k ? "" : "[1:10] NaN title 'no samples'");
+            fprintf(gp, "%s\nunset logscale x\n", k ? "" : "[1:10][0:1] 2 title 'no samples'");
         }
     /* output throughput per workload: a bar per label, its best run */
     snprintf(path, sizeof path, "%s/plots/workloads.dat", dir);

@@ -80,6 +80,16 @@ def test_sweep_and_report(server, tmp_path):
     os.remove(tmp_path / "report.md")  # --redraw: the report again from results.jsonl, no requests
     p = subprocess.run([INFER, "bench-serve", "--redraw", "--report", str(tmp_path)], capture_output=True, text=True)
     assert p.returncode == 0 and open(tmp_path / "report.md").read().count("| cpu 'tiny' |") == 4, p.stderr
+    # without the samples (docs/bench keeps none) every plot is still drawn: a CDF says it has none
+    shutil.rmtree(tmp_path / "samples")
+    for png in pngs:
+        os.remove(tmp_path / png)
+    p = subprocess.run([INFER, "bench-serve", "--redraw", "--report", str(tmp_path)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    if shutil.which("gnuplot"):
+        for png in pngs:
+            assert open(tmp_path / png, "rb").read(8) == b"\x89PNG\r\n\x1a\n", png
+        assert "no samples" in open(tmp_path / "plots.gp").read()
 
 
 def test_same_seed_same_requests(server):
