@@ -7,10 +7,12 @@
 # packed at the end as $OUT/serve-MODEL.tar.gz (the device sends back few files a call).
 # Bring it back, unpack it and redraw it here: `build/infer bench-serve --redraw --report DIR`.
 #
-# Here: make gpu-build; bench/llamacpp/fetch.sh (tokenizers) and bench/llamacpp/build.sh
-#   pack-cuda (llama.cpp's CUDA tools and converter, built without a GPU).
-# There (carry build-gpu/infer, .carry/models, .carry/tokenizers.tar.xz,
-#   .carry/llama.cpp-cuda-bin.tar.xz):
+# Here: make gpu-build; bench/llamacpp/fetch.sh (llama.cpp's source, the tokenizers) and, to
+#   save the GPU machine ~5 minutes a call, bench/llamacpp/build.sh pack-cuda (llama.cpp's CUDA
+#   tools and converter, built without a GPU: ~40 minutes on 2 cores).
+# There (carry build-gpu/infer, .carry/models, .carry/tokenizers.tar.xz, and
+#   .carry/llama.cpp-cuda-bin.tar.xz or else .carry/llama.cpp.tar.xz; only the tokenizer families
+#   of the models run fit the 64 MiB beside the prebuilt tools):
 #   bash bench/serve_gpu.sh .carry/models MODEL      MODEL: a folder of ../shared/models
 #
 # The model's checkpoint (`infer mkmodel --seed 0`, its family's tokenizer) is what infer
