@@ -27,8 +27,8 @@
 # ("WORKLOAD:RATES", default sharegpt at 4, 16, 64 requests/s and all at once, SWEEP_PROMPTS
 # requests each, default 64; on infer's first configuration, and on llama-server with
 # PEER_SWEEP=1), NO_PEER=1. PART=infer or PART=peer runs only infer's configurations or only
-# llama-server (into serve-MODEL-PART), so two GPUs can share a slow model's report: merge the two
-# folders' results.jsonl and samples/ here, then redraw.
+# llama-server (into serve-MODEL-PART), so two GPUs can share a slow model's report: join the two
+# folders here with bench/merge_reports.sh.
 set -u
 export NCCL_NVLS_ENABLE=0
 CONFIGS_DIR=${1:?usage: serve_gpu.sh CONFIGS_DIR MODEL}

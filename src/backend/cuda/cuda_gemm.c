@@ -63,7 +63,9 @@ struct gemm_pick {
  * variants (tiles x unroll x hint x PDL; the winners all use PDL) and
  * cuBLASLt at M = 1, 8, 16, each as a graph of back-to-back calls rotating
  * over weight copies that L2 cannot hold, median of replays. Other shapes:
- * the launcher's own choice (gemv_variant_auto). */
+ * the launcher's own choice (gemv_variant_auto), which one-row steps take
+ * for every shape (cuda_gemm_choose); batch-invariant mode takes the M <= 8
+ * entry at every M. */
 /* clang-format off */
 static const struct gemv_tuned {
     int32_t n, k;
