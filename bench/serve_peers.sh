@@ -66,15 +66,18 @@ one_run() { # LABEL URL WORKLOAD RATES
     local n=() count; count=$(prompts_for "$3")
     [ -n "$count" ] && n=(--num-prompts "$count")
     "$INFER" bench-serve --url "$2" --model m --workload "$3" "${n[@]}" --vocab "$VOCAB" \
-        --max-context "$CONTEXT" --request-rate "$4" --label "$1" --report "$REPORT" --time-limit 1800 >/dev/null
+        --max-context "$CONTEXT" --request-rate "$4" --label "$1" --report "$REPORT" --time-limit 1800 \
+        --seed "${SEED:-0}" >/dev/null
 }
 
 run_all() { # LABEL URL [sweep]
     for w in $WORKLOADS; do
         one_run "$1" "$2" "$w" "$RATES"
     done
-    [ -n "$SWEEP" ] && [ -n "${3:-}" ] && PROMPTS=${SWEEP_PROMPTS:-$PROMPTS} one_run "$1, rate sweep" "$2" \
-        "${SWEEP%%:*}" "${SWEEP#*:}"
+    # the sweep's rates their own seeds (1000 + the rate's index), so its first rate does not find
+    # the same workload's run above (seed 0) in the prefix cache
+    [ -n "$SWEEP" ] && [ -n "${3:-}" ] && PROMPTS=${SWEEP_PROMPTS:-$PROMPTS} SEED=1000 one_run "$1, rate sweep" \
+        "$2" "${SWEEP%%:*}" "${SWEEP#*:}"
     return 0
 }
 
