@@ -74,8 +74,8 @@ run_all() { # LABEL URL [sweep]
     for w in $WORKLOADS; do
         one_run "$1" "$2" "$w" "$RATES"
     done
-    # the sweep's rates their own seeds (1000 + the rate's index), so its first rate does not find
-    # the same workload's run above (seed 0) in the prefix cache
+    # the sweep its own seed (1000; bench-serve gives each rate its own token ids of the same
+    # lengths), so its first rate does not find the same workload's run above (seed 0) in the cache
     [ -n "$SWEEP" ] && [ -n "${3:-}" ] && PROMPTS=${SWEEP_PROMPTS:-$PROMPTS} SEED=1000 one_run "$1, rate sweep" \
         "$2" "${SWEEP%%:*}" "${SWEEP#*:}"
     return 0

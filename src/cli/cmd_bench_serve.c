@@ -56,10 +56,11 @@ static int run_once(const struct flags *f, const struct lg_target *t, int index,
                     struct err *e)
 {
     struct workload w;
-    /* each rate of a sweep its own prompts (seed + index): a run must not find the last one's in the
-     * server's prefix cache */
+    /* each rate of a sweep the same lengths and arrivals (one seed) but its own token ids (the rate's
+     * index as the variant): the rates compare like with like, and none finds the last one's prompts
+     * in the server's prefix cache */
     const struct workload_opts wo = {.name = f->workload, .num_prompts = f->num_prompts, .request_rate = rate,
-                                     .seed = f->seed + (uint64_t)index, .vocab = f->vocab,
+                                     .seed = f->seed, .variant = (uint64_t)index, .vocab = f->vocab,
                                      .max_context = f->max_context};
     if (workload_make(&w, &wo, e))
         return 2;

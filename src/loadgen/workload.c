@@ -76,9 +76,10 @@ int workload_make(struct workload *w, const struct workload_opts *o, struct err 
     if (o->vocab < 2)
         return err_set(e, "--vocab %d: needs at least 2 token ids", o->vocab);
     const int n = o->num_prompts > 0 ? o->num_prompts : s->default_prompts;
-    struct rng r, ra;
+    struct rng r, ra, ri; /* lengths, arrivals, token ids */
     rng_seed(&r, o->seed, 0x10ad, (uint64_t)s->kind);
     rng_seed(&ra, o->seed, 0xa771, (uint64_t)s->kind);
+    rng_seed(&ri, o->seed, 0x1d5 + (o->variant << 12), (uint64_t)s->kind);
     w->name = s->name;
     w->n = n;
     w->req = xcalloc((size_t)n, sizeof *w->req);
@@ -91,7 +92,7 @@ int workload_make(struct workload *w, const struct workload_opts *o, struct err 
         for (int i = 0; i < N_PREFIX; i++) {
             prefix_len[i] = uniform(&r, 512, 1024);
             prefix[i] = xmalloc((size_t)prefix_len[i] * sizeof(int32_t));
-            random_ids(&r, prefix[i], prefix_len[i], o->vocab);
+            random_ids(&ri, prefix[i], prefix_len[i], o->vocab);
         }
     double t = 0;
     for (int i = 0; i < n; i++) {
@@ -128,7 +129,7 @@ int workload_make(struct workload *w, const struct workload_opts *o, struct err 
             at = prefix_len[shared] < in - 1 ? prefix_len[shared] : in - 1;
             memcpy(q->prompt, prefix[shared], (size_t)at * sizeof(int32_t));
         }
-        random_ids(&r, q->prompt + at, in - at, o->vocab);
+        random_ids(&ri, q->prompt + at, in - at, o->vocab);
         if (o->request_rate > 0 && s->kind != BASELINE && i > 0)
             t += -log(1.0 - rng_uniform(&ra)) / o->request_rate; /* exponential gaps: Poisson arrivals */
         q->arrival = t;

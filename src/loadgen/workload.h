@@ -15,7 +15,9 @@ struct workload_opts {
     const char *name;
     int num_prompts;      /* 0: the workload's own count */
     double request_rate;  /* requests per second, Poisson arrivals; 0: all at once */
-    uint64_t seed;
+    uint64_t seed;        /* the lengths, arrivals and token ids */
+    uint64_t variant;     /* another variant of one seed: the same lengths and arrivals, other token ids
+                           * (a sweep's rates: alike, yet none finds another's prompts in a prefix cache) */
     int vocab;            /* ids are drawn from [1, vocab) */
     int max_context;      /* prompt + output tokens at most (lengths are scaled down to fit); 0: no cap */
 };

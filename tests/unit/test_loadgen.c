@@ -150,8 +150,20 @@ Test(loadgen, workloads_are_fixed_by_their_seed_and_fit)
                                                                                 : c.req[k].n_prompt) * 4);
         }
         cr_assert(differs, "%s: another seed, other requests", workload_names[i]);
+        /* another variant (a sweep's next rate): the same lengths and arrivals, no prompt alike */
+        struct workload d;
+        o.seed = 3, o.variant = 1;
+        cr_assert_eq(workload_make(&d, &o, &e), 0);
+        for (int k = 0; k < a.n; k++) {
+            cr_assert_eq(a.req[k].n_prompt, d.req[k].n_prompt, "%s", workload_names[i]);
+            cr_assert_eq(a.req[k].max_tokens, d.req[k].max_tokens);
+            cr_assert_eq(a.req[k].arrival, d.req[k].arrival);
+            if (a.req[k].n_prompt >= 4)
+                cr_assert(memcmp(a.req[k].prompt, d.req[k].prompt, 4 * 4), "%s request %d: its first ids alike",
+                          workload_names[i], k);
+        }
         cr_assert_eq(a.max_concurrency, !strcmp(workload_names[i], "baseline"));
-        workload_free(&a), workload_free(&b), workload_free(&c);
+        workload_free(&a), workload_free(&b), workload_free(&c), workload_free(&d);
     }
     struct workload w;
     struct err e;

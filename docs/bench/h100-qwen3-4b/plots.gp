@@ -15,6 +15,9 @@ set xlabel 'ms'
 set ylabel 'fraction'
 set logscale x
 plot 'samples/infer_cuda__graphs_full_baseline_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, all at once', \
+     'samples/infer_cuda__graphs_none_baseline_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs none, all at once', \
+     'samples/infer_cuda__graphs_full__no_prefix_cache_baseline_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, no prefix cache, all at once', \
+     'samples/infer_cuda__graphs_none__no_prefix_cache_baseline_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs none, no prefix cache, all at once', \
      'samples/llama.cpp_cuda_baseline_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cuda, all at once'
 unset logscale x
 set output 'itl_cdf_baseline.png'
@@ -23,6 +26,9 @@ set xlabel 'ms'
 set ylabel 'fraction'
 set logscale x
 plot 'samples/infer_cuda__graphs_full_baseline_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, all at once', \
+     'samples/infer_cuda__graphs_none_baseline_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs none, all at once', \
+     'samples/infer_cuda__graphs_full__no_prefix_cache_baseline_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, no prefix cache, all at once', \
+     'samples/infer_cuda__graphs_none__no_prefix_cache_baseline_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs none, no prefix cache, all at once', \
      'samples/llama.cpp_cuda_baseline_0.itl.tsv' using 1:2 with lines title 'llama.cpp cuda, all at once'
 unset logscale x
 set output 'ttft_cdf_continuous_batching.png'
@@ -31,6 +37,9 @@ set xlabel 'ms'
 set ylabel 'fraction'
 set logscale x
 plot 'samples/infer_cuda__graphs_full_continuous_batching_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, all at once', \
+     'samples/infer_cuda__graphs_none_continuous_batching_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs none, all at once', \
+     'samples/infer_cuda__graphs_full__no_prefix_cache_continuous_batching_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, no prefix cache, all at once', \
+     'samples/infer_cuda__graphs_none__no_prefix_cache_continuous_batching_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs none, no prefix cache, all at once', \
      'samples/llama.cpp_cuda_continuous_batching_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cuda, all at once'
 unset logscale x
 set output 'itl_cdf_continuous_batching.png'
@@ -39,6 +48,9 @@ set xlabel 'ms'
 set ylabel 'fraction'
 set logscale x
 plot 'samples/infer_cuda__graphs_full_continuous_batching_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, all at once', \
+     'samples/infer_cuda__graphs_none_continuous_batching_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs none, all at once', \
+     'samples/infer_cuda__graphs_full__no_prefix_cache_continuous_batching_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, no prefix cache, all at once', \
+     'samples/infer_cuda__graphs_none__no_prefix_cache_continuous_batching_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs none, no prefix cache, all at once', \
      'samples/llama.cpp_cuda_continuous_batching_0.itl.tsv' using 1:2 with lines title 'llama.cpp cuda, all at once'
 unset logscale x
 set output 'ttft_cdf_paged_attention.png'
@@ -47,6 +59,9 @@ set xlabel 'ms'
 set ylabel 'fraction'
 set logscale x
 plot 'samples/infer_cuda__graphs_full_paged_attention_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, all at once', \
+     'samples/infer_cuda__graphs_none_paged_attention_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs none, all at once', \
+     'samples/infer_cuda__graphs_full__no_prefix_cache_paged_attention_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, no prefix cache, all at once', \
+     'samples/infer_cuda__graphs_none__no_prefix_cache_paged_attention_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs none, no prefix cache, all at once', \
      'samples/llama.cpp_cuda_paged_attention_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cuda, all at once'
 unset logscale x
 set output 'itl_cdf_paged_attention.png'
@@ -55,6 +70,9 @@ set xlabel 'ms'
 set ylabel 'fraction'
 set logscale x
 plot 'samples/infer_cuda__graphs_full_paged_attention_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, all at once', \
+     'samples/infer_cuda__graphs_none_paged_attention_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs none, all at once', \
+     'samples/infer_cuda__graphs_full__no_prefix_cache_paged_attention_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, no prefix cache, all at once', \
+     'samples/infer_cuda__graphs_none__no_prefix_cache_paged_attention_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs none, no prefix cache, all at once', \
      'samples/llama.cpp_cuda_paged_attention_0.itl.tsv' using 1:2 with lines title 'llama.cpp cuda, all at once'
 unset logscale x
 set output 'ttft_cdf_chunked_prefill.png'
@@ -63,6 +81,9 @@ set xlabel 'ms'
 set ylabel 'fraction'
 set logscale x
 plot 'samples/infer_cuda__graphs_full_chunked_prefill_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, all at once', \
+     'samples/infer_cuda__graphs_none_chunked_prefill_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs none, all at once', \
+     'samples/infer_cuda__graphs_full__no_prefix_cache_chunked_prefill_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, no prefix cache, all at once', \
+     'samples/infer_cuda__graphs_none__no_prefix_cache_chunked_prefill_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs none, no prefix cache, all at once', \
      'samples/llama.cpp_cuda_chunked_prefill_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cuda, all at once'
 unset logscale x
 set output 'itl_cdf_chunked_prefill.png'
@@ -71,6 +92,9 @@ set xlabel 'ms'
 set ylabel 'fraction'
 set logscale x
 plot 'samples/infer_cuda__graphs_full_chunked_prefill_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, all at once', \
+     'samples/infer_cuda__graphs_none_chunked_prefill_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs none, all at once', \
+     'samples/infer_cuda__graphs_full__no_prefix_cache_chunked_prefill_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, no prefix cache, all at once', \
+     'samples/infer_cuda__graphs_none__no_prefix_cache_chunked_prefill_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs none, no prefix cache, all at once', \
      'samples/llama.cpp_cuda_chunked_prefill_0.itl.tsv' using 1:2 with lines title 'llama.cpp cuda, all at once'
 unset logscale x
 set output 'ttft_cdf_prefix_caching.png'
@@ -79,6 +103,9 @@ set xlabel 'ms'
 set ylabel 'fraction'
 set logscale x
 plot 'samples/infer_cuda__graphs_full_prefix_caching_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, all at once', \
+     'samples/infer_cuda__graphs_none_prefix_caching_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs none, all at once', \
+     'samples/infer_cuda__graphs_full__no_prefix_cache_prefix_caching_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, no prefix cache, all at once', \
+     'samples/infer_cuda__graphs_none__no_prefix_cache_prefix_caching_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs none, no prefix cache, all at once', \
      'samples/llama.cpp_cuda_prefix_caching_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cuda, all at once'
 unset logscale x
 set output 'itl_cdf_prefix_caching.png'
@@ -87,6 +114,9 @@ set xlabel 'ms'
 set ylabel 'fraction'
 set logscale x
 plot 'samples/infer_cuda__graphs_full_prefix_caching_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, all at once', \
+     'samples/infer_cuda__graphs_none_prefix_caching_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs none, all at once', \
+     'samples/infer_cuda__graphs_full__no_prefix_cache_prefix_caching_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, no prefix cache, all at once', \
+     'samples/infer_cuda__graphs_none__no_prefix_cache_prefix_caching_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs none, no prefix cache, all at once', \
      'samples/llama.cpp_cuda_prefix_caching_0.itl.tsv' using 1:2 with lines title 'llama.cpp cuda, all at once'
 unset logscale x
 set output 'ttft_cdf_sharegpt.png'
@@ -98,7 +128,11 @@ plot 'samples/infer_cuda__graphs_full_sharegpt_0.ttft.tsv' using 1:2 with lines 
      'samples/infer_cuda__graphs_full__rate_sweep_sharegpt_4.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, rate sweep, 4 req/s', \
      'samples/infer_cuda__graphs_full__rate_sweep_sharegpt_16.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, rate sweep, 16 req/s', \
      'samples/infer_cuda__graphs_full__rate_sweep_sharegpt_64.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, rate sweep, 64 req/s', \
-     'samples/infer_cuda__graphs_full__rate_sweep_sharegpt_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, rate sweep, all at once'
+     'samples/infer_cuda__graphs_full__rate_sweep_sharegpt_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, rate sweep, all at once', \
+     'samples/infer_cuda__graphs_none_sharegpt_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs none, all at once', \
+     'samples/infer_cuda__graphs_full__no_prefix_cache_sharegpt_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs full, no prefix cache, all at once', \
+     'samples/infer_cuda__graphs_none__no_prefix_cache_sharegpt_0.ttft.tsv' using 1:2 with lines title 'infer cuda, graphs none, no prefix cache, all at once', \
+     'samples/llama.cpp_cuda_sharegpt_0.ttft.tsv' using 1:2 with lines title 'llama.cpp cuda, all at once'
 unset logscale x
 set output 'itl_cdf_sharegpt.png'
 set title 'Inter-token latency, sharegpt (cumulative)'
@@ -109,7 +143,11 @@ plot 'samples/infer_cuda__graphs_full_sharegpt_0.itl.tsv' using 1:2 with lines t
      'samples/infer_cuda__graphs_full__rate_sweep_sharegpt_4.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, rate sweep, 4 req/s', \
      'samples/infer_cuda__graphs_full__rate_sweep_sharegpt_16.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, rate sweep, 16 req/s', \
      'samples/infer_cuda__graphs_full__rate_sweep_sharegpt_64.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, rate sweep, 64 req/s', \
-     'samples/infer_cuda__graphs_full__rate_sweep_sharegpt_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, rate sweep, all at once'
+     'samples/infer_cuda__graphs_full__rate_sweep_sharegpt_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, rate sweep, all at once', \
+     'samples/infer_cuda__graphs_none_sharegpt_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs none, all at once', \
+     'samples/infer_cuda__graphs_full__no_prefix_cache_sharegpt_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs full, no prefix cache, all at once', \
+     'samples/infer_cuda__graphs_none__no_prefix_cache_sharegpt_0.itl.tsv' using 1:2 with lines title 'infer cuda, graphs none, no prefix cache, all at once', \
+     'samples/llama.cpp_cuda_sharegpt_0.itl.tsv' using 1:2 with lines title 'llama.cpp cuda, all at once'
 unset logscale x
 set output 'workloads.png'
 set title 'Output throughput per workload (best run)'
@@ -120,4 +158,4 @@ set style histogram clustered
 set style fill solid 0.8 border -1
 set boxwidth 0.9
 set xtics rotate by -20
-plot for [c=2:4] 'plots/workloads.dat' using c:xtic(1) title columnheader(c)
+plot for [c=2:7] 'plots/workloads.dat' using c:xtic(1) title columnheader(c)
