@@ -11,7 +11,7 @@
 #     parity   prompt logits at TP 1/2/4/8 against transformers fp32 (tools/tp_parity.py)
 #     engine   64 requests batched = alone, full graphs, greedy and seeded, TP 2, 4 (and 8)
 #     bench    decode tok/s, batch 1 and 64, full graphs, TP 1/2/4/8; all-reduce paths (nccl, off:
-#              no sums, nofold: one-shot sums not folded into the norm)
+#              no sums, fold: INFER_AR_FOLD=1, the sums folded into the norm)
 #     nodes    TP 2 as two machines (a GPU each, NCCL over sockets): engine check + speed
 #   MODELS: config folder names, comma-separated (default: all three)
 # Sizes: 2, 4 and 8 as the machine's GPUs allow, each model at those that divide its heads.
@@ -134,7 +134,7 @@ if has bench; then
         for tp in $(sizes_of "$name"); do # the same steps with the sums over NCCL, and with none (the rest of the step)
             bench "$name" nccl INFER_ALLREDUCE=nccl $B/infer bench "${args[@]}" --tp $tp
             bench "$name" off INFER_ALLREDUCE=off $B/infer bench "${args[@]}" --tp $tp
-            bench "$name" nofold INFER_AR_FOLD=0 $B/infer bench "${args[@]}" --tp $tp
+            bench "$name" fold INFER_AR_FOLD=1 $B/infer bench "${args[@]}" --tp $tp
         done
     done
     grep -h "cuda graphs" "$OUT"/bench-*.err | sort | uniq -c | sort -rn | head -n 20 >"$OUT/capture.txt"

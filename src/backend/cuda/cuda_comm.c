@@ -133,7 +133,9 @@ struct cuda_comm {
     enum ar_path forced; /* AR_PATH_AUTO unless INFER_ALLREDUCE says */
     int batch_invariant;
     size_t one_shot_max; /* bytes */
-    int fold;            /* the one-shot all-reduce folds into the residual (INFER_AR_FOLD=0: it does not) */
+    int fold;            /* the one-shot all-reduce folds into the residual (INFER_AR_FOLD=1; off by default:
+                          * one block a row does the fold's exchange, so at decode sizes the one-shot kernel
+                          * over every block and then the norm kernel are faster, docs/benchmarks.md) */
     /* IPC: every rank's buffer mapped here (group.buf[rank] is ours) */
     int have_ipc;
     struct ar_group group;
@@ -352,7 +354,7 @@ static int read_env(struct cuda_comm *cc, struct err *e)
     cc->forced = AR_PATH_AUTO;
     cc->one_shot_max = ONE_SHOT_MAX_DEFAULT;
     const char *p = getenv("INFER_ALLREDUCE"), *m = getenv("INFER_AR_ONE_SHOT_MAX"), *f = getenv("INFER_AR_FOLD");
-    cc->fold = !(f && !strcmp(f, "0"));
+    cc->fold = f && !strcmp(f, "1");
     if (p && *p) {
         int found = 0;
         for (int i = 0; i <= AR_PATH_AUTO; i++)

@@ -12,8 +12,8 @@
  * with --batch-invariant an all-gather and a rank-order sum.
  * INFER_ALLREDUCE=ipc|nccl|gather|off forces one for measurements (off
  * skips the sums: wrong results, for timing the rest of a step);
- * INFER_AR_FOLD=0 keeps the residual add and norm out of the one-shot
- * kernel (the same bits, a kernel more). */
+ * INFER_AR_FOLD=1 folds the residual add and norm into the one-shot
+ * kernel (the same bits, a kernel fewer, but slower: off by default). */
 #ifndef INFER_BACKEND_CUDA_COMM_H
 #define INFER_BACKEND_CUDA_COMM_H
 
