@@ -66,18 +66,17 @@ one_run() { # LABEL URL WORKLOAD RATES
     local n=() count; count=$(prompts_for "$3")
     [ -n "$count" ] && n=(--num-prompts "$count")
     "$INFER" bench-serve --url "$2" --model m --workload "$3" "${n[@]}" --vocab "$VOCAB" \
-        --max-context "$CONTEXT" --request-rate "$4" --label "$1" --report "$REPORT" --time-limit 1800 \
-        --seed "${SEED:-0}" >/dev/null
+        --max-context "$CONTEXT" --request-rate "$4" --label "$1" --report "$REPORT" --time-limit 1800 >/dev/null
 }
 
 run_all() { # LABEL URL [sweep]
     for w in $WORKLOADS; do
         one_run "$1" "$2" "$w" "$RATES"
     done
-    # the sweep its own seed (1000; bench-serve gives each rate its own token ids of the same
-    # lengths), so its first rate does not find the same workload's run above (seed 0) in the cache
-    [ -n "$SWEEP" ] && [ -n "${3:-}" ] && PROMPTS=${SWEEP_PROMPTS:-$PROMPTS} SEED=1000 one_run "$1, rate sweep" \
-        "$2" "${SWEEP%%:*}" "${SWEEP#*:}"
+    # (a sweep's rates send the lengths of the workload's run above with token ids of their own, so
+    # none finds that run's prompts in the prefix cache)
+    [ -n "$SWEEP" ] && [ -n "${3:-}" ] && PROMPTS=${SWEEP_PROMPTS:-$PROMPTS} one_run "$1, rate sweep" "$2" \
+        "${SWEEP%%:*}" "${SWEEP#*:}"
     return 0
 }
 

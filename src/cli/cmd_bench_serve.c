@@ -52,15 +52,12 @@ static int parse_rates(const char *s, double *rates, int max, int *n, struct err
 }
 
 /* One run at one rate: the summary line to stdout (and the report). */
-static int run_once(const struct flags *f, const struct lg_target *t, int index, double rate, int max_c,
+static int run_once(const struct flags *f, const struct lg_target *t, uint64_t variant, double rate, int max_c,
                     struct err *e)
 {
     struct workload w;
-    /* each rate of a sweep the same lengths and arrivals (one seed) but its own token ids (the rate's
-     * index as the variant): the rates compare like with like, and none finds the last one's prompts
-     * in the server's prefix cache */
     const struct workload_opts wo = {.name = f->workload, .num_prompts = f->num_prompts, .request_rate = rate,
-                                     .seed = f->seed, .variant = (uint64_t)index, .vocab = f->vocab,
+                                     .seed = f->seed, .variant = variant, .vocab = f->vocab,
                                      .max_context = f->max_context};
     if (workload_make(&w, &wo, e))
         return 2;
@@ -173,7 +170,7 @@ int cmd_bench_serve(int argc, char **argv)
          "requests per second, Poisson arrivals; a list (1,2,4,inf) runs a sweep (default inf: all at once)", 0},
         {"max-concurrency", CLI_OPT_INT, &f.max_concurrency, 0, 0, 100000, "requests in flight at most (default: no limit)", 0},
         {"seed", CLI_OPT_U64, &f.seed, 0, 0, 0,
-         "the workload's random seed (default 0; a sweep's rates share its lengths, each with its own token ids)", 0},
+         "the workload's random seed (default 0; each rate of a sweep: its lengths, other token ids)", 0},
         {"vocab", CLI_OPT_INT, &f.vocab, 0, 2, 10000000, "prompt ids are drawn from [1, N) (default 32000)", 0},
         {"max-context", CLI_OPT_INT, &f.max_context, 0, 0, 100000000,
          "prompt + output tokens at most: longer requests are scaled down (default 0: as drawn)", 0},
@@ -249,8 +246,11 @@ int cmd_bench_serve(int argc, char **argv)
     if (f.warmup > 0 && warm_up(&f, &t, max_c))
         return 1;
     int rc = 0;
+    /* A sweep's rate i sends the seed's lengths and arrival draws with token ids of variant i + 1:
+     * the rates compare like with like (and with a plain run of the seed, variant 0), and none finds
+     * another's prompts, or the plain run's, in the server's prefix cache. */
     for (int i = 0; i < n_rates && rc != 1 && rc != 2; i++) {
-        const int r = run_once(&f, &t, i, rates[i], max_c, &e);
+        const int r = run_once(&f, &t, n_rates > 1 ? (uint64_t)i + 1 : 0, rates[i], max_c, &e);
         if (r == 1 || r == 2)
             fprintf(stderr, "infer bench-serve: %s\n", e.msg);
         rc = r ? r : rc;

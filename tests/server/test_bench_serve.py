@@ -102,6 +102,25 @@ def test_same_seed_same_requests(server):
     assert (a[1]["prompt_tokens"], a[1]["output_tokens"]) != (c[1]["prompt_tokens"], c[1]["output_tokens"])
 
 
+def test_sweep_rates_send_the_lengths_not_the_prompts(server):
+    """A sweep's rates send the plain run's lengths (the same prompt tokens) with token ids of their
+    own: right after the plain run, none finds a prompt in the prefix cache, where the plain run sent
+    again does (baseline: one request at a time, so no preemption adds hits of its own)."""
+    args = ("--workload", "baseline", "--num-prompts", "3", "--max-context", "64", "--seed", "11")
+    rc, plain, err = bench(server.url, "tiny", *args)
+    assert rc == 0 and plain, err
+    p = subprocess.run([INFER, "bench-serve", "--url", server.url, "--model", "tiny", "--vocab", "1000", "--warmup",
+                        "0", *args, "--request-rate", "40,inf"], capture_output=True, text=True, timeout=300)
+    sweep = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+    assert p.returncode == 0 and len(sweep) == 2, p.stderr
+    rc, again, err = bench(server.url, "tiny", *args)
+    assert rc == 0 and again, err
+    for s in sweep:
+        assert s["prompt_tokens"] == plain["prompt_tokens"], (s["prompt_tokens"], plain["prompt_tokens"])
+        assert s["server_metrics"]["infer_prefix_cache_hits_total"] == 0, s["server_metrics"]
+    assert again["server_metrics"]["infer_prefix_cache_hits_total"] > 0, again["server_metrics"]
+
+
 # --- a broken server ---
 
 def chunk(obj):
