@@ -188,8 +188,8 @@ int cuda_comm_all_reduce_fold(struct comm *c, void *residual, const float *parti
                               const void *w, int rows, int d, float eps, int plus_one, void *stream)
 {
     struct cuda_comm *cc = cc_of(c);
-    if (choose(cc, (size_t)rows * (size_t)d * 4) != AR_PATH_IPC || d % 4 ||
-        (size_t)d * 4 > cc->group.half_bytes / (size_t)c->size / 16 * 16 || !cc->fold)
+    if (!cc->fold || choose(cc, (size_t)rows * (size_t)d * 4) != AR_PATH_IPC || d % 4 ||
+        (size_t)d * 4 > cc->group.half_bytes / (size_t)c->size / 16 * 16)
         return 0;
     CUDA_CHECK(launch_ar_fold(&cc->group, residual, partial, w_delta, out, w, rows, d, eps, plus_one, stream));
     return 1;
