@@ -11,8 +11,8 @@
 #   … llama-3.2-3b-instruct@infer+gemma-3-1b-it@peer qwen3-4b@infer gemma-3-1b-it@infer+qwen3-4b@peer …
 # spreads three models' six parts over four GPUs. A part may end in ,VAR=VALUE… (no commas in the
 # values): serve_gpu.sh's knobs for that part alone (qwen3-4b,WORKLOADS=sharegpt). Brings back $OUT/serve-TAG.tar.gz and
-# $OUT/serve-TAG.txt (the run's log) for each (TAG: MODEL, or MODEL-PART); merge a model's two
-# parts' results.jsonl and samples/ here, then redraw.
+# $OUT/serve-TAG.txt (the run's log) for each (TAG: MODEL, or MODEL-PART); join a model's two
+# parts here with bench/merge_reports.sh.
 # Without .carry/llama.cpp-cuda-bin.tar.xz, llama.cpp's tools are built here, in the background at
 # the lowest CPU priority (JOBS, default three quarters of the cores) while infer's parts run; the
 # parts that need them wait for the build. DEADLINE (seconds, default 560) ends every run still

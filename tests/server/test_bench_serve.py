@@ -19,11 +19,17 @@ from test_concurrency import metric
 WORKLOADS = ["baseline", "continuous_batching", "paged_attention", "chunked_prefill", "prefix_caching", "sharegpt"]
 
 
-def bench(url, model, *extra, timeout=300):
+def bench_runs(url, model, *extra, timeout=300):
+    """Exit status, every run's summary (one a rate), stderr."""
     p = subprocess.run([INFER, "bench-serve", "--url", url, "--model", model, "--vocab", "1000", "--warmup", "0",
                         *extra], capture_output=True, text=True, timeout=timeout)
-    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
-    return p.returncode, (json.loads(lines[-1]) if lines else None), p.stderr
+    return p.returncode, [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")], p.stderr
+
+
+def bench(url, model, *extra, timeout=300):
+    """Exit status, the last run's summary (None if none), stderr."""
+    rc, runs, err = bench_runs(url, model, *extra, timeout=timeout)
+    return rc, (runs[-1] if runs else None), err
 
 
 @pytest.fixture(scope="module")
@@ -109,10 +115,8 @@ def test_sweep_rates_send_the_lengths_not_the_prompts(server):
     args = ("--workload", "baseline", "--num-prompts", "3", "--max-context", "64", "--seed", "11")
     rc, plain, err = bench(server.url, "tiny", *args)
     assert rc == 0 and plain, err
-    p = subprocess.run([INFER, "bench-serve", "--url", server.url, "--model", "tiny", "--vocab", "1000", "--warmup",
-                        "0", *args, "--request-rate", "40,inf"], capture_output=True, text=True, timeout=300)
-    sweep = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
-    assert p.returncode == 0 and len(sweep) == 2, p.stderr
+    rc, sweep, err = bench_runs(server.url, "tiny", *args, "--request-rate", "40,inf")
+    assert rc == 0 and len(sweep) == 2, err
     rc, again, err = bench(server.url, "tiny", *args)
     assert rc == 0 and again, err
     for s in sweep:
