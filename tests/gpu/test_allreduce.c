@@ -4,7 +4,9 @@
  * GPU; the kernel sees the same pointers either way). The result must be
  * the rank-order fp32 sum rounded once to bf16, bit for bit, on every
  * rank: odd sizes (a tail of n % 8), in place and not, consecutive calls
- * (the buffer halves alternate), ranks launched late (the flags wait), and
+ * (the buffer halves alternate), ranks launched late (the others poll),
+ * data that looks like an empty slot (AR_EMPTY, -0.0), bf16 and f32 calls
+ * taking turns on one buffer, and
  * the all-reduce folded into the residual equal to the all-reduce followed
  * by the norm kernels, bit for bit. Timing inside CUDA graphs, one per GPU,
  * is bench_allreduce_in_graphs. Skipped (passes, says so) on fewer than 2
@@ -54,7 +56,7 @@ static int peers_open(struct peers *p, size_t max_elems, char *why, size_t why_s
             cudaGetLastError();
         }
         const size_t bytes = ar_buffer_bytes(HALF_BYTES);
-        CHECK(cudaMalloc((void **)&buf[d], bytes) == cudaSuccess && cudaMemset(buf[d], 0, bytes) == cudaSuccess);
+        CHECK(cudaMalloc((void **)&buf[d], bytes) == cudaSuccess && ar_buffer_init(buf[d], HALF_BYTES, 0) == cudaSuccess);
         CHECK(cudaMalloc(&p->in[d], max_elems * 2) == cudaSuccess && cudaMalloc(&p->out[d], max_elems * 2) ==
                                                                         cudaSuccess);
         CHECK(cudaStreamCreateWithFlags(&p->s[d], cudaStreamNonBlocking) == cudaSuccess);
@@ -79,6 +81,13 @@ static void peers_close(struct peers *p)
     cudaSetDevice(0);
 }
 
+static uint16_t gpu_to_bf16_1(float x)
+{
+    uint16_t *h = gpu_to_bf16(&x, 1), v = h[0];
+    free(h);
+    return v;
+}
+
 static float bf16_to_f32(uint16_t h)
 {
     uint32_t u = (uint32_t)h << 16;
@@ -100,7 +109,11 @@ GPU_TEST(allreduce_one_shot_equals_rank_order_sum)
         float *x = gpu_rand_f32(ctx, max_n + 2, 1.0f); /* call rep reads from element rep on */
         host[d] = gpu_to_bf16(x, max_n + 2);
         free(x);
+        for (size_t i = 0; i < max_n + 2; i++) /* -0.0, an empty slot's value: on every rank, on one */
+            if (i % 97 == 5 || (d == 0 && i % 89 == 3))
+                host[d][i] = 0x8000;
     }
+    uint16_t *first = malloc(max_n * 2); /* rank 0's result: every rank must give the same bits */
     int failed = 0, calls = 0;
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0] && !failed; si++)
         for (int rep = 0; rep < 3 && !failed; rep++, calls++) {
@@ -124,7 +137,7 @@ GPU_TEST(allreduce_one_shot_equals_rank_order_sum)
             for (int d = 0; d < p.n; d++) {
                 CHECK(cudaSetDevice(d) == cudaSuccess);
                 if (rep == 2 && d == p.n - 1)
-                    usleep(20000); /* the others wait at the flags for a late rank */
+                    usleep(20000); /* the others poll for a late rank's data */
                 void *out = in_place ? p.in[d] : p.out[d];
                 CHECK(launch_ar_one_shot(&p.g[d], out, p.in[d], n, p.s[d]) == cudaSuccess);
             }
@@ -132,13 +145,15 @@ GPU_TEST(allreduce_one_shot_equals_rank_order_sum)
                 CHECK(cudaSetDevice(d) == cudaSuccess && cudaStreamSynchronize(p.s[d]) == cudaSuccess);
                 CHECK(cudaMemcpy(got, in_place ? p.in[d] : p.out[d], n * 2, cudaMemcpyDeviceToHost) ==
                       cudaSuccess);
-                for (size_t i = 0; i < n; i++)
-                    if (got[i] != want[i]) {
+                if (d == 0)
+                    memcpy(first, got, n * 2);
+                for (size_t i = 0; i < n; i++) /* a zero's sign may differ (allreduce.h) */
+                    if ((got[i] != want[i] && ((got[i] | want[i]) & 0x7fff)) || got[i] != first[i]) {
                         snprintf(ctx->msg, sizeof ctx->msg,
-                                 "%d GPUs, %zu elements (call %d%s): rank %d element %zu is %g, the rank-order sum "
-                                 "%g",
-                                 p.n, n, calls, in_place ? ", in place" : "", d, i, bf16_to_f32(got[i]),
-                                 bf16_to_f32(want[i]));
+                                 "%d GPUs, %zu elements (call %d%s): rank %d element %zu is %g (0x%04x), the "
+                                 "rank-order sum %g, rank 0's 0x%04x",
+                                 p.n, n, calls, in_place ? ", in place" : "", d, i, bf16_to_f32(got[i]), got[i],
+                                 bf16_to_f32(want[i]), first[i]);
                         failed = 1;
                         break;
                     }
@@ -151,14 +166,16 @@ GPU_TEST(allreduce_one_shot_equals_rank_order_sum)
         free(host[d]);
     free(got);
     free(want);
+    free(first);
     free(acc);
     peers_close(&p);
     return failed;
 }
 
 /* The f32 one-shot (a split model's partial products): the rank-order f32
- * sum, unrounded, bit for bit; tails of n % 4, in place and not, a message
- * in more than one slot-sized call. */
+ * sum, unrounded, bit for bit (a word equal to AR_EMPTY counted as -0.0);
+ * tails of n % 4, in place and not, a message in more than one slot-sized
+ * call, and bf16 calls between the f32 ones on the same buffers. */
 GPU_TEST(allreduce_one_shot_f32_equals_rank_order_sum)
 {
     const size_t max_n = HALF_BYTES / 4 * 3 / 2; /* past one rank's slot at 2 ranks too */
@@ -173,6 +190,18 @@ GPU_TEST(allreduce_one_shot_f32_equals_rank_order_sum)
         for (size_t i = 0; i < max_n; i++)
             host[d][i] *= 1.0f + 1e-3f * jit[i];
         free(jit);
+        const uint32_t empty = AR_EMPTY; /* data that looks like an empty slot: on every rank, on one */
+        for (size_t i = 0; i < max_n; i++)
+            if (i % 101 == 7 || (d == p.n - 1 && i % 103 == 2))
+                memcpy(&host[d][i], &empty, 4);
+    }
+    enum { SMALL = 29 };
+    void *small[AR_MAX_RANKS];
+    uint16_t small_in[AR_MAX_RANKS][SMALL];
+    for (int d = 0; d < p.n; d++) {
+        CHECK(cudaSetDevice(d) == cudaSuccess && cudaMalloc(&small[d], SMALL * 2) == cudaSuccess);
+        for (int i = 0; i < SMALL; i++)
+            small_in[d][i] = gpu_to_bf16_1(0.25f * (float)(d + 1));
     }
     int failed = 0, calls = 0;
     for (size_t si = 0; si < sizeof sizes / sizeof sizes[0] && !failed; si++)
@@ -180,8 +209,11 @@ GPU_TEST(allreduce_one_shot_f32_equals_rank_order_sum)
             const size_t n = sizes[si];
             for (size_t i = 0; i < n; i++) {
                 float a = 0;
-                for (int d = 0; d < p.n; d++)
-                    a += host[d][i];
+                for (int d = 0; d < p.n; d++) {
+                    uint32_t u;
+                    memcpy(&u, &host[d][i], 4);
+                    a += u == AR_EMPTY ? -0.0f : host[d][i]; /* sent as -0.0 (allreduce.cu) */
+                }
                 want[i] = a;
             }
             for (int d = 0; d < p.n; d++) {
@@ -194,6 +226,23 @@ GPU_TEST(allreduce_one_shot_f32_equals_rank_order_sum)
                 CHECK(cudaSetDevice(d) == cudaSuccess);
                 CHECK(launch_ar_one_shot_f32(&p.g[d], in_place ? p.in[d] : p.out[d], p.in[d], n, p.s[d]) ==
                       cudaSuccess);
+                /* a bf16 call between: 29 elements (a tail of 5) of (rank + 1) / 4 */
+                CHECK(cudaMemcpyAsync(small[d], small_in[d], sizeof small_in[d], cudaMemcpyHostToDevice, p.s[d]) ==
+                      cudaSuccess);
+                CHECK(launch_ar_one_shot(&p.g[d], small[d], small[d], SMALL, p.s[d]) == cudaSuccess);
+            }
+            const uint16_t small_want = gpu_to_bf16_1(0.25f * (float)(p.n * (p.n + 1) / 2));
+            for (int d = 0; d < p.n && !failed; d++) {
+                uint16_t back[SMALL];
+                CHECK(cudaSetDevice(d) == cudaSuccess && cudaStreamSynchronize(p.s[d]) == cudaSuccess);
+                CHECK(cudaMemcpy(back, small[d], sizeof back, cudaMemcpyDeviceToHost) == cudaSuccess);
+                for (int i = 0; i < SMALL && !failed; i++)
+                    if (back[i] != small_want) {
+                        snprintf(ctx->msg, sizeof ctx->msg,
+                                 "%d GPUs: the bf16 call after %zu f32 elements: rank %d element %d is %g, want %g",
+                                 p.n, n, d, i, bf16_to_f32(back[i]), bf16_to_f32(small_want));
+                        failed = 1;
+                    }
             }
             for (int d = 0; d < p.n && !failed; d++) {
                 CHECK(cudaSetDevice(d) == cudaSuccess && cudaStreamSynchronize(p.s[d]) == cudaSuccess);
@@ -209,10 +258,14 @@ GPU_TEST(allreduce_one_shot_f32_equals_rank_order_sum)
             }
         }
     if (!failed)
-        snprintf(ctx->msg, sizeof ctx->msg, "%d GPUs, %d calls, every rank bit-equal to the rank-order f32 sum", p.n,
-                 calls);
-    for (int d = 0; d < p.n; d++)
+        snprintf(ctx->msg, sizeof ctx->msg,
+                 "%d GPUs, %d calls, every rank bit-equal to the rank-order f32 sum, a bf16 call after each right",
+                 p.n, calls);
+    for (int d = 0; d < p.n; d++) {
+        cudaSetDevice(d);
+        cudaFree(small[d]);
         free(host[d]);
+    }
     free(got), free(want);
     peers_close(&p);
     return failed;

@@ -1,15 +1,25 @@
 // The one-shot all-reduce over CUDA IPC buffers (allreduce.h).
 //
-// Push, then sum locally: block b of every rank writes its share of the
-// elements (the same share on every rank: a fixed grid and a grid-stride
-// loop) into slot `rank` of every rank's buffer (stores to a peer's memory
-// are posted, not waited for, unlike loads from it), meets block b of each
-// peer at a flag barrier, then adds the N slots of its own buffer in rank
-// order. Only blocks with elements take part in the barrier; every block
-// counts the call, so all blocks agree which half of the buffers a call
-// uses. Messages are bf16 or f32, summed in f32. ar_fold also folds each
-// row of f32 sums into the residual and norms it (norm_row.cuh), one row per
-// block at a time.
+// Push, then sum locally, with no flags (the Lamport scheme of TensorRT-LLM's
+// low-latency all-reduce): an empty slot holds AR_EMPTY in every 32-bit word,
+// block b of every rank writes its share of the elements (the same share on
+// every rank: a fixed grid and a grid-stride loop) into slot `rank` of each
+// peer's buffer, and each thread polls the words it will add in its own
+// buffer until none is AR_EMPTY, adds its own value and the peers' in rank
+// order, and writes AR_EMPTY back. One crossing of the link a call, where a
+// flag barrier needs the data's, a fence's round trip and the flag's.
+//
+// Why a slot is empty again before a peer writes it: consecutive calls
+// alternate halves, so a peer writes this half next two calls on, after it
+// has this rank's data of the call between, which this rank sends after
+// this kernel has ended (every kernel waits for the one before, PDL
+// included), its clearing stores done. Data that looks like AR_EMPTY is sent
+// as -0.0 instead (push_word): a negative f32 denormal, or two bf16 -0.0s of
+// which the first becomes +0.0, so a sum can differ from the exact rank-order
+// sum in the sign of a zero at most; every rank adds the same values, so the
+// ranks agree bit for bit. Messages are bf16 or f32, summed in f32. ar_fold
+// also folds each row of f32 sums into the residual and norms it
+// (norm_row.cuh), one row per block at a time.
 #include "backend/cuda/allreduce.h"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
@@ -18,24 +28,13 @@
 namespace {
 
 constexpr size_t signal_bytes() { return (sizeof(ar_signal) + 255) / 256 * 256; }
+constexpr uint32_t EMPTY = AR_EMPTY;
 
 struct ar_args {
     char *buf[AR_MAX_RANKS];
     int rank, size;
     size_t half, slot; // bytes of a half, of one rank's slot in it
 };
-
-__device__ __forceinline__ void store_release(uint32_t *p, uint32_t v)
-{
-    asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-
-__device__ __forceinline__ uint32_t load_acquire(const uint32_t *p)
-{
-    uint32_t v;
-    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-    return v;
-}
 
 // Counts this block's call; every thread gets its number.
 __device__ __forceinline__ uint32_t begin_call(const ar_args &g)
@@ -53,21 +52,46 @@ __device__ __forceinline__ char *slot(const ar_args &g, int of, uint32_t epoch, 
     return g.buf[of] + signal_bytes() + (epoch & 1) * g.half + (size_t)r * g.slot;
 }
 
-// Block b of every rank waits here for the others: the stores before it
-// (this block's pushes) are visible to them after it.
-__device__ __forceinline__ void meet(const ar_args &g, uint32_t epoch)
+__device__ __forceinline__ uint32_t push_word(uint32_t w) { return w == EMPTY ? 0x80000000u : w; }
+__device__ __forceinline__ uint4 push_word(uint4 v)
 {
-    __syncthreads();
-    if (threadIdx.x < (unsigned)g.size) { // thread r signals rank r and waits for it
-        ar_signal *self = reinterpret_cast<ar_signal *>(g.buf[g.rank]);
-        ar_signal *peer = reinterpret_cast<ar_signal *>(g.buf[threadIdx.x]);
-        __threadfence_system();
-        store_release(&peer->arrived[blockIdx.x][g.rank], epoch);
-        while ((int32_t)(load_acquire(&self->arrived[blockIdx.x][threadIdx.x]) - epoch) < 0) {
-        }
-    }
-    __syncthreads();
+    return make_uint4(push_word(v.x), push_word(v.y), push_word(v.z), push_word(v.w));
 }
+__device__ __forceinline__ bool arrived(uint4 v) { return v.x != EMPTY && v.y != EMPTY && v.z != EMPTY && v.w != EMPTY; }
+
+// One poll of a slot's vector (volatile: each reads L2, where the peer's
+// stores land).
+__device__ __forceinline__ uint4 await_first(const uint4 *p)
+{
+    uint4 v;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p)
+                 : "memory");
+    return v;
+}
+
+// The scalar forms, for the tail of a message that is not whole vectors: a
+// bf16 element's empty value is AR_EMPTY's half, 0x8000 (-0.0).
+__device__ __forceinline__ float push_scalar(float x)
+{
+    return __uint_as_float(push_word(__float_as_uint(x)));
+}
+__device__ __forceinline__ bf16 push_scalar(bf16 x)
+{
+    const uint16_t u = __bfloat16_as_ushort(x);
+    return __ushort_as_bfloat16(u == 0x8000u ? 0 : u);
+}
+__device__ __forceinline__ bool arrived_scalar(float x) { return __float_as_uint(x) != EMPTY; }
+__device__ __forceinline__ bool arrived_scalar(bf16 x) { return __bfloat16_as_ushort(x) != 0x8000u; }
+__device__ __forceinline__ float load_volatile(const float *p) { return *reinterpret_cast<const volatile float *>(p); }
+__device__ __forceinline__ bf16 load_volatile(const bf16 *p)
+{
+    return __ushort_as_bfloat16(*reinterpret_cast<const volatile unsigned short *>(p));
+}
+template <typename T> __device__ __forceinline__ T empty_scalar();
+template <> __device__ __forceinline__ float empty_scalar<float>() { return __uint_as_float(EMPTY); }
+template <> __device__ __forceinline__ bf16 empty_scalar<bf16>() { return __ushort_as_bfloat16(0x8000u); }
 
 // Elements of T in a 16-byte vector, and T to and from f32.
 template <typename T> constexpr int per_vec() { return (int)(16 / sizeof(T)); }
@@ -77,30 +101,45 @@ template <typename T> __device__ __forceinline__ T of_f32(float x);
 template <> __device__ __forceinline__ bf16 of_f32<bf16>(float x) { return to_bf16(x); }
 template <> __device__ __forceinline__ float of_f32<float>(float x) { return x; }
 
-// Vector i of this rank's message into its slot of every buffer.
+// Vector i of this rank's message into its slot of every peer's buffer
+// (its own is read from src again when summing).
 __device__ __forceinline__ void push_vec(const ar_args &g, uint32_t epoch, const void *src, size_t i)
 {
-    const uint4 v = reinterpret_cast<const uint4 *>(src)[i];
+    const uint4 v = push_word(reinterpret_cast<const uint4 *>(src)[i]);
     for (int r = 0; r < g.size; r++)
-        reinterpret_cast<uint4 *>(slot(g, r, epoch, g.rank))[i] = v;
+        if (r != g.rank)
+            reinterpret_cast<uint4 *>(slot(g, r, epoch, g.rank))[i] = v;
 }
 
 template <typename T> __device__ __forceinline__ void push1(const ar_args &g, uint32_t epoch, const T *src, size_t i)
 {
-    const T v = src[i];
+    const T v = push_scalar(src[i]);
     for (int r = 0; r < g.size; r++)
-        reinterpret_cast<T *>(slot(g, r, epoch, g.rank))[i] = v;
+        if (r != g.rank)
+            reinterpret_cast<T *>(slot(g, r, epoch, g.rank))[i] = v;
 }
 
-// The rank-order f32 sums of vector i's elements over the slots of this
-// rank's buffer.
-template <typename T> __device__ __forceinline__ void sum_vec(const ar_args &g, uint32_t epoch, size_t i, float *acc)
+// The rank-order f32 sums of vector i's elements: this rank's from src, as
+// pushed, the peers' from this rank's buffer once there; their slots are
+// emptied for the call after next.
+template <typename T>
+__device__ __forceinline__ void sum_vec(const ar_args &g, uint32_t epoch, const void *src, size_t i, float *acc)
 {
     uint4 v[AR_MAX_RANKS];
+    const uint4 *p[AR_MAX_RANKS];
 #pragma unroll
-    for (int r = 0; r < AR_MAX_RANKS; r++) // every load in flight before the first add
-        if (r < g.size)
-            v[r] = __ldcg(reinterpret_cast<const uint4 *>(slot(g, g.rank, epoch, r)) + i);
+    for (int r = 0; r < AR_MAX_RANKS; r++) // every load in flight before the first wait
+        if (r < g.size) {
+            p[r] = reinterpret_cast<const uint4 *>(slot(g, g.rank, epoch, r)) + i;
+            v[r] = r == g.rank ? push_word(reinterpret_cast<const uint4 *>(src)[i]) : await_first(p[r]);
+        }
+#pragma unroll
+    for (int r = 0; r < AR_MAX_RANKS; r++)
+        if (r < g.size && r != g.rank) {
+            while (!arrived(v[r]))
+                v[r] = await_first(p[r]);
+            *const_cast<uint4 *>(p[r]) = make_uint4(EMPTY, EMPTY, EMPTY, EMPTY);
+        }
 #pragma unroll
     for (int k = 0; k < per_vec<T>(); k++)
         acc[k] = 0.f;
@@ -114,11 +153,22 @@ template <typename T> __device__ __forceinline__ void sum_vec(const ar_args &g, 
         }
 }
 
-template <typename T> __device__ __forceinline__ float sum1(const ar_args &g, uint32_t epoch, size_t i)
+template <typename T> __device__ __forceinline__ float sum1(const ar_args &g, uint32_t epoch, const T *src, size_t i)
 {
     float acc = 0;
-    for (int r = 0; r < g.size; r++)
-        acc += as_f32(__ldcg(reinterpret_cast<const T *>(slot(g, g.rank, epoch, r)) + i));
+    for (int r = 0; r < g.size; r++) {
+        if (r == g.rank) {
+            acc += as_f32(push_scalar(src[i]));
+            continue;
+        }
+        T *p = reinterpret_cast<T *>(slot(g, g.rank, epoch, r)) + i;
+        T x;
+        do
+            x = load_volatile(p);
+        while (!arrived_scalar(x));
+        *p = empty_scalar<T>();
+        acc += as_f32(x);
+    }
     return acc;
 }
 
@@ -132,17 +182,16 @@ __global__ void __launch_bounds__(AR_THREADS) ar_one_shot_kernel(ar_args g, T *o
     const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     const bool tail = blockIdx.x == 0 && n % V; // block 0 also takes the last n % V elements
     if ((size_t)blockIdx.x * blockDim.x >= n_vec && !tail)
-        return; // no elements: nobody waits for this block
+        return; // no elements
     for (size_t i = first; i < n_vec; i += stride)
         push_vec(g, epoch, in, i);
     if (tail)
         for (size_t i = n_vec * V + threadIdx.x; i < n; i += blockDim.x)
             push1(g, epoch, in, i);
-    meet(g, epoch);
-    pdl_launch_dependents(); // the next kernel may load its weights while this one sums
-    for (size_t i = first; i < n_vec; i += stride) {
+    pdl_launch_dependents(); // the next kernel may load its weights while this one waits and sums
+    for (size_t i = first; i < n_vec; i += stride) { // in[i] is read before out[i] is written (out may be in)
         float acc[V];
-        sum_vec<T>(g, epoch, i, acc);
+        sum_vec<T>(g, epoch, in, i, acc);
         uint4 o;
         T *h = reinterpret_cast<T *>(&o);
 #pragma unroll
@@ -152,7 +201,7 @@ __global__ void __launch_bounds__(AR_THREADS) ar_one_shot_kernel(ar_args g, T *o
     }
     if (tail)
         for (size_t i = n_vec * V + threadIdx.x; i < n; i += blockDim.x)
-            out[i] = of_f32<T>(sum1<T>(g, epoch, i));
+            out[i] = of_f32<T>(sum1<T>(g, epoch, in, i));
 }
 
 // Rows of d (d % 4 == 0) of f32 partial sums: summed over the ranks in rank
@@ -182,13 +231,12 @@ __global__ void __launch_bounds__(1024) // norm_threads(d) <= 1024: at most 64 r
     for (int r = blockIdx.x; r < rows; r += gridDim.x)
         for (size_t i = threadIdx.x; i < dv; i += blockDim.x)
             push_vec(g, epoch, partial, (size_t)r * dv + i);
-    meet(g, epoch);
     pdl_launch_dependents();
     for (int r = blockIdx.x; r < rows; r += gridDim.x) {
         const size_t base = (size_t)r * d;
         for (size_t v = threadIdx.x; v < dv; v += blockDim.x) { // 16-byte loads, every rank's in flight at once
             float acc[4];
-            sum_vec<float>(g, epoch, base / 4 + v, acc);
+            sum_vec<float>(g, epoch, partial, base / 4 + v, acc);
 #pragma unroll
             for (int k = 0; k < 4; k++)
                 row[v * 4 + k] = round_bf16(acc[k]);
@@ -249,6 +297,26 @@ extern "C" cudaError_t ar_load_kernels(void)
 }
 
 extern "C" size_t ar_buffer_bytes(size_t half_bytes) { return signal_bytes() + 2 * half_bytes; }
+
+namespace {
+__global__ void fill_empty_kernel(uint32_t *p, size_t n)
+{
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)
+        p[i] = EMPTY;
+}
+} // namespace
+
+extern "C" cudaError_t ar_buffer_init(void *buf, size_t half_bytes, cudaStream_t stream)
+{
+    if (((uintptr_t)buf & 15) || half_bytes % 16)
+        return cudaErrorInvalidValue;
+    cudaError_t rc = cudaMemsetAsync(buf, 0, signal_bytes(), stream);
+    if (rc != cudaSuccess)
+        return rc;
+    fill_empty_kernel<<<1024, 256, 0, stream>>>(reinterpret_cast<uint32_t *>(static_cast<char *>(buf) + signal_bytes()),
+                                                2 * half_bytes / 4);
+    return cudaGetLastError();
+}
 
 template <typename T> static cudaError_t one_shot(const struct ar_group *g, void *out, const void *in, size_t n,
                                                   cudaStream_t stream)

@@ -19,10 +19,13 @@ extern "C" {
 
 enum { AR_MAX_RANKS = 8, AR_BLOCKS = 64, AR_THREADS = 512 };
 
-/* Lives at the start of each rank's IPC buffer: peers write their arrival
- * into arrived[block][their rank]; epoch[block] counts this rank's calls. */
+/* Every 32-bit word of an empty slot (allreduce.cu says why a slot is empty
+ * when a peer writes it): as bf16, two -0.0; as f32, a negative denormal. */
+#define AR_EMPTY 0x80008000u
+
+/* Lives at the start of each rank's IPC buffer: epoch[block] counts this
+ * rank's calls. */
 struct ar_signal {
-    uint32_t arrived[AR_BLOCKS][AR_MAX_RANKS];
     uint32_t epoch[AR_BLOCKS];
 };
 
@@ -31,7 +34,9 @@ struct ar_signal {
  * of half_bytes for the data, each a slot per rank (half_bytes / size,
  * rounded down to 16): consecutive calls alternate halves, so a call never
  * overwrites what a slower peer may still be reading. Messages larger than
- * a slot go in slot-sized calls. */
+ * a slot go in slot-sized calls. A peer's data is known to be there when no
+ * word of it is AR_EMPTY, so the halves start empty (ar_buffer_init) and
+ * every call empties what it read. */
 struct ar_group {
     char *buf[AR_MAX_RANKS];
     int rank, size;
@@ -41,6 +46,10 @@ struct ar_group {
 /* Bytes of an IPC buffer with halves of half_bytes. */
 size_t ar_buffer_bytes(size_t half_bytes);
 
+/* Makes buf (ar_buffer_bytes(half_bytes)) a fresh buffer: no calls counted,
+ * every slot empty. Every rank's must be done before any rank's first call. */
+cudaError_t ar_buffer_init(void *buf, size_t half_bytes, cudaStream_t stream);
+
 /* Loads the kernels below now. A kernel's first launch otherwise loads it
  * (CUDA's lazy loading), which waits for the device's running kernels: one
  * that spins at the flags for a rank whose launch sits behind the load would
@@ -49,7 +58,9 @@ cudaError_t ar_load_kernels(void);
 
 /* out[i] := sum over ranks r (in rank order, fp32) of rank r's in[i], for n
  * bf16 elements; out may equal in (16-byte aligned). Every rank of the group
- * must make the same calls in the same order. */
+ * must make the same calls in the same order. A zero may come out with the
+ * other sign than the exact sum's (allreduce.cu: data that looks empty is
+ * sent as -0.0); every rank gets the same bits. */
 cudaError_t launch_ar_one_shot(const struct ar_group *g, void *out, const void *in, size_t n, cudaStream_t stream);
 /* The same for f32 elements (no rounding). */
 cudaError_t launch_ar_one_shot_f32(const struct ar_group *g, float *out, const float *in, size_t n,

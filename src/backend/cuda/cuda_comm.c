@@ -275,7 +275,7 @@ static int open_ipc(struct cuda_comm *cc, cudaStream_t s, struct err *e)
     const size_t bytes = ar_buffer_bytes(IPC_HALF_BYTES);
     cc->group = (struct ar_group){.rank = me, .size = N, .half_bytes = IPC_HALF_BYTES};
     CUDA_TRY(cudaMalloc((void **)&cc->group.buf[me], bytes), e);
-    CUDA_TRY(cudaMemsetAsync(cc->group.buf[me], 0, bytes, s), e);
+    CUDA_TRY(ar_buffer_init(cc->group.buf[me], IPC_HALF_BYTES, s), e);
     cudaIpcMemHandle_t mine, *all = xcalloc((size_t)N, sizeof *all);
     void *dev = NULL;
     int32_t *ok_dev = NULL, ok = 1;
@@ -287,7 +287,7 @@ static int open_ipc(struct cuda_comm *cc, cudaStream_t s, struct err *e)
         err_set(e, "CUDA IPC: cannot export this rank's buffer");
         goto done;
     }
-    /* the all-gather also orders every rank's zeroing before any peer's first flag */
+    /* the all-gather also orders every rank's emptying before any peer's first push */
     if (nccl.AllGather((char *)dev + (size_t)me * sizeof mine, dev, sizeof mine, ncclChar, cc->nccl, s) !=
             ncclSuccess ||
         cudaMemcpyAsync(all, dev, (size_t)N * sizeof mine, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
