@@ -20,7 +20,7 @@
 #include "backend/cuda/kernels.h"
 #include "gpu_test.h"
 
-enum { HALF_BYTES = 1 << 20 };
+enum { HALF_BYTES = 4 << 20 }; /* a slot holds a batch-64 f32 sum (768 KiB for Llama) at 4 ranks */
 
 struct peers {
     int n;
@@ -554,8 +554,8 @@ static double time_in_graphs(struct peers *p, int what, size_t n, void **bufs, v
 
 GPU_TEST(bench_allreduce_in_graphs)
 {
-    static const size_t sizes[] = {1152, 2560, 3072, 3072 * 8, 3072 * 64};
-    const size_t max_n = 3072 * 64;
+    static const size_t sizes[] = {1152, 2560, 3072, 3072 * 8, 3072 * 64, 3072 * 128};
+    const size_t max_n = 3072 * 128;
     struct peers p;
     if (peers_open(&p, max_n, ctx->msg, sizeof ctx->msg))
         return 0;

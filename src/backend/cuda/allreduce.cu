@@ -3,8 +3,8 @@
 // Push, then sum locally, with no flags (the Lamport scheme of TensorRT-LLM's
 // low-latency all-reduce): an empty slot holds AR_EMPTY in every 32-bit word,
 // block b of every rank writes its share of the elements (the same share on
-// every rank: a fixed grid and a grid-stride loop) into slot `rank` of each
-// peer's buffer, and each thread polls the words it will add in its own
+// every rank: a grid set by the message size, a grid-stride loop) into slot
+// `rank` of each peer's buffer, and each thread polls the words it will add in its own
 // buffer until none is AR_EMPTY, adds its own value and the peers' in rank
 // order, and writes AR_EMPTY back. One crossing of the link a call, where a
 // flag barrier needs the data's, a fence's round trip and the flag's.
@@ -36,12 +36,19 @@ struct ar_args {
     size_t half, slot; // bytes of a half, of one rank's slot in it
 };
 
-// Counts this block's call; every thread gets its number.
+// Counts this block's call; every thread gets its number. Block 0 also
+// counts it for the blocks this call does not launch, so every block's count
+// stays the same and consecutive calls alternate halves wherever their
+// elements fall.
 __device__ __forceinline__ uint32_t begin_call(const ar_args &g)
 {
     __shared__ uint32_t epoch;
+    ar_signal *s = reinterpret_cast<ar_signal *>(g.buf[g.rank]);
+    if (blockIdx.x == 0)
+        for (unsigned b = gridDim.x + threadIdx.x; b < AR_BLOCKS; b += blockDim.x)
+            s->epoch[b]++;
     if (threadIdx.x == 0)
-        epoch = ++reinterpret_cast<ar_signal *>(g.buf[g.rank])->epoch[blockIdx.x];
+        epoch = ++s->epoch[blockIdx.x];
     __syncthreads();
     return epoch;
 }
@@ -327,7 +334,9 @@ template <typename T> static cudaError_t one_shot(const struct ar_group *g, void
     const size_t piece = a.slot / sizeof(T);
     for (size_t at = 0; at < n; at += piece) { // a call per slot-sized piece (whole vectors, so in stays aligned)
         const size_t k = n - at < piece ? n - at : piece;
-        cudaError_t rc = launch_pdl(ar_one_shot_kernel<T>, AR_BLOCKS, AR_THREADS, 0, stream, a,
+        const size_t vecs = (k + per_vec<T>() - 1) / per_vec<T>(), need = (vecs + AR_THREADS - 1) / AR_THREADS;
+        const unsigned blocks = need < AR_BLOCKS ? (unsigned)need : (unsigned)AR_BLOCKS;
+        cudaError_t rc = launch_pdl(ar_one_shot_kernel<T>, blocks, AR_THREADS, 0, stream, a,
                                     static_cast<T *>(out) + at, static_cast<const T *>(in) + at, k);
         if (rc != cudaSuccess)
             return rc;
@@ -362,7 +371,8 @@ extern "C" cudaError_t launch_ar_fold(const struct ar_group *g, void *residual, 
     for (int at = 0; at < rows; at += per_call) {
         const int k = rows - at < per_call ? rows - at : per_call;
         const size_t off = (size_t)at * d;
-        cudaError_t rc = launch_pdl(w_delta ? ar_fold_kernel<true> : ar_fold_kernel<false>, AR_BLOCKS,
+        cudaError_t rc = launch_pdl(w_delta ? ar_fold_kernel<true> : ar_fold_kernel<false>,
+                                    k < AR_BLOCKS ? (unsigned)k : (unsigned)AR_BLOCKS,
                                     norm_threads(d), smem, stream, a, static_cast<bf16 *>(out) + off,
                                     static_cast<bf16 *>(residual) + off, partial + off, static_cast<const bf16 *>(w),
                                     static_cast<const bf16 *>(w_delta), k, d, eps, plus_one, preload);

@@ -17,14 +17,16 @@
 extern "C" {
 #endif
 
-enum { AR_MAX_RANKS = 8, AR_BLOCKS = 64, AR_THREADS = 512 };
+/* A call launches as many blocks of AR_THREADS as its 16-byte vectors need
+ * (one each), at most AR_BLOCKS (each thread then takes several). */
+enum { AR_MAX_RANKS = 8, AR_BLOCKS = 256, AR_THREADS = 512 };
 
 /* Every 32-bit word of an empty slot (allreduce.cu says why a slot is empty
  * when a peer writes it): as bf16, two -0.0; as f32, a negative denormal. */
 #define AR_EMPTY 0x80008000u
 
 /* Lives at the start of each rank's IPC buffer: epoch[block] counts this
- * rank's calls. */
+ * rank's calls (every call counts in every block, launched or not). */
 struct ar_signal {
     uint32_t epoch[AR_BLOCKS];
 };
