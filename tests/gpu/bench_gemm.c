@@ -15,6 +15,7 @@
  *   matmul + gated_act against gated_matmul and the gated GEMV's variants.
  * Shapes are timed as graphs of many calls that rotate over enough weight
  * copies (>= 256 MB) that L2 (50 MB) never holds them; medians of replays. */
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 
@@ -539,5 +540,117 @@ GPU_TEST(bench_gemm_gated)
         CHECK(cudaFree(g.act_out) == cudaSuccess);
         bench_free(&g.b);
     }
+    return 0;
+}
+
+/* cuBLASLt's own candidates at the skinny M of large-batch decode (issue
+ * 15: a TP rank's projections are narrower, so fewer CTAs stream them): the
+ * heuristic's first algorithm (what cuda_gemm.c runs) against the fastest of
+ * its first 16, per projection of Llama-3.2-3B and Qwen3-4B at TP 1, 2 and 4
+ * (out f32 for o and down at TP > 1, as matmul_f32 makes them). */
+struct lt_call {
+    cublasLtHandle_t lt;
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+    void *ws;
+    size_t ws_bytes;
+    cudaStream_t s;
+    char *w;
+    size_t stride;
+    int n_w, next;
+    void *x, *out;
+};
+
+static void lt_call_run(void *arg)
+{
+    struct lt_call *c = arg;
+    const float one = 1.f, zero = 0.f;
+    const char *w = c->w + (size_t)c->next * c->stride;
+    c->next = (c->next + 1) % c->n_w;
+    CHECK(cublasLtMatmul(c->lt, c->desc, &one, w, c->a, c->x, c->b, &zero, c->out, c->c, c->out, c->c, &c->algo,
+                         c->ws, c->ws_bytes, c->s) == CUBLAS_STATUS_SUCCESS);
+}
+
+GPU_TEST(bench_gemm_lt_candidates)
+{
+    enum { MAX_ALGOS = 16 };
+    static const int ms[] = {32, 64, 128}, tps[] = {1, 2, 4};
+    struct rand_pool pool = rand_pool_make(ctx);
+    struct lt_call c = {.s = cuda_stream(ctx->cuda), .ws_bytes = (size_t)32 << 20};
+    CHECK(cublasLtCreate(&c.lt) == CUBLAS_STATUS_SUCCESS);
+    c.ws = dev_alloc(c.ws_bytes);
+    printf("cuBLASLt at skinny M: its first algorithm against the best of its first %d (graph of calls over "
+           ">= 256 MB of weight copies, median; GB/s of weights)\n",
+           MAX_ALGOS);
+    printf("%-13s %2s %-8s %13s %4s | %8s %6s | %8s %6s %4s | %5s\n", "model", "tp", "op", "N x K", "M", "first",
+           "GB/s", "best", "GB/s", "#", "gain");
+    for (int mi = 0; mi < 2; mi++)
+        for (int ti = 0; ti < 3; ti++)
+            for (int op = 0; op < 4; op++) {
+                const struct model_shapes *md = &models[mi];
+                const int tp = tps[ti];
+                const int64_t h = md->hidden;
+                int64_t n = 0, k = 0;
+                int f32 = 0;
+                const char *name = op == 0 ? "q|k|v" : op == 1 ? "o" : op == 2 ? "gate|up" : "down";
+                if (op == 0)
+                    n = (md->q + 2 * md->kv) / tp, k = h;
+                else if (op == 1)
+                    n = h, k = md->q / tp, f32 = tp > 1;
+                else if (op == 2)
+                    n = 2 * md->inter / tp, k = h;
+                else
+                    n = h, k = md->inter / tp, f32 = tp > 1;
+                struct bench_gemm b = bench_setup(ctx, &pool, n, k, 128, 1);
+                c.w = b.w, c.stride = b.stride, c.n_w = b.n_w, c.next = 0, c.x = b.x, c.out = b.out;
+                for (int m_i = 0; m_i < 3; m_i++) {
+                    const int m = ms[m_i];
+                    const cublasOperation_t op_t = CUBLAS_OP_T, op_n = CUBLAS_OP_N;
+                    const cudaDataType_t ot = f32 ? CUDA_R_32F : CUDA_R_16BF;
+                    CHECK(cublasLtMatmulDescCreate(&c.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS);
+                    CHECK(cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_t, sizeof op_t) ==
+                          CUBLAS_STATUS_SUCCESS);
+                    CHECK(cublasLtMatmulDescSetAttribute(c.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_n, sizeof op_n) ==
+                          CUBLAS_STATUS_SUCCESS);
+                    CHECK(cublasLtMatrixLayoutCreate(&c.a, CUDA_R_16BF, (uint64_t)k, (uint64_t)n, k) ==
+                          CUBLAS_STATUS_SUCCESS);
+                    CHECK(cublasLtMatrixLayoutCreate(&c.b, CUDA_R_16BF, (uint64_t)k, (uint64_t)m, k) ==
+                          CUBLAS_STATUS_SUCCESS);
+                    CHECK(cublasLtMatrixLayoutCreate(&c.c, ot, (uint64_t)n, (uint64_t)m, n) == CUBLAS_STATUS_SUCCESS);
+                    cublasLtMatmulPreference_t pref;
+                    CHECK(cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS);
+                    CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                               &c.ws_bytes, sizeof c.ws_bytes) ==
+                          CUBLAS_STATUS_SUCCESS);
+                    cublasLtMatmulHeuristicResult_t res[MAX_ALGOS];
+                    int found = 0;
+                    CHECK(cublasLtMatmulAlgoGetHeuristic(c.lt, c.desc, c.a, c.b, c.c, c.c, pref, MAX_ALGOS, res,
+                                                         &found) == CUBLAS_STATUS_SUCCESS);
+                    cublasLtMatmulPreferenceDestroy(pref);
+                    double first = 0, best = 1e30;
+                    int best_i = -1;
+                    for (int i = 0; i < found; i++) {
+                        if (res[i].state != CUBLAS_STATUS_SUCCESS)
+                            continue;
+                        c.algo = res[i].algo;
+                        const double us = time_graph_us(ctx, lt_call_run, &c, c.n_w < 8 ? 8 : c.n_w, 10);
+                        if (i == 0)
+                            first = us;
+                        if (us < best)
+                            best = us, best_i = i;
+                    }
+                    const double gb = (double)(n * k) * 2 / 1e3;
+                    printf("%-13s %2d %-8s %6lldx%-6lld %4d | %8.2f %6.0f | %8.2f %6.0f %4d | %4.2fx\n", md->name, tp,
+                           name, (long long)n, (long long)k, m, first, gb / first, best, gb / best, best_i,
+                           first / best);
+                    fflush(stdout);
+                    cublasLtMatrixLayoutDestroy(c.a), cublasLtMatrixLayoutDestroy(c.b);
+                    cublasLtMatrixLayoutDestroy(c.c), cublasLtMatmulDescDestroy(c.desc);
+                }
+                bench_free(&b);
+            }
+    CHECK(cudaFree(c.ws) == cudaSuccess);
+    cublasLtDestroy(c.lt);
     return 0;
 }
