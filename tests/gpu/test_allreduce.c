@@ -271,6 +271,124 @@ GPU_TEST(allreduce_one_shot_f32_equals_rank_order_sum)
     return failed;
 }
 
+/* The two-shot form: the one-shot's bits (the rank-order f32 sum, a word
+ * equal to AR_EMPTY counted as -0.0) for f32 and bf16, in place and not,
+ * the fewest vectors it takes (N * N), a vector count N does not divide, a
+ * message in two calls; a one-shot call after each on the same buffers. */
+GPU_TEST(allreduce_two_shot_equals_rank_order_sum)
+{
+    struct peers p;
+    const size_t max_n = 600000; /* f32: past one call's N slices of a slot at 2 ranks */
+    if (peers_open(&p, max_n * 2, ctx->msg, sizeof ctx->msg))
+        return 0;
+    const size_t N = (size_t)p.n;
+    const size_t sizes[] = {4 * N * N, 3072 * 64, 3072 * 64 + 4 * 7, max_n}; /* f32 elements */
+    /* bf16 calls take twice the elements (the same bytes) */
+    float *host[AR_MAX_RANKS], *got = malloc(max_n * 4), *want = malloc(2 * max_n * 4);
+    for (int d = 0; d < p.n; d++) {
+        host[d] = gpu_rand_f32(ctx, 2 * max_n, 1.f);
+        const uint32_t empty = AR_EMPTY;
+        for (size_t i = 0; i < max_n; i++)
+            if (i % 211 == 9 || (d == 0 && i % 199 == 4))
+                memcpy(&host[d][i], &empty, 4);
+    }
+    int failed = 0, calls = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0] && !failed; si++)
+        for (int form = 0; form < 4 && !failed; form++, calls++) { /* f32 / bf16, in place or not */
+            const int bf = form >= 2, in_place = form & 1;
+            const size_t n = bf ? 2 * sizes[si] : sizes[si], es = bf ? 2 : 4; /* the same bytes */
+            if (!ar_two_shot_fits(&p.g[0], n, es)) {
+                snprintf(ctx->msg, sizeof ctx->msg, "%zu elements of %zu bytes do not fit the two-shot", n, es);
+                failed = 1;
+                break;
+            }
+            uint16_t *hb[AR_MAX_RANKS] = {0};
+            for (size_t i = 0; i < n; i++) {
+                float a = 0;
+                for (int d = 0; d < p.n; d++) {
+                    float x;
+                    uint32_t u;
+                    if (bf) {
+                        if (i == 0)
+                            hb[d] = gpu_to_bf16(host[d], n);
+                        x = bf16_to_f32(hb[d][i]);
+                    } else {
+                        memcpy(&u, &host[d][i], 4);
+                        x = u == AR_EMPTY ? -0.0f : host[d][i];
+                    }
+                    a += x;
+                }
+                want[i] = a;
+            }
+            uint16_t *want_bf = bf ? gpu_to_bf16(want, n) : NULL;
+            for (int d = 0; d < p.n; d++) {
+                CHECK(cudaSetDevice(d) == cudaSuccess);
+                CHECK(cudaMemcpy(p.in[d], bf ? (void *)hb[d] : (void *)host[d], n * es, cudaMemcpyHostToDevice) ==
+                      cudaSuccess);
+                CHECK(cudaMemset(p.out[d], 0xff, n * es) == cudaSuccess);
+                CHECK(cudaDeviceSynchronize() == cudaSuccess);
+            }
+            for (int d = 0; d < p.n; d++) {
+                CHECK(cudaSetDevice(d) == cudaSuccess);
+                void *out = in_place ? p.in[d] : p.out[d];
+                CHECK((bf ? launch_ar_two_shot(&p.g[d], out, p.in[d], n, p.s[d])
+                          : launch_ar_two_shot_f32(&p.g[d], out, p.in[d], n, p.s[d])) == cudaSuccess);
+            }
+            for (int d = 0; d < p.n && !failed; d++) {
+                CHECK(cudaSetDevice(d) == cudaSuccess && cudaStreamSynchronize(p.s[d]) == cudaSuccess);
+                CHECK(cudaMemcpy(got, in_place ? p.in[d] : p.out[d], n * es, cudaMemcpyDeviceToHost) == cudaSuccess);
+                for (size_t i = 0; i < n; i++) {
+                    const int bad = bf ? (((uint16_t *)got)[i] != want_bf[i] &&
+                                          ((((uint16_t *)got)[i] | want_bf[i]) & 0x7fff))
+                                       : memcmp(&got[i], &want[i], 4) != 0;
+                    if (bad) {
+                        snprintf(ctx->msg, sizeof ctx->msg,
+                                 "%d GPUs, %zu %s elements%s: rank %d element %zu differs from the rank-order sum",
+                                 p.n, n, bf ? "bf16" : "f32", in_place ? " in place" : "", d, i);
+                        failed = 1;
+                        break;
+                    }
+                }
+            }
+            /* a one-shot call after it on the same buffers */
+            for (int d = 0; d < p.n && !failed; d++) {
+                CHECK(cudaSetDevice(d) == cudaSuccess);
+                CHECK(cudaMemcpy(p.in[d], host[d], 3072 * 4, cudaMemcpyHostToDevice) == cudaSuccess);
+                CHECK(launch_ar_one_shot_f32(&p.g[d], p.out[d], p.in[d], 3072, p.s[d]) == cudaSuccess);
+            }
+            for (int d = 0; d < p.n && !failed; d++) {
+                CHECK(cudaSetDevice(d) == cudaSuccess && cudaStreamSynchronize(p.s[d]) == cudaSuccess);
+                CHECK(cudaMemcpy(got, p.out[d], 3072 * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+                for (size_t i = 0; i < 3072 && !failed; i++) {
+                    float a = 0;
+                    for (int q = 0; q < p.n; q++) {
+                        uint32_t u;
+                        memcpy(&u, &host[q][i], 4);
+                        a += u == AR_EMPTY ? -0.0f : host[q][i];
+                    }
+                    if (memcmp(&got[i], &a, 4)) {
+                        snprintf(ctx->msg, sizeof ctx->msg,
+                                 "%d GPUs: the one-shot after a two-shot of %zu elements: rank %d element %zu wrong",
+                                 p.n, n, d, i);
+                        failed = 1;
+                    }
+                }
+            }
+            for (int d = 0; d < p.n; d++)
+                free(hb[d]);
+            free(want_bf);
+        }
+    if (!failed)
+        snprintf(ctx->msg, sizeof ctx->msg,
+                 "%d GPUs, %d calls (f32 and bf16, %zu to %zu vectors), every rank bit-equal to the rank-order sum",
+                 p.n, calls, 4 * N * N / 4, max_n / 4);
+    for (int d = 0; d < p.n; d++)
+        free(host[d]);
+    free(got), free(want);
+    peers_close(&p);
+    return failed;
+}
+
 GPU_TEST(allreduce_sum_parts_equals_rank_order_sum)
 {
     const int N = 3;
@@ -496,7 +614,7 @@ GPU_TEST(allreduce_fold_equals_all_reduce_then_norm)
 }
 
 /* K calls of what in one graph per GPU, the graphs launched together: us per
- * call on GPU 0, the best of 5. what: 0 one-shot of n bf16 elements, 1
+ * call on GPU 0, the best of 5. what: 0 one-shot of n bf16 elements (3: two-shot), 1
  * folded (f32 partials part32, a row of d = n), 2 add_rmsnorm alone (no
  * communication, for scale). */
 static double time_in_graphs(struct peers *p, int what, size_t n, void **bufs, void **part32, void **res, void **out,
@@ -509,7 +627,8 @@ static double time_in_graphs(struct peers *p, int what, size_t n, void **bufs, v
         CHECK(cudaSetDevice(g) == cudaSuccess);
         CHECK(cudaStreamBeginCapture(p->s[g], cudaStreamCaptureModeThreadLocal) == cudaSuccess);
         for (int k = 0; k < K; k++)
-            CHECK((what == 0   ? launch_ar_one_shot(&p->g[g], bufs[g], bufs[g], n, p->s[g])
+            CHECK((what == 3   ? launch_ar_two_shot(&p->g[g], bufs[g], bufs[g], n, p->s[g])
+                   : what == 0 ? launch_ar_one_shot(&p->g[g], bufs[g], bufs[g], n, p->s[g])
                    : what == 1 ? launch_ar_fold(&p->g[g], res[g], part32[g], NULL, out[g], w[g], 1, (int)n, 1e-6f, 0,
                                                 p->s[g])
                                : launch_add_rmsnorm(res[g], bufs[g], out[g], w[g], 1, (int)n, 1e-6f, 0, p->s[g])) ==
@@ -571,16 +690,18 @@ GPU_TEST(bench_allreduce_in_graphs)
         part32[g] = dev_copy(h32, 8192 * sizeof(float));
     }
     printf("all-reduce over %d GPUs inside CUDA graphs (50 calls a graph, one graph per GPU), us per call:\n", p.n);
-    printf("  %8s %10s %10s %14s %12s\n", "elements", "KiB bf16", "one-shot", "folded (f32)", "norm alone");
+    printf("  %8s %10s %10s %14s %12s %10s\n", "elements", "KiB bf16", "one-shot", "folded (f32)", "norm alone",
+           "two-shot");
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         const size_t n = sizes[i];
         double one = time_in_graphs(&p, 0, n, p.in, part32, res, out, w);
         if (n <= 8192) {
             double fold = time_in_graphs(&p, 1, n, p.in, part32, res, out, w);
             double norm = time_in_graphs(&p, 2, n, p.in, part32, res, out, w);
-            printf("  %8zu %10.1f %10.2f %14.2f %12.2f\n", n, n * 2 / 1024.0, one, fold, norm);
+            printf("  %8zu %10.1f %10.2f %14.2f %12.2f %10s\n", n, n * 2 / 1024.0, one, fold, norm, "-");
         } else {
-            printf("  %8zu %10.1f %10.2f %14s %12s\n", n, n * 2 / 1024.0, one, "-", "-");
+            double two = time_in_graphs(&p, 3, n, p.in, part32, res, out, w);
+            printf("  %8zu %10.1f %10.2f %14s %12s %10.2f\n", n, n * 2 / 1024.0, one, "-", "-", two);
         }
     }
     for (int g = 0; g < p.n; g++) {

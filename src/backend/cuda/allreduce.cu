@@ -211,6 +211,80 @@ __global__ void __launch_bounds__(AR_THREADS) ar_one_shot_kernel(ar_args g, T *o
             out[i] = of_f32<T>(sum1<T>(g, epoch, in, i));
 }
 
+// The two-shot form, for large messages at 4 ranks and more: the vectors in
+// N slices, slice j summed by rank j (reduce-scatter: each rank sends slice
+// j of its message to rank j only), then sent to every rank (all-gather):
+// (N - 1) / N of the message out of each rank twice, where the one-shot
+// sends N - 1 whole copies. Rank j sums its slice in rank order, as the
+// one-shot does, so the bits are the one-shot's. In a slot, vectors [0, L)
+// take the reduce-scatter's data and [L, 2L) the all-gather's. The host uses
+// it only where every slice has vectors (n_vec >= N * N), so every rank
+// waits for every other each call, as the one-shot's halves need.
+template <typename T>
+__global__ void __launch_bounds__(AR_THREADS) ar_two_shot_kernel(ar_args g, T *out, const T *in, size_t n_vec)
+{
+    const uint32_t epoch = begin_call(g);
+    pdl_wait(); // in is the previous kernel's output
+    const size_t L = (n_vec + g.size - 1) / g.size, stride = (size_t)gridDim.x * blockDim.x;
+    const size_t first = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    const uint4 *src = reinterpret_cast<const uint4 *>(in);
+    uint4 *dst = reinterpret_cast<uint4 *>(out);
+    // each thread keeps the same i through the phases, so out may be in
+    for (size_t i = first; i < L; i += stride)
+        for (int j = 0; j < g.size; j++)
+            if (j != g.rank && (size_t)j * L + i < n_vec)
+                reinterpret_cast<uint4 *>(slot(g, j, epoch, g.rank))[i] = push_word(src[(size_t)j * L + i]);
+    for (size_t i = first; i < L && (size_t)g.rank * L + i < n_vec; i += stride) {
+        const size_t v = (size_t)g.rank * L + i;
+        uint4 w[AR_MAX_RANKS];
+        const uint4 *p[AR_MAX_RANKS];
+#pragma unroll
+        for (int r = 0; r < AR_MAX_RANKS; r++)
+            if (r < g.size) {
+                p[r] = reinterpret_cast<const uint4 *>(slot(g, g.rank, epoch, r)) + i;
+                w[r] = r == g.rank ? push_word(src[v]) : await_first(p[r]);
+            }
+        float acc[per_vec<T>()];
+#pragma unroll
+        for (int k = 0; k < per_vec<T>(); k++)
+            acc[k] = 0.f;
+#pragma unroll
+        for (int r = 0; r < AR_MAX_RANKS; r++)
+            if (r < g.size) {
+                if (r != g.rank) {
+                    while (!arrived(w[r]))
+                        w[r] = await_first(p[r]);
+                    *const_cast<uint4 *>(p[r]) = make_uint4(EMPTY, EMPTY, EMPTY, EMPTY);
+                }
+                const T *h = reinterpret_cast<const T *>(&w[r]);
+#pragma unroll
+                for (int k = 0; k < per_vec<T>(); k++)
+                    acc[k] += as_f32(h[k]);
+            }
+        uint4 o;
+        T *h = reinterpret_cast<T *>(&o);
+#pragma unroll
+        for (int k = 0; k < per_vec<T>(); k++)
+            h[k] = of_f32<T>(acc[k]);
+        o = push_word(o); // what the peers get, so every rank writes the same bits
+        for (int r = 0; r < g.size; r++)
+            if (r != g.rank)
+                reinterpret_cast<uint4 *>(slot(g, r, epoch, g.rank))[L + i] = o;
+        dst[v] = o;
+    }
+    pdl_launch_dependents();
+    for (size_t i = first; i < L; i += stride)
+        for (int q = 0; q < g.size; q++)
+            if (q != g.rank && (size_t)q * L + i < n_vec) {
+                uint4 *p = reinterpret_cast<uint4 *>(slot(g, g.rank, epoch, q)) + L + i;
+                uint4 w = await_first(p);
+                while (!arrived(w))
+                    w = await_first(p);
+                *p = make_uint4(EMPTY, EMPTY, EMPTY, EMPTY);
+                dst[(size_t)q * L + i] = w;
+            }
+}
+
 // Rows of d (d % 4 == 0) of f32 partial sums: summed over the ranks in rank
 // order and rounded to bf16 once (what one GPU's projection gives), then
 // folded as rmsnorm_kernel's modes 1 / 2 fold an f32 delta: the same bits as
@@ -300,6 +374,10 @@ extern "C" cudaError_t ar_load_kernels(void)
         rc = cudaFuncGetAttributes(&attr, ar_fold_kernel<true>);
     if (rc == cudaSuccess)
         rc = cudaFuncGetAttributes(&attr, ar_fold_kernel<false>);
+    if (rc == cudaSuccess)
+        rc = cudaFuncGetAttributes(&attr, ar_two_shot_kernel<bf16>);
+    if (rc == cudaSuccess)
+        rc = cudaFuncGetAttributes(&attr, ar_two_shot_kernel<float>);
     return rc;
 }
 
@@ -342,6 +420,49 @@ template <typename T> static cudaError_t one_shot(const struct ar_group *g, void
             return rc;
     }
     return cudaSuccess;
+}
+
+template <typename T> static cudaError_t two_shot(const struct ar_group *g, void *out, const void *in, size_t n,
+                                                  cudaStream_t stream)
+{
+    ar_args a;
+    if (args_of(g, &a) || ((uintptr_t)in & 15) || ((uintptr_t)out & 15) || n % per_vec<T>())
+        return cudaErrorInvalidValue;
+    const size_t n_vec = n / per_vec<T>(), N = (size_t)a.size;
+    const size_t per_call = a.slot / 16 / 2 * N; // a slot holds a slice twice
+    if (n_vec < N * N || per_call < 2 * N * N)
+        return cudaErrorInvalidValue;
+    for (size_t at = 0; at < n_vec; at += per_call) {
+        size_t k = n_vec - at < per_call ? n_vec - at : per_call;
+        if (n_vec - at - k != 0 && n_vec - at - k < N * N) // no short last call
+            k -= N * N;
+        const size_t L = (k + N - 1) / N, need = (L + AR_THREADS - 1) / AR_THREADS;
+        const unsigned blocks = need < AR_BLOCKS ? (unsigned)need : (unsigned)AR_BLOCKS;
+        cudaError_t rc = launch_pdl(ar_two_shot_kernel<T>, blocks, AR_THREADS, 0, stream, a,
+                                    static_cast<T *>(out) + at * per_vec<T>(),
+                                    static_cast<const T *>(in) + at * per_vec<T>(), k);
+        if (rc != cudaSuccess)
+            return rc;
+    }
+    return cudaSuccess;
+}
+
+extern "C" int ar_two_shot_fits(const struct ar_group *g, size_t n, size_t elem_bytes)
+{
+    const size_t per = 16 / elem_bytes, N = (size_t)g->size;
+    return N >= 2 && n % per == 0 && n / per >= N * N && g->half_bytes / N / 16 / 2 * N >= 2 * N * N;
+}
+
+extern "C" cudaError_t launch_ar_two_shot(const struct ar_group *g, void *out, const void *in, size_t n,
+                                          cudaStream_t stream)
+{
+    return two_shot<bf16>(g, out, in, n, stream);
+}
+
+extern "C" cudaError_t launch_ar_two_shot_f32(const struct ar_group *g, float *out, const float *in, size_t n,
+                                              cudaStream_t stream)
+{
+    return two_shot<float>(g, out, in, n, stream);
 }
 
 extern "C" cudaError_t launch_ar_one_shot(const struct ar_group *g, void *out, const void *in, size_t n,

@@ -68,6 +68,15 @@ cudaError_t launch_ar_one_shot(const struct ar_group *g, void *out, const void *
 cudaError_t launch_ar_one_shot_f32(const struct ar_group *g, float *out, const float *in, size_t n,
                                    cudaStream_t stream);
 
+/* The same sums (the same bits) in two rounds for large messages: each
+ * rank sums a 1/N slice in rank order and sends it to the others, so each
+ * rank sends 2 (N - 1) / N of the message instead of N - 1 copies. Needs
+ * whole 16-byte vectors, at least N * N of them (ar_two_shot_fits). */
+int ar_two_shot_fits(const struct ar_group *g, size_t n, size_t elem_bytes);
+cudaError_t launch_ar_two_shot(const struct ar_group *g, void *out, const void *in, size_t n, cudaStream_t stream);
+cudaError_t launch_ar_two_shot_f32(const struct ar_group *g, float *out, const float *in, size_t n,
+                                   cudaStream_t stream);
+
 /* The all-reduce of f32 partial sums partial[rows, d] (d % 4 == 0), folded
  * into the residual stream: o = the rank-order sum rounded once to bf16;
  * with w_delta (Gemma's sandwich norm) o = rmsnorm(o; w_delta); residual +=

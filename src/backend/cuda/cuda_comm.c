@@ -124,6 +124,10 @@ enum {
      * (a batch-64 Llama sum is 768 KiB); on 2x H100 1 MiB against 512 KiB:
      * batch-64 decode 18.9k against 18.2k tok/s (docs/benchmarks.md) */
     ONE_SHOT_MAX_DEFAULT = 1 << 20,
+    /* from 4 ranks up, IPC sums of at least this many bytes go in two rounds
+     * (launch_ar_two_shot: 2 (N - 1) / N of the message out of each rank
+     * instead of N - 1 copies; at 2 ranks the same bytes in two rounds) */
+    TWO_SHOT_MIN_DEFAULT = 256 << 10,
 };
 
 struct cuda_comm {
@@ -133,6 +137,7 @@ struct cuda_comm {
     enum ar_path forced; /* AR_PATH_AUTO unless INFER_ALLREDUCE says */
     int batch_invariant;
     size_t one_shot_max; /* bytes */
+    size_t two_shot_min; /* bytes; SIZE_MAX: never */
     int fold;            /* the one-shot all-reduce folds into the residual (INFER_AR_FOLD=1; off by default:
                           * one block a row does the fold's exchange, so at decode sizes the one-shot kernel
                           * over every block and then the norm kernel are faster, docs/benchmarks.md) */
@@ -164,8 +169,13 @@ static void cuda_comm_all_reduce(struct comm *c, void *buf, size_t n, enum dtype
     const size_t es = f32 ? 4 : 2, piece = IPC_HALF_BYTES / es; /* elements of an all-gather's piece */
     char *p = buf;
     switch (choose(cc, n * es)) {
-    case AR_PATH_IPC: /* in slot-sized calls */
-        CUDA_CHECK(f32 ? launch_ar_one_shot_f32(&cc->group, buf, buf, n, s) : launch_ar_one_shot(&cc->group, buf, buf, n, s));
+    case AR_PATH_IPC: /* in slot-sized calls; the two forms give the same bits */
+        if (n * es >= cc->two_shot_min && ar_two_shot_fits(&cc->group, n, es))
+            CUDA_CHECK(f32 ? launch_ar_two_shot_f32(&cc->group, buf, buf, n, s)
+                           : launch_ar_two_shot(&cc->group, buf, buf, n, s));
+        else
+            CUDA_CHECK(f32 ? launch_ar_one_shot_f32(&cc->group, buf, buf, n, s)
+                           : launch_ar_one_shot(&cc->group, buf, buf, n, s));
         break;
     case AR_PATH_NCCL:
         NCCL_CHECK(nccl.AllReduce(buf, buf, n, f32 ? ncclFloat32 : ncclBfloat16, ncclSum, cc->nccl, s));
@@ -353,7 +363,9 @@ static int read_env(struct cuda_comm *cc, struct err *e)
 {
     cc->forced = AR_PATH_AUTO;
     cc->one_shot_max = ONE_SHOT_MAX_DEFAULT;
-    const char *p = getenv("INFER_ALLREDUCE"), *m = getenv("INFER_AR_ONE_SHOT_MAX"), *f = getenv("INFER_AR_FOLD");
+    cc->two_shot_min = cc->c.size >= 4 ? TWO_SHOT_MIN_DEFAULT : SIZE_MAX;
+    const char *p = getenv("INFER_ALLREDUCE"), *m = getenv("INFER_AR_ONE_SHOT_MAX"), *f = getenv("INFER_AR_FOLD"),
+               *t = getenv("INFER_AR_TWO_SHOT_MIN");
     cc->fold = f && !strcmp(f, "1");
     if (p && *p) {
         int found = 0;
@@ -369,6 +381,13 @@ static int read_env(struct cuda_comm *cc, struct err *e)
         if (*end || v < 0)
             return err_set(e, "INFER_AR_ONE_SHOT_MAX: '%s' is not a byte count", m);
         cc->one_shot_max = (size_t)v;
+    }
+    if (t && *t) {
+        char *end;
+        long long v = strtoll(t, &end, 10);
+        if (*end || v < 0)
+            return err_set(e, "INFER_AR_TWO_SHOT_MIN: '%s' is not a byte count", t);
+        cc->two_shot_min = (size_t)v;
     }
     return 0;
 }
