@@ -78,6 +78,16 @@ __device__ __forceinline__ uint4 await_first(const uint4 *p)
     return v;
 }
 
+// A peer's vector at p once there (v: a poll already made), its slot
+// emptied for the call after next.
+__device__ __forceinline__ uint4 take_vec(uint4 *p, uint4 v)
+{
+    while (!arrived(v))
+        v = await_first(p);
+    *p = make_uint4(EMPTY, EMPTY, EMPTY, EMPTY);
+    return v;
+}
+
 // The scalar forms, for the tail of a message that is not whole vectors: a
 // bf16 element's empty value is AR_EMPTY's half, 0x8000 (-0.0).
 __device__ __forceinline__ float push_scalar(float x)
@@ -142,11 +152,8 @@ __device__ __forceinline__ void sum_vec(const ar_args &g, uint32_t epoch, const 
         }
 #pragma unroll
     for (int r = 0; r < AR_MAX_RANKS; r++)
-        if (r < g.size && r != g.rank) {
-            while (!arrived(v[r]))
-                v[r] = await_first(p[r]);
-            *const_cast<uint4 *>(p[r]) = make_uint4(EMPTY, EMPTY, EMPTY, EMPTY);
-        }
+        if (r < g.size && r != g.rank)
+            v[r] = take_vec(const_cast<uint4 *>(p[r]), v[r]);
 #pragma unroll
     for (int k = 0; k < per_vec<T>(); k++)
         acc[k] = 0.f;
@@ -236,31 +243,8 @@ __global__ void __launch_bounds__(AR_THREADS) ar_two_shot_kernel(ar_args g, T *o
                 reinterpret_cast<uint4 *>(slot(g, j, epoch, g.rank))[i] = push_word(src[(size_t)j * L + i]);
     for (size_t i = first; i < L && (size_t)g.rank * L + i < n_vec; i += stride) {
         const size_t v = (size_t)g.rank * L + i;
-        uint4 w[AR_MAX_RANKS];
-        const uint4 *p[AR_MAX_RANKS];
-#pragma unroll
-        for (int r = 0; r < AR_MAX_RANKS; r++)
-            if (r < g.size) {
-                p[r] = reinterpret_cast<const uint4 *>(slot(g, g.rank, epoch, r)) + i;
-                w[r] = r == g.rank ? push_word(src[v]) : await_first(p[r]);
-            }
         float acc[per_vec<T>()];
-#pragma unroll
-        for (int k = 0; k < per_vec<T>(); k++)
-            acc[k] = 0.f;
-#pragma unroll
-        for (int r = 0; r < AR_MAX_RANKS; r++)
-            if (r < g.size) {
-                if (r != g.rank) {
-                    while (!arrived(w[r]))
-                        w[r] = await_first(p[r]);
-                    *const_cast<uint4 *>(p[r]) = make_uint4(EMPTY, EMPTY, EMPTY, EMPTY);
-                }
-                const T *h = reinterpret_cast<const T *>(&w[r]);
-#pragma unroll
-                for (int k = 0; k < per_vec<T>(); k++)
-                    acc[k] += as_f32(h[k]);
-            }
+        sum_vec<T>(g, epoch, src + (size_t)g.rank * L, i, acc); // the peers' slice vectors sit at i
         uint4 o;
         T *h = reinterpret_cast<T *>(&o);
 #pragma unroll
@@ -277,11 +261,7 @@ __global__ void __launch_bounds__(AR_THREADS) ar_two_shot_kernel(ar_args g, T *o
         for (int q = 0; q < g.size; q++)
             if (q != g.rank && (size_t)q * L + i < n_vec) {
                 uint4 *p = reinterpret_cast<uint4 *>(slot(g, g.rank, epoch, q)) + L + i;
-                uint4 w = await_first(p);
-                while (!arrived(w))
-                    w = await_first(p);
-                *p = make_uint4(EMPTY, EMPTY, EMPTY, EMPTY);
-                dst[(size_t)q * L + i] = w;
+                dst[(size_t)q * L + i] = take_vec(p, await_first(p));
             }
 }
 

@@ -359,6 +359,20 @@ done:
     return rc;
 }
 
+/* A byte count from environment variable `name` (value v) into *out; unset
+ * or empty leaves *out as it is. */
+static int env_bytes(const char *name, const char *v, size_t *out, struct err *e)
+{
+    if (!v || !*v)
+        return 0;
+    char *end;
+    const long long n = strtoll(v, &end, 10);
+    if (*end || n < 0)
+        return err_set(e, "%s: '%s' is not a byte count", name, v);
+    *out = (size_t)n;
+    return 0;
+}
+
 static int read_env(struct cuda_comm *cc, struct err *e)
 {
     cc->forced = AR_PATH_AUTO;
@@ -375,20 +389,9 @@ static int read_env(struct cuda_comm *cc, struct err *e)
         if (!found)
             return err_set(e, "INFER_ALLREDUCE: unknown path '%s' (ipc, nccl, gather, off or auto)", p);
     }
-    if (m && *m) {
-        char *end;
-        long long v = strtoll(m, &end, 10);
-        if (*end || v < 0)
-            return err_set(e, "INFER_AR_ONE_SHOT_MAX: '%s' is not a byte count", m);
-        cc->one_shot_max = (size_t)v;
-    }
-    if (t && *t) {
-        char *end;
-        long long v = strtoll(t, &end, 10);
-        if (*end || v < 0)
-            return err_set(e, "INFER_AR_TWO_SHOT_MIN: '%s' is not a byte count", t);
-        cc->two_shot_min = (size_t)v;
-    }
+    if (env_bytes("INFER_AR_ONE_SHOT_MAX", m, &cc->one_shot_max, e) ||
+        env_bytes("INFER_AR_TWO_SHOT_MIN", t, &cc->two_shot_min, e))
+        return -1;
     return 0;
 }
 
