@@ -274,7 +274,8 @@ GPU_TEST(allreduce_one_shot_f32_equals_rank_order_sum)
 /* The two-shot form: the one-shot's bits (the rank-order f32 sum, a word
  * equal to AR_EMPTY counted as -0.0) for f32 and bf16, in place and not,
  * the fewest vectors it takes (N * N), a vector count N does not divide, a
- * message in two calls; a one-shot call after each on the same buffers. */
+ * message in two calls, one whose remainder is too short for a call of its
+ * own; a one-shot call after each on the same buffers. */
 GPU_TEST(allreduce_two_shot_equals_rank_order_sum)
 {
     struct peers p;
@@ -282,7 +283,9 @@ GPU_TEST(allreduce_two_shot_equals_rank_order_sum)
     if (peers_open(&p, max_n * 2, ctx->msg, sizeof ctx->msg))
         return 0;
     const size_t N = (size_t)p.n;
-    const size_t sizes[] = {4 * N * N, 3072 * 64, 3072 * 64 + 4 * 7, max_n}; /* f32 elements */
+    /* f32 elements; a call takes 131072 vectors at most (4 MiB halves at any N), so the fifth size
+     * leaves 3 over, fewer than N * N: the last two calls share them out */
+    const size_t sizes[] = {4 * N * N, 3072 * 64, 3072 * 64 + 4 * 7, max_n, 131072 * 4 + 4 * 3};
     /* bf16 calls take twice the elements (the same bytes) */
     float *host[AR_MAX_RANKS], *got = malloc(max_n * 4), *want = malloc(2 * max_n * 4);
     for (int d = 0; d < p.n; d++) {

@@ -412,9 +412,9 @@ template <typename T> static cudaError_t two_shot(const struct ar_group *g, void
     const size_t per_call = a.slot / 16 / 2 * N; // a slot holds a slice twice
     if (n_vec < N * N || per_call < 2 * N * N)
         return cudaErrorInvalidValue;
-    for (size_t at = 0; at < n_vec; at += per_call) {
-        size_t k = n_vec - at < per_call ? n_vec - at : per_call;
-        if (n_vec - at - k != 0 && n_vec - at - k < N * N) // no short last call
+    for (size_t at = 0, k; at < n_vec; at += k) {
+        k = n_vec - at < per_call ? n_vec - at : per_call;
+        if (n_vec - at - k != 0 && n_vec - at - k < N * N) // no last call of fewer than N * N vectors
             k -= N * N;
         const size_t L = (k + N - 1) / N, need = (L + AR_THREADS - 1) / AR_THREADS;
         const unsigned blocks = need < AR_BLOCKS ? (unsigned)need : (unsigned)AR_BLOCKS;
