@@ -383,6 +383,13 @@ extern "C" cudaError_t ar_buffer_init(void *buf, size_t half_bytes, cudaStream_t
     return cudaGetLastError();
 }
 
+// Blocks for a call of `vecs` 16-byte vectors: one a thread, at most AR_BLOCKS.
+static unsigned blocks_for(size_t vecs)
+{
+    const size_t need = (vecs + AR_THREADS - 1) / AR_THREADS;
+    return need < AR_BLOCKS ? (unsigned)need : (unsigned)AR_BLOCKS;
+}
+
 template <typename T> static cudaError_t one_shot(const struct ar_group *g, void *out, const void *in, size_t n,
                                                   cudaStream_t stream)
 {
@@ -392,35 +399,9 @@ template <typename T> static cudaError_t one_shot(const struct ar_group *g, void
     const size_t piece = a.slot / sizeof(T);
     for (size_t at = 0; at < n; at += piece) { // a call per slot-sized piece (whole vectors, so in stays aligned)
         const size_t k = n - at < piece ? n - at : piece;
-        const size_t vecs = (k + per_vec<T>() - 1) / per_vec<T>(), need = (vecs + AR_THREADS - 1) / AR_THREADS;
-        const unsigned blocks = need < AR_BLOCKS ? (unsigned)need : (unsigned)AR_BLOCKS;
-        cudaError_t rc = launch_pdl(ar_one_shot_kernel<T>, blocks, AR_THREADS, 0, stream, a,
+        cudaError_t rc = launch_pdl(ar_one_shot_kernel<T>, blocks_for((k + per_vec<T>() - 1) / per_vec<T>()),
+                                    AR_THREADS, 0, stream, a,
                                     static_cast<T *>(out) + at, static_cast<const T *>(in) + at, k);
-        if (rc != cudaSuccess)
-            return rc;
-    }
-    return cudaSuccess;
-}
-
-template <typename T> static cudaError_t two_shot(const struct ar_group *g, void *out, const void *in, size_t n,
-                                                  cudaStream_t stream)
-{
-    ar_args a;
-    if (args_of(g, &a) || ((uintptr_t)in & 15) || ((uintptr_t)out & 15) || n % per_vec<T>())
-        return cudaErrorInvalidValue;
-    const size_t n_vec = n / per_vec<T>(), N = (size_t)a.size;
-    const size_t per_call = a.slot / 16 / 2 * N; // a slot holds a slice twice
-    if (n_vec < N * N || per_call < 2 * N * N)
-        return cudaErrorInvalidValue;
-    for (size_t at = 0, k; at < n_vec; at += k) {
-        k = n_vec - at < per_call ? n_vec - at : per_call;
-        if (n_vec - at - k != 0 && n_vec - at - k < N * N) // no last call of fewer than N * N vectors
-            k -= N * N;
-        const size_t L = (k + N - 1) / N, need = (L + AR_THREADS - 1) / AR_THREADS;
-        const unsigned blocks = need < AR_BLOCKS ? (unsigned)need : (unsigned)AR_BLOCKS;
-        cudaError_t rc = launch_pdl(ar_two_shot_kernel<T>, blocks, AR_THREADS, 0, stream, a,
-                                    static_cast<T *>(out) + at * per_vec<T>(),
-                                    static_cast<const T *>(in) + at * per_vec<T>(), k);
         if (rc != cudaSuccess)
             return rc;
     }
@@ -432,6 +413,28 @@ extern "C" int ar_two_shot_fits(const struct ar_group *g, size_t n, size_t elem_
     const size_t per = 16 / elem_bytes, N = (size_t)g->size;
     return N >= 2 && n % per == 0 && n / per >= N * N && g->half_bytes / N / 16 / 2 * N >= 2 * N * N;
 }
+
+template <typename T> static cudaError_t two_shot(const struct ar_group *g, void *out, const void *in, size_t n,
+                                                  cudaStream_t stream)
+{
+    ar_args a;
+    if (args_of(g, &a) || ((uintptr_t)in & 15) || ((uintptr_t)out & 15) || !ar_two_shot_fits(g, n, sizeof(T)))
+        return cudaErrorInvalidValue;
+    const size_t n_vec = n / per_vec<T>(), N = (size_t)a.size;
+    const size_t per_call = a.slot / 16 / 2 * N; // a slot holds a slice twice
+    for (size_t at = 0, k; at < n_vec; at += k) {
+        k = n_vec - at < per_call ? n_vec - at : per_call;
+        if (n_vec - at - k != 0 && n_vec - at - k < N * N) // no last call of fewer than N * N vectors
+            k -= N * N;
+        cudaError_t rc = launch_pdl(ar_two_shot_kernel<T>, blocks_for((k + N - 1) / N), AR_THREADS, 0, stream, a,
+                                    static_cast<T *>(out) + at * per_vec<T>(),
+                                    static_cast<const T *>(in) + at * per_vec<T>(), k);
+        if (rc != cudaSuccess)
+            return rc;
+    }
+    return cudaSuccess;
+}
+
 
 extern "C" cudaError_t launch_ar_two_shot(const struct ar_group *g, void *out, const void *in, size_t n,
                                           cudaStream_t stream)
