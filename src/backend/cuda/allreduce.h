@@ -54,7 +54,7 @@ cudaError_t ar_buffer_init(void *buf, size_t half_bytes, cudaStream_t stream);
 
 /* Loads the kernels below now. A kernel's first launch otherwise loads it
  * (CUDA's lazy loading), which waits for the device's running kernels: one
- * that spins at the flags for a rank whose launch sits behind the load would
+ * that polls for the data of a rank whose launch sits behind the load would
  * never end. */
 cudaError_t ar_load_kernels(void);
 
