@@ -119,6 +119,8 @@ static int engine_step(struct engine *eng, struct err *e)
     st->preemptions = eng->sched.n_preemptions;
     st->graph_replays = eng->runner.n_replays;
     st->eager_steps = eng->runner.n_eager;
+    st->launch_s = eng->runner.launch_s;
+    st->wait_s = eng->runner.wait_s;
     st->completion_tokens += n_draws; /* each drawing entry adds one token */
     st->plan_s += t1 - t0;
     st->run_s += t2 - t1;

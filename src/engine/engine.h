@@ -97,6 +97,7 @@ struct engine_stats {
      * running the step (building the batch, the launch, waiting for the
      * draws), committing the draws (events included) */
     double plan_s, run_s, commit_s;
+    double launch_s, wait_s; /* run_s in two: the host's part (build, relay, launch), the wait for the draws */
     int kv_blocks;
     int max_context; /* tokens one sequence may reach (prompt + output) */
     int ranks;       /* GPUs (processes) the model is split over */

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/log.h"
 #include "runner/kv_plan.h"
 
@@ -177,12 +178,17 @@ int runner_step(struct runner *r, const struct step_seq *seqs, int n, struct sam
                        "runner: a sequence asks for its logits, but the runner was not sized to return them");
     struct step_plan p;
     graph_runner_plan(&r->graphs, &real, &p);
+    const double t0 = clock_now();
     /* the other ranks of a split model get the step as soon as it is written */
     if (step_build(&r->builder, seqs, n, &p.padded, e) || (r->o.relay && runner_relay_step(r, &p, &real, e)) ||
-        sampler_stage(&r->sampler, seqs, n, p.draw_rows, e) || runner_run_plan(r, &p, &real, e) ||
-        fetch_returned(r, &real, e))
+        sampler_stage(&r->sampler, seqs, n, p.draw_rows, e) || runner_run_plan(r, &p, &real, e))
         return -1;
-    return sampler_collect(&r->sampler, r->ws.logits, draws, e);
+    const double t1 = clock_now();
+    if (fetch_returned(r, &real, e) || sampler_collect(&r->sampler, r->ws.logits, draws, e))
+        return -1;
+    r->launch_s += t1 - t0;
+    r->wait_s += clock_now() - t1;
+    return 0;
 }
 
 const float *runner_returned_logits(const struct runner *r, const struct step_seq *seqs, int n, int i)
