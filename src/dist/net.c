@@ -174,6 +174,18 @@ int net_send_msg(int fd, uint32_t kind, const void *data, size_t n, struct err *
     return 0;
 }
 
+int net_spin_readable(int fd, double spin_s)
+{
+    const double until = clock_now() + spin_s;
+    do {
+        char c;
+        const ssize_t k = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+        if (k > 0 || k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+            return 1; /* bytes, the end, or an error: the read says which */
+    } while (clock_now() < until);
+    return 0;
+}
+
 int net_recv_msg(int fd, double deadline, uint32_t *kind, void **data, size_t *n, struct err *e)
 {
     struct msg_header h;

@@ -30,4 +30,10 @@ int net_send_msg(int fd, uint32_t kind, const void *data, size_t n, struct err *
  * (0: for ever). -1 with e set when the peer is gone or it times out. */
 int net_recv_msg(int fd, double deadline, uint32_t *kind, void **data, size_t *n, struct err *e);
 
+/* Polls fd without sleeping for up to spin_s seconds until it has bytes to
+ * read (or is closed): the caller's blocking read after it then returns
+ * without the wake-up a sleeping reader pays. 1 when readable, 0 when the
+ * time ran out. */
+int net_spin_readable(int fd, double spin_s);
+
 #endif
