@@ -66,37 +66,34 @@ static int relay_send(void *ctx, const void *msg, size_t n, struct err *e)
 }
 
 /* Seconds a GPU rank polls for rank 0's next message before it sleeps in
- * the read: INFER_RELAY_SPIN_MS (default 50; 0: sleep at once). A sleeping
- * reader's wake-up sits on every step's path (the ranks meet at the step's
- * first sum), so while steps come (every few ms) the ranks poll; an idle
- * server's ranks sleep. On 2x H200 at TP 2, batch 1: Gemma-3-1B +1.3 %,
- * Llama and Qwen3 unchanged (docs/benchmarks.md, "The host's part of a
- * step"). CPU ranks never poll: their cores do the forward. */
-static double relay_spin_s(void)
+ * the read: INFER_RELAY_SPIN_MS (default 50; 0: sleep at once), into *out;
+ * a value that is not a number of ms in [0, 10000] is refused by name. A
+ * sleeping reader's wake-up sits on every step's path (the ranks meet at
+ * the step's first sum), so while steps come (every few ms) the ranks
+ * poll; an idle server's ranks sleep. On 2x H200 at TP 2, batch 1:
+ * Gemma-3-1B +1.3 %, Llama and Qwen3 unchanged (docs/benchmarks.md, "The
+ * host's part of a step"). CPU ranks never poll: their cores do the
+ * forward. */
+static int relay_spin_read(double *out, struct err *e)
 {
-    static double s = -1;
-    if (s < 0) {
-        const char *v = getenv("INFER_RELAY_SPIN_MS");
-        double ms = 50;
-        if (v && *v) {
-            char *end;
-            const double x = strtod(v, &end);
-            if (*end || !(x >= 0 && x <= 10000))
-                log_warn("INFER_RELAY_SPIN_MS: '%s' is not a number of ms in [0, 10000]; polling 50 ms", v);
-            else
-                ms = x;
-        }
-        s = ms / 1e3;
+    const char *v = getenv("INFER_RELAY_SPIN_MS");
+    double ms = 50;
+    if (v && *v) {
+        char *end;
+        ms = strtod(v, &end);
+        if (*end || !(ms >= 0 && ms <= 10000))
+            return err_set(e, "INFER_RELAY_SPIN_MS: '%s' is not a number of ms in [0, 10000]", v);
     }
-    return s;
+    *out = ms / 1e3;
+    return 0;
 }
 
 static int relay_recv(void *ctx, void **msg, size_t *n, struct err *e)
 {
     struct dist_group *g = ctx;
     uint32_t kind;
-    if (g->settings.backend == DIST_BACKEND_NCCL)
-        net_spin_readable(g->ctrl[0], relay_spin_s());
+    if (g->relay_spin_s > 0)
+        net_spin_readable(g->ctrl[0], g->relay_spin_s);
     if (net_recv_msg(g->ctrl[0], 0, &kind, msg, n, e))
         return -1;
     if (kind == DIST_MSG_EXIT) {
@@ -301,7 +298,8 @@ int dist_launch(const struct dist_opts *o, struct dist_group **out, struct err *
 {
     char host[256] = "127.0.0.1", addr[320];
     int port = 0, bound, listen_fd;
-    if (o->init_addr && net_parse_addr(o->init_addr, host, sizeof host, &port, e))
+    double spin; /* the other ranks' setting: refused here, before they start, where it is bad */
+    if (relay_spin_read(&spin, e) || (o->init_addr && net_parse_addr(o->init_addr, host, sizeof host, &port, e)))
         return -1;
     if (net_listen(host, port, &listen_fd, &bound, e))
         return -1;
@@ -375,6 +373,10 @@ int dist_join(const char *addr, int rank, double timeout, struct dist_group **ou
     }
     memcpy(&g->settings, data, sizeof g->settings);
     free(data);
+    if (g->settings.backend == DIST_BACKEND_NCCL && relay_spin_read(&g->relay_spin_s, e)) {
+        group_free(g);
+        return err_prefix(e, "rank %d", rank);
+    }
     g->size = g->settings.size;
     relay_init(g);
     *out = g;

@@ -47,6 +47,7 @@ struct dist_group {
     double timeout;
     struct dist_settings settings;
     struct runner_relay relay; /* rank 0's runner drives the others through it; the others follow it */
+    double relay_spin_s;       /* a GPU rank but 0: how long it polls for the next message (group.c) */
     pthread_t watchdog;
     int watching;
     int wake[2]; /* a pipe: the end wakes the watchdog */

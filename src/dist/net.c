@@ -180,7 +180,7 @@ int net_spin_readable(int fd, double spin_s)
     do {
         char c;
         const ssize_t k = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (k > 0 || k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+        if (k >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
             return 1; /* bytes, the end, or an error: the read says which */
     } while (clock_now() < until);
     return 0;

@@ -12,7 +12,9 @@ communicator, --dist-backend cpu-test), through the CLI:
   exits non-zero within 30 s, naming the rank;
 - 2 ranks as two machines (--nnodes 2, node 1 started apart): both end with
   exit 0, several times over (rank 0 leaves last), and the logits equal one
-  rank's.
+  rank's;
+- a bad INFER_RELAY_SPIN_MS is refused by name, before any rank starts, by
+  every command that splits a model.
 
 Usage: INFER=path/to/infer python3 tests/cli/tensor_parallel.py
 Prints one line per check; exits non-zero on any failure."""
@@ -218,8 +220,23 @@ def check_two_nodes(tmp):
           + (f"; {bad[0]}" if bad else ""))
 
 
+def check_bad_relay_spin(tmp):
+    model = ["--model", os.path.join(FIX, "tiny-llama"), "--tp", "2"] + TP
+    commands = {"generate": ["generate", "--prompt-ids", "1,2,3"] + model,
+                "logits": ["logits", "--ids", "1,2,3", "--out", os.path.join(tmp, "spin.safetensors")] + model,
+                "bench": ["bench", "--batch", "1", "--prompt-len", "0"] + model,
+                "serve": ["serve", "--port", str(free_port())] + model}
+    for value in ("abc", "-1", "20000", "5ms"):
+        for name, args in commands.items():
+            env = dict(os.environ, INFER_RELAY_SPIN_MS=value)
+            p = subprocess.run([INFER] + args, capture_output=True, text=True, timeout=60, env=env)
+            check(p.returncode != 0 and "INFER_RELAY_SPIN_MS" in p.stderr,
+                  f"{name}: INFER_RELAY_SPIN_MS={value} refused by name (exit {p.returncode})")
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
+        check_bad_relay_spin(tmp)
         check_logits(tmp)
         check_logits_8(tmp)
         check_batch_equals_alone(tmp)

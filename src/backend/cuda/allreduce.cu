@@ -435,7 +435,6 @@ template <typename T> static cudaError_t two_shot(const struct ar_group *g, void
     return cudaSuccess;
 }
 
-
 extern "C" cudaError_t launch_ar_two_shot(const struct ar_group *g, void *out, const void *in, size_t n,
                                           cudaStream_t stream)
 {
