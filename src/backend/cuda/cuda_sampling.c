@@ -1,7 +1,8 @@
 /* The CUDA sampler ops' host side: buffers sized once by sample_init, the
- * per-call packing of rows into pinned staging, and the launch.
+ * per-call packing of rows into mapped pinned memory, and the launch.
  *
- * Layout, the same in pinned host memory and on the device:
+ * Layout of the pinned host memory, which the kernels read and write in
+ * place (mapped: no copy in either direction):
  *   rows  [max_rows] struct sample_row_dev
  *   seen  [max_rows * SAMPLE_MAX_SEEN] struct sample_seen (rows' lists, packed)
  *   bias  [max_rows * SAMPLE_MAX_BIAS] struct logit_bias (packed, each row's
@@ -10,12 +11,16 @@
  * and on the device only z, [max_rows, vocab] floats of scratch, and the
  * rows' spans' statistics, [max_rows, SAMPLE_STATS_MAX_SPLITS].
  * A call is three parts, so that a graph can hold the middle one:
- * - stage packs the rows into pinned staging (padding rows up to the graph
- *   bucket's count draw greedily and are ignored) and queues the copies of
- *   the seen and bias lists, whose lengths vary from step to step;
- * - enqueue copies the rows up (a fixed size for a given row count),
- *   launches the kernel and queues the download of the results: all at
- *   fixed addresses, so a captured graph replays it on the next stage's rows;
+ * - stage packs the rows (padding rows up to the graph bucket's count draw
+ *   greedily and are ignored) — the previous call has finished, so nothing
+ *   reads them;
+ * - enqueue launches the kernels, which read the rows where stage left
+ *   them and write the results into `out`: fixed addresses, so a captured
+ *   graph replays it on the next stage's rows. Why no copies: a copy node
+ *   in a graph step ends the chain of programmatic launches and costs a
+ *   node of its own on each side of the sampler; the kernels read a row's
+ *   parameters before waiting for the logits, so the link's latency is
+ *   hidden behind the LM head;
  * - finish waits for the stream and hands the results over. */
 #include <math.h>
 #include <string.h>
@@ -27,8 +32,9 @@
 struct cuda_sampler {
     int max_rows, vocab;
     size_t at_seen, at_bias, at_out, staged; /* byte offsets; staged: bytes of the staged part */
-    char *host;                              /* pinned, staged bytes */
-    char *dev;                               /* staged bytes, then z, then stats */
+    char *host;                              /* pinned and mapped, staged bytes */
+    char *host_dev;                          /* the same memory as the device addresses it */
+    char *dev;                               /* z, then stats */
     float *z;
     struct sample_stats *stats;
 };
@@ -50,21 +56,26 @@ int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err 
     s->at_out = s->at_bias + align256(R * SAMPLE_MAX_BIAS * sizeof(struct logit_bias));
     s->staged = s->at_out + align256(R * sizeof(struct sample_result));
     const size_t z_bytes = align256(R * (size_t)vocab * sizeof(float));
-    size_t bytes = s->staged + z_bytes + R * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_stats);
+    size_t bytes = z_bytes + R * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_stats);
     cudaError_t rc = cudaMalloc((void **)&s->dev, bytes);
     if (rc != cudaSuccess) {
         free(s);
         return err_set(e, "cudaMalloc of %zu bytes for the sampler failed: %s", bytes, cudaGetErrorString(rc));
     }
     cb->n_device_allocs++;
-    s->z = (float *)(s->dev + s->staged);
-    s->stats = (struct sample_stats *)(s->dev + s->staged + z_bytes);
-    rc = cudaHostAlloc((void **)&s->host, s->staged, cudaHostAllocDefault);
+    s->z = (float *)s->dev;
+    s->stats = (struct sample_stats *)(s->dev + z_bytes);
+    rc = cudaHostAlloc((void **)&s->host, s->staged, cudaHostAllocMapped);
+    if (rc == cudaSuccess)
+        rc = cudaHostGetDevicePointer((void **)&s->host_dev, s->host, 0);
     if (rc != cudaSuccess) {
         size_t staged = s->staged;
         cudaFree(s->dev);
+        if (s->host)
+            cudaFreeHost(s->host);
         free(s);
-        return err_set(e, "cudaHostAlloc of %zu bytes for the sampler failed: %s", staged, cudaGetErrorString(rc));
+        return err_set(e, "mapped cudaHostAlloc of %zu bytes for the sampler failed: %s", staged,
+                       cudaGetErrorString(rc));
     }
     cb->sampler = s;
     log_info("cuda: sampler %.1f MiB (%d rows of %d logits)", (double)bytes / (1 << 20), max_rows, vocab);
@@ -139,14 +150,6 @@ int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab
     }
     for (int r = n_rows; r < pad_rows; r++) /* padding rows of a graph's bucket: greedy, nothing else */
         hr[r] = (struct sample_row_dev){.top_p = 1.f, .repetition = 1.f};
-    /* the lists vary in length: copied here, ahead of the (possibly captured) launch */
-    cudaStream_t st = cuda_stream(be);
-    if (n_seen)
-        CUDA_TRY(cudaMemcpyAsync(s->dev + s->at_seen, hs, (size_t)n_seen * sizeof *hs, cudaMemcpyHostToDevice, st),
-                 e);
-    if (n_bias)
-        CUDA_TRY(cudaMemcpyAsync(s->dev + s->at_bias, hb, (size_t)n_bias * sizeof *hb, cudaMemcpyHostToDevice, st),
-                 e);
     return 0;
 }
 
@@ -157,17 +160,10 @@ int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows
         return -1;
     if (pad_rows == 0)
         return 0;
-    cudaStream_t st = cuda_stream(be);
-    struct sample_result *dout = (struct sample_result *)(s->dev + s->at_out);
-    CUDA_TRY(cudaMemcpyAsync(s->dev, s->host, (size_t)pad_rows * sizeof(struct sample_row_dev), cudaMemcpyHostToDevice,
-                             st),
-             e);
-    CUDA_TRY(launch_sample(logits, s->z, s->stats, pad_rows, vocab, (const struct sample_row_dev *)s->dev,
-                           (const struct sample_seen *)(s->dev + s->at_seen),
-                           (const struct logit_bias *)(s->dev + s->at_bias), dout, st),
-             e);
-    CUDA_TRY(cudaMemcpyAsync(s->host + s->at_out, dout, (size_t)pad_rows * sizeof(struct sample_result),
-                             cudaMemcpyDeviceToHost, st),
+    CUDA_TRY(launch_sample(logits, s->z, s->stats, pad_rows, vocab, (const struct sample_row_dev *)s->host_dev,
+                           (const struct sample_seen *)(s->host_dev + s->at_seen),
+                           (const struct logit_bias *)(s->host_dev + s->at_bias),
+                           (struct sample_result *)(s->host_dev + s->at_out), cuda_stream(be)),
              e);
     return 0;
 }

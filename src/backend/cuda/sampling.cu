@@ -231,6 +231,8 @@ __global__ void __launch_bounds__(NT) stats_kernel(const float *logits, int voca
 {
     const int b = blockIdx.x, r = blockIdx.y, span = stats_span(vocab, splits);
     const float *l = logits + (size_t)r * vocab;
+    pdl_wait(); // the logits are the previous kernel's output
+    pdl_launch_dependents();
     const int t0 = b * span, t1 = min(vocab, t0 + span);
     float mv = -INFINITY;
     int mi = -1;
@@ -257,10 +259,15 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
                                                     const logit_bias *bias, const sample_stats *stats, int splits,
                                                     sample_result *out)
 {
+    // The row's parameters are host memory that no kernel writes (the
+    // host staged them before the step): read before waiting, so the
+    // link's latency passes while the statistics finish.
     const sample_row_dev p = rows[blockIdx.x];
     const float *l = logits + (size_t)blockIdx.x * vocab;
     float *z = scratch + (size_t)blockIdx.x * vocab;
     const sample_stats *st = stats + (size_t)blockIdx.x * splits;
+    pdl_wait(); // the statistics (and, through them, the logits)
+    pdl_launch_dependents();
 
     // the model's distribution: max, log-sum-exp (stats_kernel's spans combined)
     float mv = -INFINITY;
@@ -395,9 +402,14 @@ extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct
         return cudaSuccess;
     if (n_rows > 65535)
         return cudaErrorInvalidValue;
-    // plain launches: the kernels follow copies of their rows, not only a kernel (PDL would need care there)
+    // PDL (common.cuh): the statistics start while the LM head finishes, the
+    // draw while the statistics do; rows, seen, bias and out may be mapped
+    // host memory (cuda_sampling.c), which the kernels read and write in place.
     const int splits = SAMPLE_STATS_SPLITS(vocab);
-    stats_kernel<<<dim3((unsigned)splits, (unsigned)n_rows), NT, 0, stream>>>(logits, vocab, splits, stats);
-    sample_kernel<<<n_rows, NT, 0, stream>>>(logits, scratch, vocab, rows, seen, bias, stats, splits, out);
-    return cudaGetLastError();
+    cudaError_t rc = launch_pdl(stats_kernel, dim3((unsigned)splits, (unsigned)n_rows), NT, 0, stream, logits, vocab,
+                                splits, stats);
+    if (rc == cudaSuccess)
+        rc = launch_pdl(sample_kernel, n_rows, NT, 0, stream, logits, scratch, vocab, rows, seen, bias,
+                        (const sample_stats *)stats, splits, out);
+    return rc != cudaSuccess ? rc : cudaGetLastError();
 }

@@ -42,7 +42,9 @@ extern "C" {
 /* out[r] = sample_token(logits[r], rows[r], ...): the row's max and
  * log-sum-exp over SAMPLE_STATS_SPLITS(vocab) blocks into stats[n_rows *
  * SAMPLE_STATS_MAX_SPLITS], then one block per row, with z (the penalised,
- * tempered logits) kept in scratch[n_rows, vocab]. */
+ * tempered logits) kept in scratch[n_rows, vocab]. Both kernels launch with
+ * PDL; rows, seen, bias and out may be mapped host memory (no kernel may
+ * write rows, seen or bias: the draw reads its row before waiting). */
 cudaError_t launch_sample(const float *logits, float *scratch, struct sample_stats *stats, int n_rows, int vocab,
                           const struct sample_row_dev *rows, const struct sample_seen *seen, const struct logit_bias *bias,
                           struct sample_result *out, cudaStream_t stream);
