@@ -267,7 +267,7 @@ struct backend_ops {
      * resize). sample_stage takes the step's rows (host memory, valid until
      * sample_finish), padded up to pad_rows with greedy rows whose draws are
      * ignored, and queues whatever varies in size; sample_enqueue queues the
-     * draw of pad_rows rows and the download of their results, touching
+     * draw of pad_rows rows, its results bound for host memory, touching
      * only fixed addresses (capturable); sample_finish waits and writes
      * out[n_rows] (host memory). -1 with e set when a call exceeds what
      * sample_init sized, or a row has more than SAMPLE_MAX_SEEN seen tokens
