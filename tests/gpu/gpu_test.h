@@ -53,6 +53,10 @@ struct weight gpu_weight_cpu(const uint16_t *host_bf16, int64_t rows, int64_t co
 struct weight gpu_weight_cuda(struct gpu_ctx *ctx, const uint16_t *host_bf16, int64_t rows, int64_t cols);
 /* max |a - b| / max |b| (NaN anywhere gives infinity) */
 double gpu_rel_err(const float *a, const float *b, size_t n);
+/* Every pair of the visible GPUs (at most max) maps the other's memory:
+ * *n of them; -1 with the reason in why when fewer than 2 are visible or a
+ * pair cannot (the multi-GPU tests then pass, saying so). */
+int gpu_peers_enable(int max, int *n, char *why, size_t why_size);
 /* Milliseconds per call of fn(arg), median of reps after warm-up, timed with CUDA events. */
 double gpu_time_ms(struct gpu_ctx *ctx, void (*fn)(void *), void *arg, int reps);
 

@@ -110,6 +110,33 @@ double gpu_rel_err(const float *a, const float *b, size_t n)
     return den > 0 ? num / den : num;
 }
 
+int gpu_peers_enable(int max, int *n, char *why, size_t why_size)
+{
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count < 2) {
+        snprintf(why, why_size, "skipped: %d GPU visible", count);
+        return -1;
+    }
+    *n = count < max ? count : max;
+    for (int d = 0; d < *n; d++) {
+        CHECK(cudaSetDevice(d) == cudaSuccess);
+        for (int q = 0; q < *n; q++) {
+            int can = 0;
+            if (q == d)
+                continue;
+            cudaDeviceCanAccessPeer(&can, d, q);
+            if (!can) {
+                snprintf(why, why_size, "skipped: GPU %d cannot reach GPU %d", d, q);
+                return -1;
+            }
+            cudaError_t rc = cudaDeviceEnablePeerAccess(q, 0);
+            CHECK(rc == cudaSuccess || rc == cudaErrorPeerAccessAlreadyEnabled);
+            cudaGetLastError();
+        }
+    }
+    return 0;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;

@@ -32,29 +32,12 @@ struct peers {
 /* 0, or -1 with the reason in why (fewer than 2 GPUs, no peer access). */
 static int peers_open(struct peers *p, size_t max_elems, char *why, size_t why_size)
 {
-    int n = 0;
     memset(p, 0, sizeof *p);
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n < 2) {
-        snprintf(why, why_size, "skipped: %d GPU visible", n);
+    if (gpu_peers_enable(AR_MAX_RANKS, &p->n, why, why_size))
         return -1;
-    }
-    p->n = n < AR_MAX_RANKS ? n : AR_MAX_RANKS;
     char *buf[AR_MAX_RANKS];
     for (int d = 0; d < p->n; d++) {
         CHECK(cudaSetDevice(d) == cudaSuccess);
-        for (int q = 0; q < p->n; q++) {
-            int can = 0;
-            if (q == d)
-                continue;
-            cudaDeviceCanAccessPeer(&can, d, q);
-            if (!can) {
-                snprintf(why, why_size, "skipped: GPU %d cannot reach GPU %d", d, q);
-                return -1;
-            }
-            cudaError_t rc = cudaDeviceEnablePeerAccess(q, 0);
-            CHECK(rc == cudaSuccess || rc == cudaErrorPeerAccessAlreadyEnabled);
-            cudaGetLastError();
-        }
         const size_t bytes = ar_buffer_bytes(HALF_BYTES);
         CHECK(cudaMalloc((void **)&buf[d], bytes) == cudaSuccess && ar_buffer_init(buf[d], HALF_BYTES, 0) == cudaSuccess);
         CHECK(cudaMalloc(&p->in[d], max_elems * 2) == cudaSuccess && cudaMalloc(&p->out[d], max_elems * 2) ==

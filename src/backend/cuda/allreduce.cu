@@ -23,6 +23,7 @@
 #include "backend/cuda/allreduce.h"
 #include "backend/cuda/common.cuh"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/lamport.cuh"
 #include "backend/cuda/norm_row.cuh"
 
 namespace {
@@ -57,35 +58,6 @@ __device__ __forceinline__ uint32_t begin_call(const ar_args &g)
 __device__ __forceinline__ char *slot(const ar_args &g, int of, uint32_t epoch, int r)
 {
     return g.buf[of] + signal_bytes() + (epoch & 1) * g.half + (size_t)r * g.slot;
-}
-
-__device__ __forceinline__ uint32_t push_word(uint32_t w) { return w == EMPTY ? 0x80000000u : w; }
-__device__ __forceinline__ uint4 push_word(uint4 v)
-{
-    return make_uint4(push_word(v.x), push_word(v.y), push_word(v.z), push_word(v.w));
-}
-__device__ __forceinline__ bool arrived(uint4 v) { return v.x != EMPTY && v.y != EMPTY && v.z != EMPTY && v.w != EMPTY; }
-
-// One poll of a slot's vector (volatile: each reads L2, where the peer's
-// stores land).
-__device__ __forceinline__ uint4 await_first(const uint4 *p)
-{
-    uint4 v;
-    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p)
-                 : "memory");
-    return v;
-}
-
-// A peer's vector at p once there (v: a poll already made), its slot
-// emptied for the call after next.
-__device__ __forceinline__ uint4 take_vec(uint4 *p, uint4 v)
-{
-    while (!arrived(v))
-        v = await_first(p);
-    *p = make_uint4(EMPTY, EMPTY, EMPTY, EMPTY);
-    return v;
 }
 
 // The scalar forms, for the tail of a message that is not whole vectors: a
@@ -378,8 +350,14 @@ extern "C" cudaError_t ar_buffer_init(void *buf, size_t half_bytes, cudaStream_t
     cudaError_t rc = cudaMemsetAsync(buf, 0, signal_bytes(), stream);
     if (rc != cudaSuccess)
         return rc;
-    fill_empty_kernel<<<1024, 256, 0, stream>>>(reinterpret_cast<uint32_t *>(static_cast<char *>(buf) + signal_bytes()),
-                                                2 * half_bytes / 4);
+    return ar_fill_empty(static_cast<char *>(buf) + signal_bytes(), 2 * half_bytes, stream);
+}
+
+extern "C" cudaError_t ar_fill_empty(void *p, size_t bytes, cudaStream_t stream)
+{
+    if (((uintptr_t)p & 3) || bytes % 4)
+        return cudaErrorInvalidValue;
+    fill_empty_kernel<<<1024, 256, 0, stream>>>(static_cast<uint32_t *>(p), bytes / 4);
     return cudaGetLastError();
 }
 

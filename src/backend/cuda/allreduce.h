@@ -52,6 +52,9 @@ size_t ar_buffer_bytes(size_t half_bytes);
  * every slot empty. Every rank's must be done before any rank's first call. */
 cudaError_t ar_buffer_init(void *buf, size_t half_bytes, cudaStream_t stream);
 
+/* Every 32-bit word of p[bytes] (bytes % 4 == 0) := AR_EMPTY. */
+cudaError_t ar_fill_empty(void *p, size_t bytes, cudaStream_t stream);
+
 /* Loads the kernels below now. A kernel's first launch otherwise loads it
  * (CUDA's lazy loading), which waits for the device's running kernels: one
  * that polls for the data of a rank whose launch sits behind the load would

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "backend/cuda/allreduce.h"
+#include "backend/cuda/logits_gather.h"
 #include "backend/cuda/cuda_common.h"
 #include "backend/cuda/cuda_ops.h"
 #include "core/log.h"
@@ -119,7 +120,7 @@ static const char *const ar_path_names[] = {"ipc", "nccl", "gather", "off", "aut
 
 enum {
     IPC_HALF_BYTES = 8 << 20,          /* per call: larger messages go in pieces */
-    GATHER_STAGE_BYTES = 64 << 20,     /* rank 0's landing space for the logits of the other ranks */
+    GATHER_STAGE_BYTES = 64 << 20,     /* rank 0: where NCCL lands the other ranks' logits */
     /* one host, without --batch-invariant: NCCL above this. The sums are f32
      * (a batch-64 Llama sum is 768 KiB); on 2x H100 1 MiB against 512 KiB:
      * batch-64 decode 18.9k against 18.2k tok/s (docs/benchmarks.md) */
@@ -144,6 +145,11 @@ struct cuda_comm {
     /* IPC: every rank's buffer mapped here (group.buf[rank] is ours) */
     int have_ipc;
     struct ar_group group;
+    /* IPC: the logits' gather (logits_gather.h) over sync words after each
+     * rank's all-reduce buffer and a landing space after rank 0's, unless
+     * INFER_GATHER=nccl (gather.landing NULL) */
+    struct lg_group gather;
+    int gather_nccl;
     /* scratch */
     void *parts;        /* AR_PATH_GATHER: size pieces of IPC_HALF_BYTES */
     float *gather_stage; /* rank 0: GATHER_STAGE_BYTES */
@@ -220,13 +226,19 @@ static ncclResult_t gather_to_rank0(struct cuda_comm *cc, float *stage, const fl
     return r != ncclSuccess ? r : g;
 }
 
-/* Rank 0 receives each rank's rows into its staging, then places them as
- * columns; in pieces of rows that fit the staging. */
+/* Over IPC where the landing holds it; else rank 0 receives each rank's
+ * rows through NCCL into its staging, then places them as columns, in
+ * pieces of rows that fit the staging. */
 static void cuda_comm_gather_cols(struct comm *c, float *out, const float *in, int rows, int cols, void *stream)
 {
     struct cuda_comm *cc = cc_of(c);
     cudaStream_t s = stream;
     const int N = c->size;
+    if (cc->gather.landing && lg_fits(N, rows, cols, LG_LANDING_BYTES)) {
+        CUDA_CHECK(c->rank == 0 ? launch_lg_place(&cc->gather, out, in, rows, cols, s)
+                                : launch_lg_push(&cc->gather, in, rows, cols, s));
+        return;
+    }
     const size_t row_bytes = (size_t)cols * sizeof(float);
     int step = (int)(GATHER_STAGE_BYTES / (row_bytes * (size_t)(N - 1)));
     CHECK(step >= 1);
@@ -282,10 +294,15 @@ static const struct comm_ops cuda_comm_ops = {cuda_comm_all_reduce, cuda_comm_ga
 static int open_ipc(struct cuda_comm *cc, cudaStream_t s, struct err *e)
 {
     const int N = cc->c.size, me = cc->c.rank;
-    const size_t bytes = ar_buffer_bytes(IPC_HALF_BYTES);
+    /* the all-reduce's buffer, the gather's sync words, rank 0's landing */
+    const size_t bytes = ar_buffer_bytes(IPC_HALF_BYTES), sync = (sizeof(struct lg_sync) + 255) / 256 * 256,
+                 landing = me == 0 && !cc->gather_nccl ? LG_LANDING_BYTES : 0;
     cc->group = (struct ar_group){.rank = me, .size = N, .half_bytes = IPC_HALF_BYTES};
-    CUDA_TRY(cudaMalloc((void **)&cc->group.buf[me], bytes), e);
+    CUDA_TRY(cudaMalloc((void **)&cc->group.buf[me], bytes + sync + landing), e);
     CUDA_TRY(ar_buffer_init(cc->group.buf[me], IPC_HALF_BYTES, s), e);
+    CUDA_TRY(cudaMemsetAsync(cc->group.buf[me] + bytes, 0, sync, s), e);
+    if (landing)
+        CUDA_TRY(ar_fill_empty(cc->group.buf[me] + bytes + sync, landing, s), e);
     cudaIpcMemHandle_t mine, *all = xcalloc((size_t)N, sizeof *all);
     void *dev = NULL;
     int32_t *ok_dev = NULL, ok = 1;
@@ -319,11 +336,17 @@ static int open_ipc(struct cuda_comm *cc, cudaStream_t s, struct err *e)
         err_set(e, "CUDA IPC: the ranks could not agree on their buffers");
         goto done;
     }
-    if (ok && ar_load_kernels() != cudaSuccess) {
-        err_set(e, "CUDA IPC: cannot load the all-reduce kernels");
+    if (ok && (ar_load_kernels() != cudaSuccess || lg_load_kernels() != cudaSuccess)) {
+        err_set(e, "CUDA IPC: cannot load the all-reduce and gather kernels");
         goto done;
     }
     cc->have_ipc = ok;
+    if (ok && !cc->gather_nccl) {
+        cc->gather = (struct lg_group){
+            .landing = (float *)(cc->group.buf[0] + bytes + sync), .rank = me, .size = N};
+        for (int r = 0; r < N; r++)
+            cc->gather.sync[r] = (struct lg_sync *)(cc->group.buf[r] + bytes);
+    }
     rc = 0;
 done:
     if (!cc->have_ipc)
@@ -379,8 +402,11 @@ static int read_env(struct cuda_comm *cc, struct err *e)
     cc->one_shot_max = ONE_SHOT_MAX_DEFAULT;
     cc->two_shot_min = cc->c.size >= 4 ? TWO_SHOT_MIN_DEFAULT : SIZE_MAX;
     const char *p = getenv("INFER_ALLREDUCE"), *m = getenv("INFER_AR_ONE_SHOT_MAX"), *f = getenv("INFER_AR_FOLD"),
-               *t = getenv("INFER_AR_TWO_SHOT_MIN");
+               *t = getenv("INFER_AR_TWO_SHOT_MIN"), *g = getenv("INFER_GATHER");
     cc->fold = f && !strcmp(f, "1");
+    if (g && *g && strcmp(g, "ipc") && strcmp(g, "nccl"))
+        return err_set(e, "INFER_GATHER: unknown path '%s' (ipc or nccl)", g);
+    cc->gather_nccl = g && !strcmp(g, "nccl");
     if (p && *p) {
         int found = 0;
         for (int i = 0; i <= AR_PATH_AUTO; i++)
@@ -442,10 +468,12 @@ struct comm *cuda_comm_create(struct backend *be, const char *id_text, int rank,
         log_info("all-reduce: INFER_ALLREDUCE=%s for every message%s", ar_path_names[cc->forced],
                  cc->forced == AR_PATH_OFF ? " (no sums: results are wrong, for timing only)" : "");
     else if (cc->have_ipc && cc->batch_invariant)
-        log_info("all-reduce: one-shot over CUDA IPC for every size (--batch-invariant); NCCL %d gathers the logits",
-                 version);
+        log_info("all-reduce: one-shot over CUDA IPC for every size (--batch-invariant); logits over %s",
+                 cc->gather.landing ? "CUDA IPC (NCCL past its landing space)" : "NCCL");
     else if (cc->have_ipc)
-        log_info("all-reduce: one-shot over CUDA IPC up to %zu KiB, NCCL %d above", cc->one_shot_max >> 10, version);
+        log_info("all-reduce: one-shot over CUDA IPC up to %zu KiB, NCCL %d above; logits gathered over %s",
+                 cc->one_shot_max >> 10, version,
+                 cc->gather.landing ? "CUDA IPC (NCCL past its landing space)" : "NCCL");
     else
         log_info("all-reduce: NCCL %d%s", version,
                  cc->batch_invariant ? ", an all-gather then a rank-order sum (--batch-invariant)" : "");
