@@ -5,7 +5,8 @@
 # On the device (repo root): bash tests/gpu/tp.sh CONFIGS_DIR STAGES [MODELS]
 #   STAGES, comma-separated:
 #     check    GPUs, links, libraries
-#     kernels  the one-shot all-reduce against the rank-order sum, every GPU (+ its timing)
+#     kernels  the one-shot all-reduce against the rank-order sum, the logits' IPC gather against
+#              the shards side by side, every GPU (+ the all-reduce's timing)
 #     smoke    --tp 1, 2 (4, 8) each give 24 greedy tokens of one short prompt (and end); a size
 #              that does not divide a model's heads (Gemma-3-1B at 8) is refused naming the flag
 #     parity   prompt logits at TP 1/2/4/8 against transformers fp32 (tools/tp_parity.py)
@@ -61,6 +62,7 @@ fi
 if has kernels; then
     $B/gpu_tests allreduce 2>&1 | tee "$OUT/kernels.log"
     $B/gpu_tests embed 2>&1 | tee -a "$OUT/kernels.log"
+    $B/gpu_tests logits_gather 2>&1 | tee -a "$OUT/kernels.log"
     note "kernels: $(grep -c PASS "$OUT/kernels.log") passed, $(grep -c FAIL "$OUT/kernels.log") failed"
 fi
 
