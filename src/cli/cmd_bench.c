@@ -181,15 +181,18 @@ int cmd_bench(int argc, char **argv)
         const long steps = r.stats.steps > 0 ? r.stats.steps : 1;
         const double host_ms = 1e3 * (r.stats.plan_s + r.stats.launch_s + r.stats.commit_s) / (double)steps,
                      wait_ms = 1e3 * r.stats.wait_s / (double)steps;
+        /* of host_ms: sending the step to the other ranks, launching its graph (or eager forward) */
+        const double relay_ms = 1e3 * r.stats.relay_s / (double)steps,
+                     enqueue_ms = 1e3 * r.stats.enqueue_s / (double)steps;
         print_common(m, &o);
         printf(
             "\"workload\": \"decode\", \"batch\": %d, \"input_len\": %d, \"output_len\": %d, "
             "\"output_tok_s\": %.1f, \"ttft_ms\": %.3f, \"step_ms\": %.3f, \"graph_replays\": %ld, "
             "\"eager_steps\": %ld, \"weight_bytes\": %.0f, \"floor_ms\": %.3f, \"step_over_floor\": %.3f, "
-            "\"host_ms\": %.4f, \"wait_ms\": %.4f}\n",
+            "\"host_ms\": %.4f, \"relay_ms\": %.4f, \"enqueue_ms\": %.4f, \"wait_ms\": %.4f}\n",
             batch[i], input_len, output_len, r.stats.completion_tokens / r.ready_to_last,
             r.submit_to_first * 1e3, step_ms, r.stats.graph_replays, r.stats.eager_steps, bytes, floor_ms,
-            floor_ms > 0 ? step_ms / floor_ms : 0, host_ms, wait_ms);
+            floor_ms > 0 ? step_ms / floor_ms : 0, host_ms, relay_ms, enqueue_ms, wait_ms);
         fflush(stdout);
     }
     if (prompt_len > 0) {

@@ -121,6 +121,8 @@ static int engine_step(struct engine *eng, struct err *e)
     st->eager_steps = eng->runner.n_eager;
     st->launch_s = eng->runner.launch_s;
     st->wait_s = eng->runner.wait_s;
+    st->relay_s = eng->runner.relay_s;
+    st->enqueue_s = eng->runner.enqueue_s;
     st->completion_tokens += n_draws; /* each drawing entry adds one token */
     st->plan_s += t1 - t0;
     st->run_s += t2 - t1;

@@ -98,6 +98,7 @@ struct engine_stats {
      * draws), committing the draws (events included) */
     double plan_s, run_s, commit_s;
     double launch_s, wait_s; /* run_s in two: the host's part (build, relay, launch), the wait for the draws */
+    double relay_s, enqueue_s; /* of launch_s: sending the step to the other ranks, the graph (or eager) launch */
     int kv_blocks;
     int max_context; /* tokens one sequence may reach (prompt + output) */
     int ranks;       /* GPUs (processes) the model is split over */

@@ -180,10 +180,20 @@ int runner_step(struct runner *r, const struct step_seq *seqs, int n, struct sam
     graph_runner_plan(&r->graphs, &real, &p);
     const double t0 = clock_now();
     /* the other ranks of a split model get the step as soon as it is written */
-    if (step_build(&r->builder, seqs, n, &p.padded, e) || (r->o.relay && runner_relay_step(r, &p, &real, e)) ||
-        sampler_stage(&r->sampler, seqs, n, p.draw_rows, e) || runner_run_plan(r, &p, &real, e))
+    if (step_build(&r->builder, seqs, n, &p.padded, e))
+        return -1;
+    const double tr = clock_now();
+    if ((r->o.relay && runner_relay_step(r, &p, &real, e)))
+        return -1;
+    const double ts = clock_now();
+    if (sampler_stage(&r->sampler, seqs, n, p.draw_rows, e))
+        return -1;
+    const double tl = clock_now();
+    if (runner_run_plan(r, &p, &real, e))
         return -1;
     const double t1 = clock_now();
+    r->relay_s += ts - tr;
+    r->enqueue_s += t1 - tl;
     if (fetch_returned(r, &real, e) || sampler_collect(&r->sampler, r->ws.logits, draws, e))
         return -1;
     r->launch_s += t1 - t0;

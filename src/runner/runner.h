@@ -54,8 +54,10 @@ struct runner {
     float *returned;         /* [max_tokens + max_seqs, vocab]: the last step's logit rows past its draws */
     long n_replays, n_eager; /* steps that replayed a graph (of any kind), that ran eagerly */
     /* seconds in runner_step: building, relaying and launching the step
-     * (the host's part), then waiting for its draws (the device's) */
-    double launch_s, wait_s;
+     * (the host's part), then waiting for its draws (the device's); of
+     * launch_s, relay_s sending it to the other ranks and enqueue_s the
+     * graph launch (or the eager forward's) */
+    double launch_s, wait_s, relay_s, enqueue_s;
     int logged_eager;        /* the first eager step in a graph mode was logged */
 };
 
