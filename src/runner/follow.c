@@ -22,7 +22,8 @@ struct start_msg {
     int32_t mode, n_buckets, max_bs, padding, n_token_buckets, max_graph_tokens;
 };
 
-/* Then n_ints int32 of metadata: the staging's prefix for the padded shape. */
+/* Then n_ints int32 of metadata: what the padded step uses of the staging,
+ * packed (pack_meta). */
 struct step_msg {
     uint32_t kind;
     int32_t path, graph_index, draw_rows;
@@ -62,10 +63,93 @@ int runner_relay_start(const struct runner *r, struct err *e)
     return rc;
 }
 
+/* The block-table entries sequence s of a step uses: those its length
+ * reaches (kernels read no further); -1 for a length the table cannot hold. */
+static int blocks_used(const struct meta_layout *l, int32_t kv_len, int block_size)
+{
+    if (kv_len < 0 || kv_len > l->caps.max_blocks_per_seq * block_size)
+        return -1;
+    return (kv_len + block_size - 1) / block_size;
+}
+
+/* The staging's per-step arrays in message order, [where, ints]: per-token
+ * rows, sequence starts, lengths, logit rows (the block tables follow). */
+enum { META_PARTS = 7 };
+static void meta_parts(const struct meta_layout *l, const struct step_shape *p, size_t parts[META_PARTS][2])
+{
+    const size_t T = (size_t)p->n_tokens, S = (size_t)p->n_seqs, L = (size_t)p->n_logits;
+    const size_t at[META_PARTS] = {l->token_ids, l->positions,  l->slot_mapping, l->seq_of_token,
+                                   l->query_start, l->kv_len, l->logit_rows};
+    const size_t n[META_PARTS] = {T, T, T, T, S + 1, S, L};
+    for (int i = 0; i < META_PARTS; i++)
+        parts[i][0] = at[i], parts[i][1] = n[i];
+}
+
+/* What a step of the padded shape p uses of the staging h, in order: the
+ * meta_parts, then each block table's used entries; into out (NULL: only
+ * counted). A step message carries this instead of the staging's prefix,
+ * whose per-token arrays are max_tokens long and whose block tables are
+ * max_blocks_per_seq wide (a batch-64 step at a 128k context: 2 MB a step
+ * over the control connection). */
+static size_t pack_meta(const struct meta_layout *l, const int32_t *h, const struct step_shape *p, int block_size,
+                        int32_t *out)
+{
+    size_t parts[META_PARTS][2], k = 0;
+    meta_parts(l, p, parts);
+    for (int i = 0; i < META_PARTS; k += parts[i][1], i++)
+        if (out)
+            memcpy(out + k, h + parts[i][0], parts[i][1] * sizeof *h);
+    for (size_t s = 0; s < (size_t)p->n_seqs; s++) {
+        const int nb = blocks_used(l, h[l->kv_len + s], block_size);
+        CHECK(nb >= 0); /* the step builder checked the tables */
+        if (out)
+            memcpy(out + k, h + l->block_tables + s * (size_t)l->caps.max_blocks_per_seq, (size_t)nb * sizeof *h);
+        k += (size_t)nb;
+    }
+    return k;
+}
+
+/* pack_meta's inverse into the staging h, checking what rank 0 sent
+ * against this rank's capacities. */
+static int unpack_meta(const struct meta_layout *l, int32_t *h, const struct step_shape *p, int block_size,
+                       const int32_t *in, size_t n, struct err *e)
+{
+    const struct meta_caps *c = &l->caps;
+    if (p->n_tokens < 1 || p->n_tokens > c->max_tokens || p->n_seqs < 1 || p->n_seqs > c->max_seqs ||
+        p->n_logits < 0 || p->n_logits > c->max_logits)
+        return err_set(e, "rank 0 sent a step of %d tokens, %d sequences, %d logit rows; this rank holds %d, %d, %d",
+                       p->n_tokens, p->n_seqs, p->n_logits, c->max_tokens, c->max_seqs, c->max_logits);
+    size_t parts[META_PARTS][2], k = 0;
+    meta_parts(l, p, parts);
+    for (int i = 0; i < META_PARTS; i++)
+        k += parts[i][1];
+    const size_t S = (size_t)p->n_seqs, lens = k - parts[6][1] - S; /* where the lengths sit in `in` */
+    if (n < k)
+        return err_set(e, "rank 0 sent %zu metadata ints for a step that needs %zu and more", n, k);
+    for (size_t s = 0; s < S; s++) {
+        const int nb = blocks_used(l, in[lens + s], block_size);
+        if (nb < 0)
+            return err_set(e, "rank 0 sent sequence %zu a length of %d (this rank's tables hold %d tokens)", s,
+                           in[lens + s], c->max_blocks_per_seq * block_size);
+        k += (size_t)nb;
+    }
+    if (k != n)
+        return err_set(e, "rank 0 sent %zu metadata ints for a step that needs %zu", n, k);
+    k = 0;
+    for (int i = 0; i < META_PARTS; k += parts[i][1], i++)
+        memcpy(h + parts[i][0], in + k, parts[i][1] * sizeof *h);
+    for (size_t s = 0; s < S; s++) {
+        const int nb = blocks_used(l, in[lens + s], block_size);
+        memcpy(h + l->block_tables + s * (size_t)c->max_blocks_per_seq, in + k, (size_t)nb * sizeof *h);
+        k += (size_t)nb;
+    }
+    return 0;
+}
+
 int runner_relay_step(const struct runner *r, const struct step_plan *p, const struct step_shape *real,
                       struct err *e)
 {
-    const size_t n_ints = meta_layout_ints(&r->meta.layout, p->padded.n_seqs);
+    const size_t n_ints = pack_meta(&r->meta.layout, r->meta.host, &p->padded, r->o.block_size, NULL);
     const size_t bytes = sizeof(struct step_msg) + n_ints * sizeof(int32_t);
     char *buf = xmalloc(bytes);
     struct step_msg m = {.kind = FOLLOW_STEP,
@@ -76,7 +160,7 @@ int runner_relay_step(const struct runner *r, const struct step_plan *p, const s
     shape_out(&p->padded, m.padded);
     shape_out(real, m.real);
     memcpy(buf, &m, sizeof m);
-    memcpy(buf + sizeof m, r->meta.host, n_ints * sizeof(int32_t));
+    pack_meta(&r->meta.layout, r->meta.host, &p->padded, r->o.block_size, (int32_t *)(buf + sizeof m));
     const int rc = r->o.relay->send(r->o.relay->ctx, buf, bytes, e);
     free(buf);
     return rc;
@@ -126,9 +210,8 @@ static int follow_step(struct runner *r, const char *msg, size_t n, struct err *
     if (n < sizeof m)
         return err_set(e, "rank 0 sent a step of %zu bytes", n);
     memcpy(&m, msg, sizeof m);
-    if (n != sizeof m + (size_t)m.n_ints * sizeof(int32_t) || m.n_ints > r->meta.layout.n_ints)
-        return err_set(e, "rank 0 sent a step with %u metadata ints, this rank holds %zu", m.n_ints,
-                       r->meta.layout.n_ints);
+    if (n != sizeof m + (size_t)m.n_ints * sizeof(int32_t))
+        return err_set(e, "rank 0 sent a step of %zu bytes that says it holds %u metadata ints", n, m.n_ints);
     struct step_plan p = {.path = (enum step_path)m.path,
                           .padded = shape_in(m.padded),
                           .draw_rows = m.draw_rows,
@@ -137,7 +220,9 @@ static int follow_step(struct runner *r, const char *msg, size_t n, struct err *
     if (graph_runner_lookup(&r->graphs, &p))
         return err_set(e, "rank 0 asked for graph %d of kind %d, which this rank did not capture", m.graph_index,
                        m.path);
-    memcpy(r->meta.host, msg + sizeof m, (size_t)m.n_ints * sizeof(int32_t));
+    if (unpack_meta(&r->meta.layout, r->meta.host, &p.padded, r->o.block_size, (const int32_t *)(msg + sizeof m),
+                    m.n_ints, e))
+        return -1;
     struct backend *be = r->m->be;
     /* done before the next step's metadata overwrites the staging */
     return runner_run_plan(r, &p, &real, e) || be->ops->synchronize(be, e) ? -1 : 0;
