@@ -18,7 +18,8 @@ for n in $MODELS; do
 import json, sys
 for l in sys.stdin:
     d = json.loads(l)
-    print(f\"$n $ARGS round $round $label: batch {d['batch']} {d['output_tok_s']:.1f} tok/s, step {d['step_ms']:.3f} ms\")"
+    host = ''.join(f\", {k} {d[k]:.4f}\" for k in ('host_ms', 'relay_ms', 'enqueue_ms') if k in d)
+    print(f\"$n $ARGS round $round $label: batch {d['batch']} {d['output_tok_s']:.1f} tok/s, step {d['step_ms']:.3f} ms{host}\")"
         done
     done
 done
