@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "core/clock.h"
@@ -166,10 +167,28 @@ static int recv_all(int fd, void *p, size_t n, double deadline)
     return 0;
 }
 
+/* Header and body in one system call (one segment, one wake-up of the
+ * reader), the rest of a partial send after it. */
+static int send_msg_all(int fd, const struct msg_header *h, const void *data, size_t n)
+{
+    struct iovec iov[2] = {{(void *)h, sizeof *h}, {(void *)data, n}};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = n ? 2 : 1};
+    ssize_t k;
+    do
+        k = sendmsg(fd, &m, MSG_NOSIGNAL);
+    while (k < 0 && errno == EINTR);
+    if (k < 0)
+        return -1;
+    const size_t sent = (size_t)k;
+    if (sent < sizeof *h)
+        return send_all(fd, (const char *)h + sent, sizeof *h - sent) || (n && send_all(fd, data, n));
+    return send_all(fd, (const char *)data + (sent - sizeof *h), n - (sent - sizeof *h));
+}
+
 int net_send_msg(int fd, uint32_t kind, const void *data, size_t n, struct err *e)
 {
     const struct msg_header h = {NET_MAGIC, kind, n};
-    if (send_all(fd, &h, sizeof h) || (n && send_all(fd, data, n)))
+    if (send_msg_all(fd, &h, data, n))
         return err_set(e, "a rank of the group is gone (sending: %s)", strerror(errno));
     return 0;
 }
