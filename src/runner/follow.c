@@ -73,8 +73,9 @@ static int blocks_used(const struct meta_layout *l, int32_t kv_len, int block_si
 }
 
 /* The staging's per-step arrays in message order, [where, ints]: per-token
- * rows, sequence starts, lengths, logit rows (the block tables follow). */
-enum { META_PARTS = 7 };
+ * rows, sequence starts, lengths (part PART_KV_LEN), logit rows (the block
+ * tables follow). */
+enum { PART_KV_LEN = 5, META_PARTS = 7 };
 static void meta_parts(const struct meta_layout *l, const struct step_shape *p, size_t parts[META_PARTS][2])
 {
     const size_t T = (size_t)p->n_tokens, S = (size_t)p->n_seqs, L = (size_t)p->n_logits;
@@ -119,11 +120,14 @@ static int unpack_meta(const struct meta_layout *l, int32_t *h, const struct ste
         p->n_logits < 0 || p->n_logits > c->max_logits)
         return err_set(e, "rank 0 sent a step of %d tokens, %d sequences, %d logit rows; this rank holds %d, %d, %d",
                        p->n_tokens, p->n_seqs, p->n_logits, c->max_tokens, c->max_seqs, c->max_logits);
-    size_t parts[META_PARTS][2], k = 0;
+    size_t parts[META_PARTS][2], k = 0, lens = 0; /* lens: where the lengths sit in `in` */
     meta_parts(l, p, parts);
-    for (int i = 0; i < META_PARTS; i++)
+    for (int i = 0; i < META_PARTS; i++) {
+        if (i == PART_KV_LEN)
+            lens = k;
         k += parts[i][1];
-    const size_t S = (size_t)p->n_seqs, lens = k - parts[6][1] - S; /* where the lengths sit in `in` */
+    }
+    const size_t S = (size_t)p->n_seqs;
     if (n < k)
         return err_set(e, "rank 0 sent %zu metadata ints for a step that needs %zu and more", n, k);
     for (size_t s = 0; s < S; s++) {

@@ -37,19 +37,16 @@ struct ar_args {
     size_t half, slot; // bytes of a half, of one rank's slot in it
 };
 
-// Counts this block's call; every thread gets its number. Block 0 also
-// counts it for the blocks this call does not launch, so every block's count
-// stays the same and consecutive calls alternate halves wherever their
-// elements fall.
+// Counts this block's call; every thread gets its number. Every block's
+// count stays the same (count_call), so consecutive calls alternate halves
+// wherever their elements fall.
 __device__ __forceinline__ uint32_t begin_call(const ar_args &g)
 {
     __shared__ uint32_t epoch;
     ar_signal *s = reinterpret_cast<ar_signal *>(g.buf[g.rank]);
-    if (blockIdx.x == 0)
-        for (unsigned b = gridDim.x + threadIdx.x; b < AR_BLOCKS; b += blockDim.x)
-            s->epoch[b]++;
+    const uint32_t mine = count_call(s->epoch, AR_BLOCKS);
     if (threadIdx.x == 0)
-        epoch = ++s->epoch[blockIdx.x];
+        epoch = mine;
     __syncthreads();
     return epoch;
 }

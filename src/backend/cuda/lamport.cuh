@@ -5,7 +5,7 @@
 // A sender's word that looks like AR_EMPTY goes out as 0x80000000 (for f32,
 // -0.0 for a negative denormal; for bf16 pairs, +0.0 for the first -0.0).
 // Used by the all-reduce (allreduce.cu) and the logits' gather
-// (logits_gather.cu).
+// (logits_gather.cu), which also count their calls alike (count_call).
 #ifndef INFER_BACKEND_CUDA_LAMPORT_CUH
 #define INFER_BACKEND_CUDA_LAMPORT_CUH
 
@@ -43,6 +43,18 @@ __device__ __forceinline__ uint4 take_vec(uint4 *p, uint4 v)
         v = await_first(p);
     *p = make_uint4(AR_EMPTY, AR_EMPTY, AR_EMPTY, AR_EMPTY);
     return v;
+}
+
+// Counts a call in epoch[n_blocks], a counter per block of the largest grid:
+// this block's own, and (block 0) those of the blocks this call does not
+// launch, so every block's count stays the same whatever the grid. Thread 0
+// gets the call's number, the others 0.
+__device__ __forceinline__ uint32_t count_call(uint32_t *epoch, unsigned n_blocks)
+{
+    if (blockIdx.x == 0)
+        for (unsigned b = gridDim.x + threadIdx.x; b < n_blocks; b += blockDim.x)
+            epoch[b]++;
+    return threadIdx.x == 0 ? ++epoch[blockIdx.x] : 0;
 }
 
 #endif

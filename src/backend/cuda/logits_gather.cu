@@ -33,20 +33,14 @@ __device__ __forceinline__ void store_release(uint32_t *p, uint32_t v)
 }
 
 // A peer's push of its call k waits until rank 0 has placed call k - 1.
-// Every block counts every call (block 0 also for blocks this call does not
-// launch), so each knows k.
+// Every block counts every call (count_call), so each knows k.
 __global__ void __launch_bounds__(LG_THREADS) lg_push_kernel(lg_args g, const float *in, size_t n)
 {
     lg_sync *s = g.sync[g.rank];
-    __shared__ uint32_t epoch;
-    if (blockIdx.x == 0)
-        for (unsigned b = gridDim.x + threadIdx.x; b < LG_MAX_BLOCKS; b += blockDim.x)
-            s->epoch[b]++;
-    if (threadIdx.x == 0) {
-        epoch = ++s->epoch[blockIdx.x];
-        while (load_acquire(&s->done) < epoch - 1)
+    const uint32_t call = count_call(s->epoch, LG_MAX_BLOCKS);
+    if (threadIdx.x == 0)
+        while (load_acquire(&s->done) < call - 1)
             ;
-    }
     __syncthreads();
     pdl_wait(); // in is the LM head's output
     pdl_launch_dependents();
