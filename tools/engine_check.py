@@ -15,14 +15,19 @@ a comma-separated list, default decode), the alone run is eager
 (--alone-graph none), so the test also holds every graph mode to eager
 exactly. --transitions swaps the workload for 8 requests whose
 output lengths leave 8, then 5, then 3 sequences running (batch-size
-buckets crossed on the way down).
+buckets crossed on the way down). --mixed makes every third request greedy
+with its log-probabilities, every third seeded-sampled, the rest greedy
+with 2 top log-probabilities, and compares the log-probabilities too, bit
+for bit: a split model's steps move the logits' columns only when some row
+needs them, and a plain greedy row's log-probability must not depend on
+which kind of step it ran in.
 
 --tp N runs both sides split over N GPUs (--nodes 2: as two machines,
 simulated on this host) (the batched run's pool kept
 about as small: --util is divided by the factor each rank's KV blocks
 shrink by).
 
-Usage: python3 tools/engine_check.py INFER MODEL_DIR [--device cuda] [--util 0.004] [--sampled]
+Usage: python3 tools/engine_check.py INFER MODEL_DIR [--device cuda] [--util 0.004] [--sampled | --mixed]
                                      [--graph decode,piecewise,full] [--transitions] [--tp N]
 Prints one line per run and the verdict; exits non-zero on any mismatch or
 when the 64-request workload saw no preemption."""
@@ -63,7 +68,7 @@ def run(infer, model, device, reqs_path, extra, nodes=1):
     out = {}
     for line in p.stdout.splitlines():
         o = json.loads(line)
-        out[o["request"]] = o["ids"]
+        out[o["request"]] = (o["ids"], o.get("logprobs"))
     summary = [l for l in p.stderr.splitlines() if "requests" in l or "cuda graphs:" in l]
     return out, "\n    ".join(summary), time.time() - t0
 
@@ -81,6 +86,8 @@ def main():
     ap.add_argument("--alone-graph", default="none", help="--cuda-graph-mode of the alone run (cuda only)")
     ap.add_argument("--sampled", action="store_true",
                     help="seeded sampling (temperature 0.8, top_p 0.9, top_k 50, penalties) instead of greedy")
+    ap.add_argument("--mixed", action="store_true",
+                    help="greedy with log-probabilities, seeded sampled, greedy with top log-probabilities")
     ap.add_argument("--tp", type=int, default=1, help="--tensor-parallel-size of both runs")
     ap.add_argument("--nodes", type=int, default=1, choices=(1, 2),
                     help="2: the ranks as two machines on this host (--nnodes 2, a GPU each, NCCL over sockets)")
@@ -91,6 +98,7 @@ def main():
     kv_heads = cfg.get("num_key_value_heads", cfg.get("num_attention_heads", 1))
     util = float(a.util) / min(a.tp, kv_heads)
     rng = random.Random(5)
+    seeds = random.Random(6)  # --mixed: its seeds apart, so its prompts and lengths are the greedy run's
     shared = [rng.randrange(vocab) for _ in range(64)]
     if a.transitions:
         a.requests = 8
@@ -107,9 +115,13 @@ def main():
                         prompt = shared + prompt[:200]
                     out = rng.randint(1, 48)
                 r = {"prompt_ids": prompt, "max_tokens": out, "ignore_eos": True}
-                if a.sampled:
-                    r.update(temperature=0.8, top_p=0.9, top_k=50, presence_penalty=0.5,
-                             repetition_penalty=1.1, seed=rng.randrange(1 << 32))
+                if a.mixed and i % 3 == 0:
+                    r.update(logprobs=True)
+                elif a.mixed and i % 3 == 2:
+                    r.update(logprobs=True, top_logprobs=2)
+                if a.sampled or (a.mixed and i % 3 == 1):
+                    r.update(logprobs=a.mixed, temperature=0.8, top_p=0.9, top_k=50, presence_penalty=0.5,
+                             repetition_penalty=1.1, seed=(seeds if a.mixed else rng).randrange(1 << 32))
                 f.write(json.dumps(r) + "\n")
         g2 = ["--cuda-graph-mode", a.alone_graph] if a.device == "cuda" else []
         alone, s2, t2 = run(a.infer, a.model, a.device, path,
@@ -125,7 +137,7 @@ def main():
             bad = [i for i in range(a.requests) if batched.get(i) != alone.get(i)]
             m = re.search(r"(\d+) preemptions?", s1)
             preempted = int(m.group(1)) if m else -1
-            kind = ("seeded sampled" if a.sampled else "greedy") + (" transition" if a.transitions else "")
+            kind = ("seeded sampled" if a.sampled else "mixed, log-probabilities too" if a.mixed else "greedy") + (" transition" if a.transitions else "")
             good = not bad and (preempted > 0 or a.transitions)
             ok = ok and good
             where = f"{mode}, tp {a.tp}" if a.tp > 1 else mode
@@ -134,7 +146,9 @@ def main():
                   f"requests equal alone, preemptions {preempted} -> {'OK' if good else 'FAIL'}")
             if bad:
                 i = bad[0]
-                print(f"first mismatch: request {i}: batched {batched.get(i)[:12]} alone {alone.get(i)[:12]}")
+                b, al = batched.get(i), alone.get(i)
+                print(f"first mismatch: request {i}: batched {b and b[0][:12]} alone {al and al[0][:12]}"
+                      + (f"; log-probabilities {b[1][:3]} against {al[1][:3]}" if b and al and b[1] != al[1] else ""))
     sys.exit(0 if ok else 1)
 
 

@@ -26,7 +26,8 @@ void meta_layout_init(struct meta_layout *l, const struct meta_caps *caps)
     l->query_start = l->seq_of_token + T;
     l->kv_len = l->query_start + S + 1;
     l->logit_rows = l->kv_len + S;
-    l->block_tables = l->logit_rows + (size_t)caps->max_logits;
+    l->logit_cols = l->logit_rows + (size_t)caps->max_logits;
+    l->block_tables = l->logit_cols + 1;
     l->n_ints = l->block_tables + S * (size_t)caps->max_blocks_per_seq;
 }
 
@@ -49,6 +50,7 @@ struct fwd_meta meta_layout_point(const struct meta_layout *l, const int32_t *ba
                              .query_start = base + l->query_start,
                              .kv_len = base + l->kv_len,
                              .logit_rows = base + l->logit_rows,
+                             .logit_cols = base + l->logit_cols,
                              .block_tables = base + l->block_tables};
 }
 

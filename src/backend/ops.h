@@ -44,8 +44,15 @@ struct fwd_meta {
     const int32_t *query_start;  /* [n_seqs + 1] */
     const int32_t *kv_len;       /* [n_seqs] tokens in the cache after this step's writes */
     const int32_t *logit_rows;   /* [n_logits] rows whose logits are computed */
+    const int32_t *logit_cols;   /* [1] a split model: 0 when rank 0 needs no logit columns of the
+                                    other ranks, only each row's statistics (every row draws plain
+                                    greedy and none returns its logits); else 1 */
     const int32_t *block_tables; /* [n_seqs, max_blocks_per_seq] */
 };
+
+/* Bytes a logits row's statistics take in a split model's gather
+ * (gather_logits, sample_enqueue): the CUDA sampler's span statistics. */
+#define LOGIT_STATS_ROW_BYTES 1024
 
 /* Capacities of a metadata buffer. */
 struct meta_caps {
@@ -67,6 +74,7 @@ struct meta_layout {
     size_t query_start;                                      /* [max_seqs + 1] */
     size_t kv_len;                                           /* [max_seqs] */
     size_t logit_rows;                                       /* [max_logits] */
+    size_t logit_cols;                                       /* [1] */
     size_t block_tables;                                     /* [max_seqs, max_blocks_per_seq] */
     size_t n_ints;                                           /* the whole buffer */
 };
@@ -241,9 +249,13 @@ struct backend_ops {
                         int n_cols);
     /* Tensor parallelism (be->comm set; backend/comm.h): buf[n] (act dtype)
      * := its sum over the ranks; rank 0's out[rows, cols * ranks] := every
-     * rank's in[rows, cols] (f32 logits) side by side. */
+     * rank's in[rows, cols] (f32 logits) side by side. gather_logits may
+     * also leave each row's statistics for the sampler in stats[rows,
+     * LOGIT_STATS_ROW_BYTES] (rank 0's sample_enqueue takes them), and may
+     * then skip the columns when *logit_cols (the step's metadata) is 0. */
     void (*all_reduce)(struct backend *be, void *buf, size_t n);
-    void (*gather_cols)(struct backend *be, float *out, const float *in, int rows, int cols);
+    void (*gather_logits)(struct backend *be, float *out, void *stats, const float *in, int rows, int cols,
+                          const int32_t *logit_cols);
     /* Optional, both or neither, for backends whose activations are
      * narrower than f32: a split model's row-parallel products (o, down)
      * are partial sums, kept in f32 so that they round once, after the sum
@@ -267,7 +279,8 @@ struct backend_ops {
      * resize). sample_stage takes the step's rows (host memory, valid until
      * sample_finish), padded up to pad_rows with greedy rows whose draws are
      * ignored, and queues whatever varies in size; sample_enqueue queues the
-     * draw of pad_rows rows, its results bound for host memory, touching
+     * draw of pad_rows rows (stats: what a split model's gather_logits
+     * left, or NULL), its results bound for host memory, touching
      * only fixed addresses (capturable); sample_finish waits and writes
      * out[n_rows] (host memory). -1 with e set when a call exceeds what
      * sample_init sized, or a row has more than SAMPLE_MAX_SEEN seen tokens
@@ -275,7 +288,8 @@ struct backend_ops {
     int (*sample_init)(struct backend *be, int max_rows, int vocab, struct err *e);
     int (*sample_stage)(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
                         struct err *e);
-    int (*sample_enqueue)(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e);
+    int (*sample_enqueue)(struct backend *be, const float *logits, const void *stats, int pad_rows, int vocab,
+                          struct err *e);
     int (*sample_finish)(struct backend *be, int n_rows, struct sample_result *out, struct err *e);
 };
 

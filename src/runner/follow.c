@@ -73,15 +73,15 @@ static int blocks_used(const struct meta_layout *l, int32_t kv_len, int block_si
 }
 
 /* The staging's per-step arrays in message order, [where, ints]: per-token
- * rows, sequence starts, lengths (part PART_KV_LEN), logit rows (the block
- * tables follow). */
-enum { PART_KV_LEN = 5, META_PARTS = 7 };
+ * rows, sequence starts, lengths (part PART_KV_LEN), logit rows, the
+ * logit-columns word (the block tables follow). */
+enum { PART_KV_LEN = 5, META_PARTS = 8 };
 static void meta_parts(const struct meta_layout *l, const struct step_shape *p, size_t parts[META_PARTS][2])
 {
     const size_t T = (size_t)p->n_tokens, S = (size_t)p->n_seqs, L = (size_t)p->n_logits;
     const size_t at[META_PARTS] = {l->token_ids, l->positions,  l->slot_mapping, l->seq_of_token,
-                                   l->query_start, l->kv_len, l->logit_rows};
-    const size_t n[META_PARTS] = {T, T, T, T, S + 1, S, L};
+                                   l->query_start, l->kv_len, l->logit_rows, l->logit_cols};
+    const size_t n[META_PARTS] = {T, T, T, T, S + 1, S, L, 1};
     for (int i = 0; i < META_PARTS; i++)
         parts[i][0] = at[i], parts[i][1] = n[i];
 }

@@ -109,7 +109,7 @@ int runner_enqueue_step(struct runner *r, const struct step_shape *shape, int dr
     if (be->ops->meta_upload(be, &r->meta, shape->n_tokens, shape->n_seqs, shape->n_logits, &meta, e))
         return -1;
     model_forward(r->m, &r->ws, &r->kv, &meta);
-    return draw_rows ? sampler_enqueue(&r->sampler, r->ws.logits, draw_rows, e) : 0;
+    return draw_rows ? sampler_enqueue(&r->sampler, r->ws.logits, r->ws.logit_stats, draw_rows, e) : 0;
 }
 
 /* Piecewise: the bucket's pieces over the padded step, with attention, the
@@ -132,7 +132,7 @@ static int run_pieces(struct runner *r, const struct step_plan *p, const struct 
             forward_attention(r->m, &r->ws, &r->kv, &as_is, i);
     }
     forward_logits(r->m, &r->ws, &as_is);
-    return real->n_draws ? sampler_enqueue(&r->sampler, r->ws.logits, real->n_draws, e) : 0;
+    return real->n_draws ? sampler_enqueue(&r->sampler, r->ws.logits, r->ws.logit_stats, real->n_draws, e) : 0;
 }
 
 int runner_run_plan(struct runner *r, const struct step_plan *p, const struct step_shape *real, struct err *e)

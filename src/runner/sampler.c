@@ -66,11 +66,11 @@ int sampler_stage(struct sampler *s, const struct step_seq *seqs, int n, int pad
     return s->be->ops->sample_stage(s->be, s->on_backend ? rows : 0, pad_rows, s->vocab, s->rows, e);
 }
 
-int sampler_enqueue(struct sampler *s, const float *logits, int pad_rows, struct err *e)
+int sampler_enqueue(struct sampler *s, const float *logits, const void *stats, int pad_rows, struct err *e)
 {
     if (!s->be)
         return 0;
-    return s->be->ops->sample_enqueue(s->be, logits, pad_rows, s->vocab, e);
+    return s->be->ops->sample_enqueue(s->be, logits, stats, pad_rows, s->vocab, e);
 }
 
 int sampler_collect(struct sampler *s, const float *logits, struct sample_result *out, struct err *e)

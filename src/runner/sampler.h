@@ -39,8 +39,9 @@ void sampler_free(struct sampler *s);
  * the caller's until collect) for a draw of pad_rows logit rows (>= the
  * draws, <= max_rows). */
 int sampler_stage(struct sampler *s, const struct step_seq *seqs, int n, int pad_rows, struct err *e);
-/* Queues the draw of pad_rows rows of logits (backend memory); capturable. */
-int sampler_enqueue(struct sampler *s, const float *logits, int pad_rows, struct err *e);
+/* Queues the draw of pad_rows rows of logits (backend memory; stats: the
+ * rows' statistics a split model's gather left, or NULL); capturable. */
+int sampler_enqueue(struct sampler *s, const float *logits, const void *stats, int pad_rows, struct err *e);
 /* Waits for the step and writes its draws to out[0 .. n_rows). logits: the
  * step's logits, read on the host when the backend could not draw. */
 int sampler_collect(struct sampler *s, const float *logits, struct sample_result *out, struct err *e);

@@ -2,10 +2,12 @@
  * visible GPU of this machine, one process (peer access stands in for IPC,
  * as in test_allreduce.c): rank 0's output must hold every rank's shard side
  * by side, bit for bit (a peer's word equal to AR_EMPTY arrives as -0.0),
- * and the landing must be empty again after each call; a decode row of
- * Llama's and Gemma's shard widths, 64 rows, an odd row count, calls
- * back to back, a peer that pushes late (rank 0 polls). Skipped on fewer than 2
- * GPUs. */
+ * where the call's word asks for the columns, and be left alone where not;
+ * every peer's records (any bits, AR_EMPTY among them) must arrive bit for
+ * bit beside rank 0's own, which stay as they were; and the landing must be
+ * empty again after each call; a decode row of Llama's and Gemma's shard
+ * widths, 64 rows, an odd row count, calls back to back, a peer that pushes
+ * late (rank 0 polls). Skipped on fewer than 2 GPUs. */
 #include <cuda_runtime_api.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,23 +38,53 @@ static float **make_shards(struct gpu_ctx *ctx, int n, size_t max)
     return h;
 }
 
-/* The first wrong word of out (rank 0's view) and of the landing, or 0. */
-static int check_call(struct gpu_ctx *ctx, int n, float **shard, int rep, int rows, int cols,
-                      const float *out, const uint32_t *landing)
+enum { RECS = 7, REC_WORDS = 4 }; /* records a row a rank; 32-bit words a record */
+
+/* Host records of every rank, [64 rows, stride records] each: random words,
+ * some AR_EMPTY, some all ones. */
+static uint32_t **make_records(int n, int stride)
 {
-    const size_t per = (size_t)rows * cols;
+    uint32_t **h = calloc((size_t)n, sizeof *h);
+    const size_t words = (size_t)64 * stride * REC_WORDS;
+    for (int d = 0; d < n; d++) {
+        h[d] = malloc(words * 4);
+        for (size_t i = 0; i < words; i++)
+            h[d][i] = i % 13 == 5 ? AR_EMPTY : i % 17 == 3 ? 0xffffffffu : (uint32_t)rand() * 2654435761u;
+    }
+    return h;
+}
+
+/* The first wrong word of out (rank 0's view: the columns where want, else
+ * untouched 0xff bytes), of rank 0's records and of the landing, or 0. */
+static int check_call(struct gpu_ctx *ctx, int n, float **shard, uint32_t **recs, int stride, int rep, int want,
+                      int rows, int cols, const float *out, const uint32_t *got_recs, const uint32_t *landing,
+                      size_t landing_words)
+{
     for (int row = 0; row < rows; row++)
         for (int r = 0; r < n; r++)
             for (int j = 0; j < cols; j++) {
-                uint32_t want = bits(shard[r][(size_t)rep + (size_t)row * cols + j]);
-                if (r > 0 && want == AR_EMPTY)
-                    want = 0x80000000u;
+                uint32_t wanted = bits(shard[r][(size_t)rep + (size_t)row * cols + j]);
+                if (r > 0 && wanted == AR_EMPTY)
+                    wanted = 0x80000000u;
+                if (!want)
+                    wanted = 0xffffffffu;
                 const uint32_t got = bits(out[((size_t)row * n + r) * cols + j]);
-                if (got != want)
-                    GPU_FAIL("%d GPUs, %d x %d (call %d): row %d, rank %d's column %d is 0x%08x, want 0x%08x",
-                             n, rows, cols, rep, row, r, j, got, want);
+                if (got != wanted)
+                    GPU_FAIL("%d GPUs, %d x %d (call %d, columns %s): row %d, rank %d's column %d is 0x%08x, want "
+                             "0x%08x",
+                             n, rows, cols, rep, want ? "wanted" : "not wanted", row, r, j, got, wanted);
             }
-    for (size_t i = 0; i < (size_t)(n - 1) * per; i++)
+    for (int row = 0; row < rows; row++)
+        for (int k = 0; k < stride * REC_WORDS; k++) {
+            const size_t at = ((size_t)row * stride) * REC_WORDS + (size_t)k;
+            const int from = k / (RECS * REC_WORDS); /* whose records sit there on rank 0 */
+            const uint32_t wanted = from >= 1 && from < n ? recs[from][at] : recs[0][at];
+            if (got_recs[at] != wanted)
+                GPU_FAIL("%d GPUs, %d x %d (call %d): row %d, record word %d on rank 0 is 0x%08x, want 0x%08x "
+                         "(rank %d's)",
+                         n, rows, cols, rep, row, k, got_recs[at], wanted, from < n ? from : 0);
+        }
+    for (size_t i = 0; i < landing_words; i++)
         if (landing[i] != AR_EMPTY)
             GPU_FAIL("%d GPUs, %d x %d (call %d): landing word %zu is 0x%08x after the call, not empty", n,
                      rows, cols, rep, i, landing[i]);
@@ -68,13 +100,19 @@ GPU_TEST(logits_gather_places_every_shard)
     int n = 0;
     if (gpu_peers_enable(AR_MAX_RANKS, &n, ctx->msg, sizeof ctx->msg))
         return 0;
+    const int stride = n * RECS + 3;
+    const size_t rec_bytes = (size_t)64 * stride * REC_WORDS * 4;
     float **shard = make_shards(ctx, n, max), *in[2][AR_MAX_RANKS], *out[2];
+    uint32_t **recs = make_records(n, stride), *rec[2][AR_MAX_RANKS];
+    int32_t *want[2][AR_MAX_RANKS];
     struct lg_sync *sync[AR_MAX_RANKS];
     cudaStream_t s[AR_MAX_RANKS];
     for (int d = 0; d < n; d++) {
         CHECK(cudaSetDevice(d) == cudaSuccess);
         for (int k = 0; k < 2; k++)
-            CHECK(cudaMalloc((void **)&in[k][d], (max + 8) * 4) == cudaSuccess);
+            CHECK(cudaMalloc((void **)&in[k][d], (max + 8) * 4) == cudaSuccess &&
+                  cudaMalloc((void **)&rec[k][d], rec_bytes) == cudaSuccess &&
+                  cudaMalloc((void **)&want[k][d], 4) == cudaSuccess);
         CHECK(cudaMalloc((void **)&sync[d], sizeof(struct lg_sync)) == cudaSuccess &&
               cudaMemset(sync[d], 0, sizeof(struct lg_sync)) == cudaSuccess);
         CHECK(cudaStreamCreateWithFlags(&s[d], cudaStreamNonBlocking) == cudaSuccess);
@@ -92,19 +130,23 @@ GPU_TEST(logits_gather_places_every_shard)
         memcpy(g[d].sync, sync, sizeof sync);
     }
     float *got = malloc((size_t)n * max * 4);
+    uint32_t *got_recs = malloc(rec_bytes);
     uint32_t *left = malloc(LG_LANDING_BYTES);
     int calls = 0, failed = 0;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0] && !failed; k++)
         for (int rep = 0; rep < 2 && !failed; rep++) {
             const int rows = shapes[k][0], cols = shapes[k][1];
-            if (!lg_fits(n, rows, cols, LG_LANDING_BYTES))
+            if (!lg_fits(n, rows, cols, RECS, LG_LANDING_BYTES))
                 continue;
             const size_t per = (size_t)rows * cols;
             for (int d = 0; d < n; d++) /* call c of the pair takes the data shifted by 2 rep + c */
                 for (int c = 0; c < 2; c++) {
+                    const int32_t wants = (rep + c + (int)k) % 2 == 0; /* every shape both ways */
                     CHECK(cudaSetDevice(d) == cudaSuccess);
                     CHECK(cudaMemcpy(in[c][d], shard[d] + 2 * rep + c, per * 4, cudaMemcpyHostToDevice) ==
-                          cudaSuccess);
+                              cudaSuccess &&
+                          cudaMemcpy(rec[c][d], recs[d], rec_bytes, cudaMemcpyHostToDevice) == cudaSuccess &&
+                          cudaMemcpy(want[c][d], &wants, 4, cudaMemcpyHostToDevice) == cudaSuccess);
                     if (d == 0)
                         CHECK(cudaMemset(out[c], 0xff, (size_t)n * per * 4) == cudaSuccess);
                 }
@@ -112,38 +154,47 @@ GPU_TEST(logits_gather_places_every_shard)
                 CHECK(cudaSetDevice(d) == cudaSuccess);
                 if (rep == 1 && d == n - 1)
                     usleep(20000); /* a late peer */
-                for (int c = 0; c < 2; c++)
-                    CHECK((d == 0 ? launch_lg_place(&g[0], out[c], in[c][0], rows, cols, s[0])
-                                  : launch_lg_push(&g[d], in[c][d], rows, cols, s[d])) == cudaSuccess);
+                for (int c = 0; c < 2; c++) {
+                    const struct lg_records r = {rec[c][d], stride, RECS};
+                    CHECK((d == 0 ? launch_lg_place(&g[0], out[c], in[c][0], r, want[c][0], rows, cols, s[0])
+                                  : launch_lg_push(&g[d], in[c][d], r, want[c][d], rows, cols, s[d])) ==
+                          cudaSuccess);
+                }
             }
             for (int d = 0; d < n; d++)
                 CHECK(cudaSetDevice(d) == cudaSuccess && cudaStreamSynchronize(s[d]) == cudaSuccess);
             CHECK(cudaSetDevice(0) == cudaSuccess);
-            CHECK(cudaMemcpy(left, landing, (size_t)(n - 1) * per * 4, cudaMemcpyDeviceToHost) ==
-                  cudaSuccess);
+            const size_t landing_words = (size_t)(n - 1) * rows * (cols + 2 * RECS * REC_WORDS);
+            CHECK(cudaMemcpy(left, landing, landing_words * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
             for (int c = 0; c < 2 && !failed; c++, calls++) {
-                CHECK(cudaMemcpy(got, out[c], (size_t)n * per * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
-                failed = check_call(ctx, n, shard, 2 * rep + c, rows, cols, got, left);
+                CHECK(cudaMemcpy(got, out[c], (size_t)n * per * 4, cudaMemcpyDeviceToHost) == cudaSuccess &&
+                      cudaMemcpy(got_recs, rec[c][0], rec_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+                failed = check_call(ctx, n, shard, recs, stride, 2 * rep + c, (rep + c + (int)k) % 2 == 0, rows,
+                                    cols, got, got_recs, left, landing_words);
             }
         }
     if (!failed)
         snprintf(ctx->msg, sizeof ctx->msg,
-                 "%d GPUs, %d calls in back-to-back pairs, rank 0 bit-equal to the shards side by side", n,
-                 calls);
+                 "%d GPUs, %d calls in back-to-back pairs (half without the columns), rank 0 bit-equal to the "
+                 "shards side by side and to the peers' records",
+                 n, calls);
     for (int d = 0; d < n; d++) {
         cudaSetDevice(d);
         for (int k = 0; k < 2; k++)
-            cudaFree(in[k][d]);
+            cudaFree(in[k][d]), cudaFree(rec[k][d]), cudaFree(want[k][d]);
         cudaFree(sync[d]);
         cudaStreamDestroy(s[d]);
         free(shard[d]);
+        free(recs[d]);
     }
     cudaSetDevice(0);
     for (int k = 0; k < 2; k++)
         cudaFree(out[k]);
     cudaFree(landing);
     free(shard);
+    free(recs);
     free(got);
+    free(got_recs);
     free(left);
     return failed;
 }

@@ -39,7 +39,7 @@ static int ensure_init(struct gpu_ctx *ctx)
 static int sample_rows(struct backend *be, const float *logits, int n, int vocab, const struct sample_row *rows,
                        struct sample_result *out, struct err *e)
 {
-    return be->ops->sample_stage(be, n, n, vocab, rows, e) || be->ops->sample_enqueue(be, logits, n, vocab, e) ||
+    return be->ops->sample_stage(be, n, n, vocab, rows, e) || be->ops->sample_enqueue(be, logits, NULL, n, vocab, e) ||
                    be->ops->sample_finish(be, n, out, e)
                ? -1
                : 0;

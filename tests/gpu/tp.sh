@@ -10,7 +10,8 @@
 #     smoke    --tp 1, 2 (4, 8) each give 24 greedy tokens of one short prompt (and end); a size
 #              that does not divide a model's heads (Gemma-3-1B at 8) is refused naming the flag
 #     parity   prompt logits at TP 1/2/4/8 against transformers fp32 (tools/tp_parity.py)
-#     engine   64 requests batched = alone, full graphs, greedy and seeded, TP 2, 4 (and 8)
+#     engine   64 requests batched = alone, full graphs, greedy, seeded and mixed (log-probabilities
+#              compared too), TP 2, 4 (and 8)
 #     bench    decode tok/s, batch 1 and 64, full graphs, TP 1/2/4/8; all-reduce paths (nccl, off:
 #              no sums, fold: INFER_AR_FOLD=1, the sums folded into the norm)
 #     nodes    TP 2 as two machines (a GPU each, NCCL over sockets): engine check + speed
@@ -110,7 +111,7 @@ if has engine; then
         m=$(model "$name")
         u=0.004; case $name in gemma*) u=0.0006 ;; esac # a pool small enough to preempt
         for tp in $(sizes_of "$name"); do
-            for kind in "" --sampled; do
+            for kind in "" --sampled --mixed; do
                 timeout 580 python3 tools/engine_check.py $B/infer "$m" --util $u --graph full --tp $tp $kind \
                     >>"$OUT/engine.log" 2>&1 || echo "engine_check $name tp $tp $kind: exit $?" >>"$OUT/engine.log"
             done

@@ -124,7 +124,7 @@ Test(sample_seen, cpu_sample_op_is_sample_token)
         sample_token(l + r * V, V, &p[r], prompt, np, output, no, (uint64_t)r, scratch, &want[r]);
     }
     cr_assert_eq(be->ops->sample_stage(be, 4, 4, V, rows, &e), 0, "%s", e.msg);
-    cr_assert_eq(be->ops->sample_enqueue(be, l, 4, V, &e), 0, "%s", e.msg);
+    cr_assert_eq(be->ops->sample_enqueue(be, l, NULL, 4, V, &e), 0, "%s", e.msg);
     cr_assert_eq(be->ops->sample_finish(be, 4, got, &e), 0, "%s", e.msg);
     cr_assert_eq(memcmp(want, got, sizeof want), 0);
     rows[2].n_seen = SAMPLE_MAX_SEEN + 1;
@@ -169,7 +169,7 @@ Test(sample_seen, sampler_falls_back_to_the_host)
     for (int pass = 0; pass < 2; pass++) {
         int n = pass ? 2 : 1; /* row 0 alone fits the op */
         cr_assert_eq(sampler_stage(&smp, q, n, n, &e), 0, "%s", e.msg);
-        cr_assert_eq(sampler_enqueue(&smp, l, n, &e), 0, "%s", e.msg);
+        cr_assert_eq(sampler_enqueue(&smp, l, NULL, n, &e), 0, "%s", e.msg);
         cr_assert_eq(sampler_collect(&smp, l, got, &e), 0, "%s", e.msg);
         cr_assert_eq(smp.host_draws, pass);
         for (int r = 0; r < n; r++) {

@@ -190,3 +190,59 @@ Test(step_builder, limits_are_refused)
     block_pool_free(&pool);
     backend_free(be);
 }
+
+/* The step's logit-columns word: 0 only when every draw is plain greedy
+ * (what a split model's CUDA sampler draws from the rows' statistics
+ * alone) and no row returns its logits; padding rows change nothing. */
+Test(step_builder, logit_columns_word_says_when_rank_0_needs_them)
+{
+    struct backend *be = backend_create(BACKEND_KIND_CPU, 1, NULL);
+    struct block_pool pool;
+    block_pool_init(&pool, 8, 1);
+    struct seq_blocks blk[2] = {{0}};
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(seq_blocks_reserve(&blk[i], &pool, 4, 4), 0);
+    struct meta_caps caps = {8, 4, 2, 4};
+    struct meta_buffer mb;
+    struct err e;
+    cr_assert_eq(be->ops->meta_init(be, &caps, &mb, &e), 0);
+    struct step_builder sb;
+    step_builder_init(&sb, &mb, 4);
+    int32_t toks[2] = {0};
+    struct sampling_params greedy = sampling_params_default();
+    greedy.temperature = 0.f;
+    struct sampling_params kinds[5];
+    for (int k = 0; k < 5; k++)
+        kinds[k] = greedy;
+    kinds[0].temperature = 0.7f;
+    kinds[1].top_logprobs = 2;
+    kinds[2].repetition_penalty = 1.1f;
+    kinds[3].frequency_penalty = 0.5f;
+    const struct logit_bias bias = {3, 1.f};
+    kinds[4].bias = &bias, kinds[4].n_bias = 1;
+    const struct step_shape padded = {.n_tokens = 4, .n_seqs = 4, .n_draws = 4, .n_logits = 4, .decode = 1};
+    struct step_seq q[2];
+    for (int i = 0; i < 2; i++)
+        q[i] = (struct step_seq){.blocks = &blk[i], .tokens = toks, .n_tokens = 1, .draw = 1,
+                                 .sample = {.params = &greedy}};
+    cr_assert_eq(step_build(&sb, q, 2, &padded, &e), 0, "%s", e.msg);
+    cr_assert_eq(mb.host[mb.layout.logit_cols], 0, "two plain greedy rows need no columns");
+    for (int k = 0; k < 5; k++) {
+        q[1].sample.params = &kinds[k];
+        cr_assert_eq(step_build(&sb, q, 2, &padded, &e), 0, "%s", e.msg);
+        cr_assert_eq(mb.host[mb.layout.logit_cols], 1, "row kind %d reads its logits", k);
+    }
+    q[1].sample.params = &greedy;
+    q[1].draw = 0, q[1].return_logits = 1;
+    cr_assert_eq(step_build(&sb, q, 2, &padded, &e), 0, "%s", e.msg);
+    cr_assert_eq(mb.host[mb.layout.logit_cols], 1, "a row that returns its logits");
+    cr_assert_eq(step_build(&sb, NULL, 0, &padded, &e), 0, "%s", e.msg);
+    cr_assert_eq(mb.host[mb.layout.logit_cols], 0, "a padding-only step (a capture's)");
+    be->ops->meta_free(be, &mb);
+    for (int i = 0; i < 2; i++) {
+        seq_blocks_release(&blk[i], &pool);
+        seq_blocks_free(&blk[i]);
+    }
+    block_pool_free(&pool);
+    backend_free(be);
+}

@@ -147,8 +147,11 @@ static void cpu_all_reduce(struct backend *be, void *buf, size_t n)
     be->comm->ops->all_reduce(be->comm, buf, n, DTYPE_F32, NULL);
 }
 
-static void cpu_gather_cols(struct backend *be, float *out, const float *in, int rows, int cols)
+/* The columns always (the CPU sampler reads them): no statistics. */
+static void cpu_gather_logits(struct backend *be, float *out, void *stats, const float *in, int rows, int cols,
+                              const int32_t *logit_cols)
 {
+    (void)stats, (void)logit_cols;
     be->comm->ops->gather_cols(be->comm, out, in, rows, cols, NULL);
 }
 
@@ -186,7 +189,7 @@ static const struct backend_ops cpu_ops = {
     .gated_matmul = cpu_gated_matmul,
     .gather_rows = cpu_gather_rows,
     .all_reduce = cpu_all_reduce,
-    .gather_cols = cpu_gather_cols,
+    .gather_logits = cpu_gather_logits,
     .logits = cpu_logits,
     .sample_init = cpu_sample_init,
     .sample_stage = cpu_sample_stage,

@@ -64,9 +64,12 @@ int cpu_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, co
     return 0;
 }
 
-/* Padding rows draw nothing here: their draws are ignored anyway. */
-int cpu_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e)
+/* Padding rows draw nothing here: their draws are ignored anyway. The CPU
+ * gather leaves no statistics (stats is NULL): every row reads its logits. */
+int cpu_sample_enqueue(struct backend *be, const float *logits, const void *stats, int pad_rows, int vocab,
+                       struct err *e)
 {
+    (void)stats;
     struct cpu_sampler *s = ((struct cpu_backend *)be->impl)->sampler;
     if (!s)
         return err_set(e, "cpu backend: sample before sample_init");

@@ -211,6 +211,21 @@ int cuda_comm_all_reduce_fold(struct comm *c, void *residual, const float *parti
     return 1;
 }
 
+int cuda_comm_gathers_records(struct comm *c, int rows, int cols, int recs)
+{
+    const struct cuda_comm *cc = cc_of(c);
+    return cc->gather.landing && lg_fits(c->size, rows, cols, recs, LG_LANDING_BYTES);
+}
+
+void cuda_comm_gather_logits(struct comm *c, float *out, const float *in, struct lg_records recs,
+                             const int32_t *want_cols, int rows, int cols, void *stream)
+{
+    struct cuda_comm *cc = cc_of(c);
+    CHECK(cuda_comm_gathers_records(c, rows, cols, recs.n));
+    CUDA_CHECK(c->rank == 0 ? launch_lg_place(&cc->gather, out, in, recs, want_cols, rows, cols, stream)
+                            : launch_lg_push(&cc->gather, in, recs, want_cols, rows, cols, stream));
+}
+
 /* One exchange of the gather: rank 0 receives count floats from each other
  * rank r into stage + (r - 1) * count; the others send theirs from in. */
 static ncclResult_t gather_to_rank0(struct cuda_comm *cc, float *stage, const float *in, size_t count,
@@ -234,9 +249,10 @@ static void cuda_comm_gather_cols(struct comm *c, float *out, const float *in, i
     struct cuda_comm *cc = cc_of(c);
     cudaStream_t s = stream;
     const int N = c->size;
-    if (cc->gather.landing && lg_fits(N, rows, cols, LG_LANDING_BYTES)) {
-        CUDA_CHECK(c->rank == 0 ? launch_lg_place(&cc->gather, out, in, rows, cols, s)
-                                : launch_lg_push(&cc->gather, in, rows, cols, s));
+    if (cc->gather.landing && lg_fits(N, rows, cols, 0, LG_LANDING_BYTES)) {
+        const struct lg_records none = {0};
+        CUDA_CHECK(c->rank == 0 ? launch_lg_place(&cc->gather, out, in, none, NULL, rows, cols, s)
+                                : launch_lg_push(&cc->gather, in, none, NULL, rows, cols, s));
         return;
     }
     const size_t row_bytes = (size_t)cols * sizeof(float);

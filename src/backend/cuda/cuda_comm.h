@@ -20,6 +20,7 @@
 #include <stddef.h>
 
 #include "backend/comm.h"
+#include "backend/cuda/logits_gather.h"
 #include "backend/ops.h"
 #include "core/error.h"
 
@@ -40,5 +41,14 @@ struct comm *cuda_comm_create(struct backend *be, const char *id, int rank, int 
  * 1 when done; 0 when it does not, and the caller all-reduces and folds. */
 int cuda_comm_all_reduce_fold(struct comm *c, void *residual, const float *partial, const void *w_delta, void *out,
                               const void *w, int rows, int d, float eps, int plus_one, void *stream);
+
+/* Whether the logits' gather of rows x cols floats a rank goes over CUDA
+ * IPC with recs records a row a rank (logits_gather.h): then
+ * cuda_comm_gather_logits moves the records, and the columns only where
+ * *want_cols (device memory) is not 0. Otherwise the caller gathers the
+ * columns (comm_ops.gather_cols: NCCL between hosts, or past the landing). */
+int cuda_comm_gathers_records(struct comm *c, int rows, int cols, int recs);
+void cuda_comm_gather_logits(struct comm *c, float *out, const float *in, struct lg_records recs,
+                             const int32_t *want_cols, int rows, int cols, void *stream);
 
 #endif

@@ -12,7 +12,8 @@ static inline cudaStream_t cuda_stream(struct backend *be) { return cuda_impl(be
 void cuda_op_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
                    int64_t vocab_lo, float scale);
 void cuda_op_all_reduce(struct backend *be, void *buf, size_t n);
-void cuda_op_gather_cols(struct backend *be, float *out, const float *in, int rows, int cols);
+void cuda_op_gather_logits(struct backend *be, float *out, void *stats, const float *in, int rows, int cols,
+                           const int32_t *logit_cols);
 void cuda_op_all_reduce_fold(struct backend *be, void *residual, float *partial, const struct weight *w_delta,
                              void *out, const struct weight *w, int n_rows, float eps, int plus_one);
 void cuda_op_rmsnorm(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows, float eps,
@@ -51,7 +52,8 @@ void cuda_op_attention(struct backend *be, void *out, const void *q, const struc
 int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err *e);
 int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
                          struct err *e);
-int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e);
+int cuda_op_sample_enqueue(struct backend *be, const float *logits, const void *stats, int pad_rows, int vocab,
+                           struct err *e);
 int cuda_op_sample_finish(struct backend *be, int n_rows, struct sample_result *out, struct err *e);
 /* Frees the sampler's buffers (at backend destruction). */
 void cuda_sample_release(struct backend *be);

@@ -7,6 +7,10 @@
 #include "backend/cuda/cuda_comm.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/kernels.h"
+#include "backend/cuda/sampling.h"
+
+_Static_assert(LOGIT_STATS_ROW_BYTES == SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_stats),
+               "a row's statistics in the gather are the sampler's");
 
 void cuda_op_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
                    int64_t vocab_lo, float scale)
@@ -20,9 +24,26 @@ void cuda_op_all_reduce(struct backend *be, void *buf, size_t n)
     be->comm->ops->all_reduce(be->comm, buf, n, DTYPE_BF16, cuda_stream(be));
 }
 
-void cuda_op_gather_cols(struct backend *be, float *out, const float *in, int rows, int cols)
+/* Every rank's span statistics of its own columns (launch_logit_stats: the
+ * spans rank 0 would cut the gathered row into), moved over CUDA IPC with
+ * the columns only where the step wants them; else the columns through
+ * the communicator and rank 0 finds every shard's statistics. */
+void cuda_op_gather_logits(struct backend *be, float *out, void *stats, const float *in, int rows, int cols,
+                           const int32_t *logit_cols)
 {
-    be->comm->ops->gather_cols(be->comm, out, in, rows, cols, cuda_stream(be));
+    struct comm *c = be->comm;
+    cudaStream_t s = cuda_stream(be);
+    const int splits = SAMPLE_STATS_SPLITS(cols);
+    struct sample_stats *st = stats;
+    if (cuda_comm_gathers_records(c, rows, cols, splits)) {
+        CUDA_CHECK(launch_logit_stats(in, (size_t)cols, rows, cols, 1, c->rank * cols, st + c->rank * splits, s));
+        const struct lg_records recs = {st, SAMPLE_STATS_MAX_SPLITS, splits};
+        cuda_comm_gather_logits(c, out, in, recs, logit_cols, rows, cols, s);
+        return;
+    }
+    c->ops->gather_cols(c, out, in, rows, cols, s);
+    if (c->rank == 0)
+        CUDA_CHECK(launch_logit_stats(out, (size_t)cols * c->size, rows, cols, c->size, 0, st, s));
 }
 
 void cuda_op_all_reduce_fold(struct backend *be, void *residual, float *partial, const struct weight *w_delta,

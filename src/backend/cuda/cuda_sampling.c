@@ -153,14 +153,19 @@ int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab
     return 0;
 }
 
-int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e)
+/* stats: a split model's, left by cuda_op_gather_logits for each of the
+ * comm's shards; else the sampler finds them over the whole row. */
+int cuda_op_sample_enqueue(struct backend *be, const float *logits, const void *stats, int pad_rows, int vocab,
+                           struct err *e)
 {
     struct cuda_sampler *s = cuda_impl(be)->sampler;
     if (check_call(s, pad_rows, vocab, NULL, 0, e))
         return -1;
     if (pad_rows == 0)
         return 0;
-    CUDA_TRY(launch_sample(logits, s->z, s->stats, pad_rows, vocab, (const struct sample_row_dev *)s->host_dev,
+    const int shards = stats ? be->comm->size : 1;
+    CUDA_TRY(launch_sample(logits, s->z, stats ? (struct sample_stats *)stats : s->stats, stats != NULL, shards,
+                           pad_rows, vocab, (const struct sample_row_dev *)s->host_dev,
                            (const struct sample_seen *)(s->host_dev + s->at_seen),
                            (const struct logit_bias *)(s->host_dev + s->at_bias),
                            (struct sample_result *)(s->host_dev + s->at_out), cuda_stream(be)),

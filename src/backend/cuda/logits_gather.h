@@ -13,7 +13,14 @@
  * sync words, and a peer's push of call k waits until rank 0 has counted
  * call k - 1 (back-to-back gathers, as a capture's warm-ups make, are safe).
  * A pushed word that looks like AR_EMPTY arrives as 0x80000000 (a negative
- * denormal logit as -0.0); rank 0's own columns are copied as they are. */
+ * denormal logit as -0.0); rank 0's own columns are copied as they are.
+ * Records go as two vectors each, every 16 bits of them in a word of its
+ * own under a tag bit (never AR_EMPTY), so they arrive bit for bit.
+ *
+ * The columns are optional a call (a word the step's metadata holds): a
+ * split model's sampler needs only each row's span statistics (the
+ * records) when every row draws plain greedy tokens, and the columns,
+ * rows x vocabulary floats, are most of the bytes. */
 #ifndef INFER_BACKEND_CUDA_LOGITS_GATHER_H
 #define INFER_BACKEND_CUDA_LOGITS_GATHER_H
 
@@ -48,19 +55,34 @@ struct lg_group {
     int rank, size;
 };
 
-/* Whether a gather of rows x cols floats a rank over size ranks fits a
- * landing of landing_bytes and the kernels' 16-byte vectors. */
-int lg_fits(int size, int rows, int cols, size_t landing_bytes);
+/* What moves besides the columns: each row's `recs` records of 16 bytes
+ * (any bits; the sampler's span statistics), rank r's at recs + row *
+ * stride + [0, n) where it pushes from, and at out + row * stride + r * n
+ * on rank 0 (rank 0's own are left where they are). */
+struct lg_records {
+    void *at;   /* NULL: none */
+    int stride; /* records from one row to the next */
+    int n;      /* records a row a rank */
+};
 
-/* A peer (rank >= 1): its in[rows, cols] into its part of rank 0's landing. */
-cudaError_t launch_lg_push(const struct lg_group *g, const float *in, int rows, int cols,
-                           cudaStream_t stream);
+/* Whether a gather of rows x cols floats and recs records a row a rank
+ * over size ranks fits a landing of landing_bytes and the kernels' 16-byte
+ * vectors. */
+int lg_fits(int size, int rows, int cols, int recs, size_t landing_bytes);
 
-/* Rank 0: out[rows, size * cols] := rank r's rows in columns [r * cols,
- * (r + 1) * cols): its own from in, the others' from the landing once there,
- * which is left empty again. */
-cudaError_t launch_lg_place(const struct lg_group *g, float *out, const float *in, int rows, int cols,
-                            cudaStream_t stream);
+/* A peer (rank >= 1): its records, and its in[rows, cols] unless
+ * *want_cols (device memory; NULL: always) is 0, into its part of rank 0's
+ * landing. */
+cudaError_t launch_lg_push(const struct lg_group *g, const float *in, struct lg_records recs,
+                           const int32_t *want_cols, int rows, int cols, cudaStream_t stream);
+
+/* Rank 0: the peers' records into recs, and out[rows, size * cols] :=
+ * rank r's rows in columns [r * cols, (r + 1) * cols) unless *want_cols is
+ * 0 (then out is not written): its own from in, the others' from the
+ * landing once there, which is left empty again. Every peer decides the
+ * same from the same word (the step's metadata). */
+cudaError_t launch_lg_place(const struct lg_group *g, float *out, const float *in, struct lg_records recs,
+                            const int32_t *want_cols, int rows, int cols, cudaStream_t stream);
 
 /* Loads both kernels now (ar_load_kernels says why). */
 cudaError_t lg_load_kernels(void);

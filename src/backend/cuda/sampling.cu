@@ -225,15 +225,25 @@ __device__ static cut top_p_cut(const row_state &s, cut c, float top_p)
 // sample_kernel combines them (the best exactly; the sum as
 // sum_b s_b * exp(m_b - max), within float rounding of one pass).
 
-__device__ __forceinline__ int stats_span(int vocab, int splits) { return (vocab + splits - 1) / splits; }
+// A row of a model split over ranks (tensor parallelism) is cut the same
+// way whichever rank computes its statistics: into `shards` equal parts
+// (each rank's vocabulary columns), each part into `splits` spans, so that
+// per-rank statistics (stats_kernel over one shard) and rank 0's over the
+// gathered row are the same numbers in the same order.
 
-__global__ void __launch_bounds__(NT) stats_kernel(const float *logits, int vocab, int splits, sample_stats *stats)
+__device__ __forceinline__ int stats_span(int cols, int splits) { return (cols + splits - 1) / splits; }
+
+// Block (b, r): row r's span b % splits of shard b / splits, of l's rows of
+// `pitch` floats holding shards x cols logits; ids from id_base; into
+// stats[r * stride + b].
+__global__ void __launch_bounds__(NT) stats_kernel(const float *logits, size_t pitch, int cols, int splits,
+                                                   int id_base, sample_stats *stats, int stride)
 {
-    const int b = blockIdx.x, r = blockIdx.y, span = stats_span(vocab, splits);
-    const float *l = logits + (size_t)r * vocab;
+    const int b = blockIdx.x, r = blockIdx.y, span = stats_span(cols, splits);
+    const int shard = b / splits, t0 = shard * cols + (b % splits) * span, t1 = min(shard * cols + cols, t0 + span);
+    const float *l = logits + (size_t)r * pitch;
     pdl_wait(); // the logits are the previous kernel's output
     pdl_launch_dependents();
-    const int t0 = b * span, t1 = min(vocab, t0 + span);
     float mv = -INFINITY;
     int mi = -1;
 #pragma unroll 8
@@ -249,7 +259,7 @@ __global__ void __launch_bounds__(NT) stats_kernel(const float *logits, int voca
         acc += (double)expf(__fsub_rn(l[t], mv));
     acc = block_sum_t<double>(acc);
     if (threadIdx.x == 0)
-        stats[(size_t)r * splits + b] = sample_stats{mv, mi, acc};
+        stats[(size_t)r * stride + b] = sample_stats{mv, mi < 0 ? mi : mi + id_base, acc};
 }
 
 // ---- the kernel ----
@@ -265,7 +275,7 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     const sample_row_dev p = rows[blockIdx.x];
     const float *l = logits + (size_t)blockIdx.x * vocab;
     float *z = scratch + (size_t)blockIdx.x * vocab;
-    const sample_stats *st = stats + (size_t)blockIdx.x * splits;
+    const sample_stats *st = stats + (size_t)blockIdx.x * SAMPLE_STATS_MAX_SPLITS;
     pdl_wait(); // the statistics (and, through them, the logits)
     pdl_launch_dependents();
 
@@ -386,7 +396,7 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     if (threadIdx.x == 0) {
         sample_result *o = &out[blockIdx.x];
         o->token = token;
-        o->logprob = __fsub_rn(l[token], lse);
+        o->logprob = __fsub_rn(plain ? mx : l[token], lse); // the same bits: a plain row's token holds the max
         for (int j = 0; j < 20; j++) {
             o->top_ids[j] = j < k ? top_ids[j] : 0;
             o->top_logprobs[j] = j < k ? __fsub_rn(top_vals[j], lse) : 0.f;
@@ -394,20 +404,34 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     }
 }
 
-extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct sample_stats *stats, int n_rows,
-                                     int vocab, const struct sample_row_dev *rows, const struct sample_seen *seen,
-                                     const struct logit_bias *bias, struct sample_result *out, cudaStream_t stream)
+extern "C" cudaError_t launch_logit_stats(const float *logits, size_t pitch, int rows, int cols, int shards,
+                                          int id_base, struct sample_stats *stats, cudaStream_t stream)
+{
+    if (rows <= 0)
+        return cudaSuccess;
+    const int splits = SAMPLE_STATS_SPLITS(cols);
+    if (rows > 65535 || shards < 1 || shards * splits > SAMPLE_STATS_MAX_SPLITS)
+        return cudaErrorInvalidValue;
+    cudaError_t rc = launch_pdl(stats_kernel, dim3((unsigned)(shards * splits), (unsigned)rows), NT, 0, stream,
+                                logits, pitch, cols, splits, id_base, stats, SAMPLE_STATS_MAX_SPLITS);
+    return rc != cudaSuccess ? rc : cudaGetLastError();
+}
+
+extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct sample_stats *stats, int have_stats,
+                                     int shards, int n_rows, int vocab, const struct sample_row_dev *rows,
+                                     const struct sample_seen *seen, const struct logit_bias *bias,
+                                     struct sample_result *out, cudaStream_t stream)
 {
     if (n_rows <= 0)
         return cudaSuccess;
-    if (n_rows > 65535)
+    if (n_rows > 65535 || shards < 1 || vocab % shards)
         return cudaErrorInvalidValue;
     // PDL (common.cuh): the statistics start while the LM head finishes, the
     // draw while the statistics do; rows, seen, bias and out may be mapped
     // host memory (cuda_sampling.c), which the kernels read and write in place.
-    const int splits = SAMPLE_STATS_SPLITS(vocab);
-    cudaError_t rc = launch_pdl(stats_kernel, dim3((unsigned)splits, (unsigned)n_rows), NT, 0, stream, logits, vocab,
-                                splits, stats);
+    const int cols = vocab / shards, splits = shards * SAMPLE_STATS_SPLITS(cols);
+    cudaError_t rc = have_stats ? cudaSuccess
+                                : launch_logit_stats(logits, (size_t)vocab, n_rows, cols, shards, 0, stats, stream);
     if (rc == cudaSuccess)
         rc = launch_pdl(sample_kernel, n_rows, NT, 0, stream, logits, scratch, vocab, rows, seen, bias,
                         (const sample_stats *)stats, splits, out);

@@ -39,15 +39,31 @@ struct sample_stats {
 extern "C" {
 #endif
 
+/* Each row's statistics over its spans (stats_kernel), for the sampler:
+ * logits[rows] of `pitch` floats hold shards x cols logits side by side
+ * (a split model's rank columns; shards = 1 and cols = vocab otherwise),
+ * each shard cut into SAMPLE_STATS_SPLITS(cols) spans; row r's span j
+ * goes to stats[r * SAMPLE_STATS_MAX_SPLITS + j], its ids offset by
+ * id_base. A rank of a split model runs it over its own columns (shards 1,
+ * id_base its first column) and puts the result at span rank *
+ * SAMPLE_STATS_SPLITS(cols): the same numbers rank 0 gets over the
+ * gathered row with shards = size. */
+cudaError_t launch_logit_stats(const float *logits, size_t pitch, int rows, int cols, int shards, int id_base,
+                               struct sample_stats *stats, cudaStream_t stream);
+
 /* out[r] = sample_token(logits[r], rows[r], ...): the row's max and
- * log-sum-exp over SAMPLE_STATS_SPLITS(vocab) blocks into stats[n_rows *
- * SAMPLE_STATS_MAX_SPLITS], then one block per row, with z (the penalised,
- * tempered logits) kept in scratch[n_rows, vocab]. Both kernels launch with
- * PDL; rows, seen, bias and out may be mapped host memory (no kernel may
- * write rows, seen or bias: the draw reads its row before waiting). */
-cudaError_t launch_sample(const float *logits, float *scratch, struct sample_stats *stats, int n_rows, int vocab,
-                          const struct sample_row_dev *rows, const struct sample_seen *seen, const struct logit_bias *bias,
-                          struct sample_result *out, cudaStream_t stream);
+ * log-sum-exp from its spans' statistics (have_stats: already in stats, as
+ * a split model's gather leaves them; else launch_logit_stats with this
+ * shards count first), then one block per row, with z (the penalised,
+ * tempered logits) kept in scratch[n_rows, vocab]. A plain greedy row
+ * (temperature 0, no bias, no seen tokens, no top log-probs) never reads
+ * its logits, so a split model's rank 0 need not gather them. Both kernels
+ * launch with PDL; rows, seen, bias and out may be mapped host memory (no
+ * kernel may write rows, seen or bias: the draw reads its row before
+ * waiting). */
+cudaError_t launch_sample(const float *logits, float *scratch, struct sample_stats *stats, int have_stats, int shards,
+                          int n_rows, int vocab, const struct sample_row_dev *rows, const struct sample_seen *seen,
+                          const struct logit_bias *bias, struct sample_result *out, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
