@@ -20,9 +20,20 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "dist/mailbox.h"
 #include "dist/net.h"
 
-enum dist_msg { DIST_MSG_HELLO = 1, DIST_MSG_SETTINGS, DIST_MSG_READY, DIST_MSG_RUNNER, DIST_MSG_AGREE, DIST_MSG_EXIT };
+enum dist_msg {
+    DIST_MSG_HELLO = 1,
+    DIST_MSG_SETTINGS,
+    DIST_MSG_READY,
+    DIST_MSG_RUNNER,
+    DIST_MSG_AGREE,
+    DIST_MSG_EXIT,
+    DIST_MSG_WAKE /* a message is in the mailbox (mailbox.h) */
+};
+
+enum { MAILBOX_BYTES = 1 << 20 }; /* a step message's metadata at batch 64 and a 16k context fits */
 
 struct hello {
     int32_t rank;
@@ -56,12 +67,116 @@ static struct dist_group *group_new(int rank, int size, double timeout)
 
 /* --- the relay (runner.h) over the control connections --- */
 
+/* The ranks [1, local) share rank 0's machine and take messages from the
+ * mailbox; the others from their connections. */
+static int mailbox_end(const struct dist_group *g) { return g->mbox ? mailbox_ranks(g->mbox) : 1; }
+
 static int relay_send(void *ctx, const void *msg, size_t n, struct err *e)
 {
     struct dist_group *g = ctx;
-    for (int r = 1; r < g->size; r++)
+    const int local = mailbox_end(g);
+    if (g->mbox) {
+        mailbox_post(g->mbox, DIST_MSG_RUNNER, msg, n);
+        const int big = n > mailbox_capacity(g->mbox); /* its bytes go on each connection */
+        for (int r = 1; r < local; r++)
+            if (big ? net_send_msg(g->ctrl[r], DIST_MSG_RUNNER, msg, n, e)
+                    : mailbox_sleeping(g->mbox, r) && net_send_msg(g->ctrl[r], DIST_MSG_WAKE, NULL, 0, e))
+                return err_prefix(e, "rank %d", r);
+    }
+    for (int r = local; r < g->size; r++)
         if (net_send_msg(g->ctrl[r], DIST_MSG_RUNNER, msg, n, e))
             return err_prefix(e, "rank %d", r);
+    return 0;
+}
+
+/* The next message on rank 0's connection that is not a wake-up (a rank
+ * that took a message while rank 0 saw it asleep finds one later). */
+static int recv_not_wake(struct dist_group *g, double deadline, uint32_t *kind, void **data, size_t *n,
+                         struct err *e)
+{
+    for (;;) {
+        if (net_recv_msg(g->ctrl[0], deadline, kind, data, n, e))
+            return -1;
+        if (*kind != DIST_MSG_WAKE)
+            return 0;
+        free(*data);
+    }
+}
+
+/* Whether fd has bytes to read now. */
+static int readable_now(int fd)
+{
+    struct pollfd p = {fd, POLLIN, 0};
+    return poll(&p, 1, 0) > 0;
+}
+
+/* The next message from the mailbox: polled for relay_spin_s (and the
+ * connection every ~1k polls, for the end), then asleep on the connection
+ * until rank 0 wakes this rank. 1 at the end. */
+static int mailbox_recv(struct dist_group *g, void **msg, size_t *n, struct err *e)
+{
+    uint32_t kind;
+    size_t size;
+    double until = clock_now() + g->relay_spin_s;
+    for (long i = 1;; i++) {
+        if (mailbox_peek(g->mbox, &kind, &size))
+            break;
+        if (clock_now() < until && (i % 1024 || !readable_now(g->ctrl[0]))) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+            continue;
+        }
+        if (mailbox_sleep(g->mbox))
+            continue; /* a message came meanwhile */
+        void *data = NULL;
+        size_t dn;
+        uint32_t sk;
+        const int rc = net_recv_msg(g->ctrl[0], 0, &sk, &data, &dn, e);
+        mailbox_awake(g->mbox);
+        if (rc)
+            return -1;
+        if (sk == DIST_MSG_WAKE) {
+            free(data);
+            until = clock_now() + g->relay_spin_s;
+            continue;
+        }
+        if (sk == DIST_MSG_EXIT) {
+            free(data);
+            *msg = NULL;
+            return 1;
+        }
+        if (sk != DIST_MSG_RUNNER || !mailbox_peek(g->mbox, &kind, &size) || size != dn) {
+            free(data);
+            return err_set(e, "rank 0 sent message %u (%zu bytes) where a step was due", sk, dn);
+        }
+        mailbox_take(g->mbox, NULL); /* a message past the mailbox: its bytes came here */
+        *msg = data;
+        *n = dn;
+        return 0;
+    }
+    if (size <= mailbox_capacity(g->mbox)) {
+        *msg = xmalloc(size ? size : 1);
+        mailbox_take(g->mbox, *msg);
+        *n = size;
+        return 0;
+    }
+    void *data = NULL; /* past the mailbox: its bytes come on the connection */
+    size_t dn;
+    if (recv_not_wake(g, 0, &kind, &data, &dn, e))
+        return -1;
+    if (kind == DIST_MSG_EXIT) {
+        free(data);
+        *msg = NULL;
+        return 1;
+    }
+    if (kind != DIST_MSG_RUNNER || dn != size) {
+        free(data);
+        return err_set(e, "rank 0 sent message %u (%zu bytes) where a step of %zu bytes was due", kind, dn, size);
+    }
+    mailbox_take(g->mbox, NULL);
+    *msg = data;
+    *n = dn;
     return 0;
 }
 
@@ -88,10 +203,34 @@ static int relay_spin_read(double *out, struct err *e)
     return 0;
 }
 
+/* Whether the relay uses the mailbox for rank 0's machine: INFER_RELAY=shm
+ * (default) or tcp (the control connections only, as across machines); and
+ * the mailbox's bytes a message, INFER_RELAY_MAILBOX_BYTES (default 1 MiB;
+ * a larger message's bytes go on the connections: tests make it small).
+ * A bad value is refused by name. */
+static int relay_mode_read(int *shm, size_t *bytes, struct err *e)
+{
+    const char *v = getenv("INFER_RELAY"), *b = getenv("INFER_RELAY_MAILBOX_BYTES");
+    *shm = !v || !*v || !strcmp(v, "shm");
+    if (!*shm && strcmp(v, "tcp"))
+        return err_set(e, "INFER_RELAY: '%s' is not shm or tcp", v);
+    *bytes = MAILBOX_BYTES;
+    if (b && *b) {
+        char *end;
+        const double n = strtod(b, &end);
+        if (*end || !(n >= 64 && n <= (double)(1 << 30)) || n != (double)(size_t)n)
+            return err_set(e, "INFER_RELAY_MAILBOX_BYTES: '%s' is not a whole number of bytes in [64, 2^30]", b);
+        *bytes = (size_t)n;
+    }
+    return 0;
+}
+
 static int relay_recv(void *ctx, void **msg, size_t *n, struct err *e)
 {
     struct dist_group *g = ctx;
     uint32_t kind;
+    if (g->mbox)
+        return mailbox_recv(g, msg, n, e);
     if (g->relay_spin_s > 0)
         net_spin_readable(g->ctrl[0], g->relay_spin_s);
     if (net_recv_msg(g->ctrl[0], 0, &kind, msg, n, e))
@@ -117,7 +256,7 @@ static int relay_agree_min(void *ctx, int v, int *out, struct err *e)
     uint32_t kind;
     if (g->rank != 0) {
         if (net_send_msg(g->ctrl[0], DIST_MSG_AGREE, &mine, sizeof mine, e) ||
-            net_recv_msg(g->ctrl[0], clock_now() + g->timeout, &kind, &data, &n, e))
+            recv_not_wake(g, clock_now() + g->timeout, &kind, &data, &n, e))
             return -1;
         const int ok = kind == DIST_MSG_AGREE && n == sizeof mine;
         if (ok)
@@ -287,6 +426,9 @@ static void close_all(struct dist_group *g)
 
 static void group_free(struct dist_group *g)
 {
+    if (g->mbox_named)
+        mailbox_unlink(g->settings.relay_mailbox);
+    mailbox_free(g->mbox);
     close_all(g);
     free(g->ctrl);
     free(g->live);
@@ -299,7 +441,10 @@ int dist_launch(const struct dist_opts *o, struct dist_group **out, struct err *
     char host[256] = "127.0.0.1", addr[320];
     int port = 0, bound, listen_fd;
     double spin; /* the other ranks' setting: refused here, before they start, where it is bad */
-    if (relay_spin_read(&spin, e) || (o->init_addr && net_parse_addr(o->init_addr, host, sizeof host, &port, e)))
+    int shm;
+    size_t mailbox_bytes;
+    if (relay_spin_read(&spin, e) || relay_mode_read(&shm, &mailbox_bytes, e) ||
+        (o->init_addr && net_parse_addr(o->init_addr, host, sizeof host, &port, e)))
         return -1;
     if (net_listen(host, port, &listen_fd, &bound, e))
         return -1;
@@ -318,8 +463,21 @@ int dist_launch(const struct dist_opts *o, struct dist_group **out, struct err *
     return 0;
 }
 
-int dist_send_settings(struct dist_group *g, const struct dist_settings *s, struct err *e)
+int dist_send_settings(struct dist_group *g, struct dist_settings *s, struct err *e)
 {
+    int shm;
+    size_t bytes;
+    s->relay_mailbox[0] = '\0';
+    if (relay_mode_read(&shm, &bytes, e))
+        return -1;
+    if (shm && s->ranks_per_host >= 2) {
+        mailbox_name(s->relay_mailbox, sizeof s->relay_mailbox);
+        if (!(g->mbox = mailbox_create(s->relay_mailbox, s->ranks_per_host, bytes, e)))
+            return -1;
+        g->mbox_named = 1;
+        log_info("relay: a shared-memory mailbox of %zu bytes for ranks 1-%d (this machine's)", bytes,
+                 s->ranks_per_host - 1);
+    }
     g->settings = *s;
     for (int r = 1; r < g->size; r++)
         if (net_send_msg(g->ctrl[r], DIST_MSG_SETTINGS, s, sizeof *s, e))
@@ -344,6 +502,8 @@ int dist_wait_ready(struct dist_group *g, struct err *e)
         if (kind != DIST_MSG_READY)
             return err_set(e, "rank %d sent message %u where it was to say it is ready", r, kind);
     }
+    if (g->mbox_named) /* every rank has it open */
+        mailbox_unlink(g->settings.relay_mailbox), g->mbox_named = 0;
     return 0;
 }
 
@@ -373,7 +533,9 @@ int dist_join(const char *addr, int rank, double timeout, struct dist_group **ou
     }
     memcpy(&g->settings, data, sizeof g->settings);
     free(data);
-    if (g->settings.backend == DIST_BACKEND_NCCL && relay_spin_read(&g->relay_spin_s, e)) {
+    const struct dist_settings *s = &g->settings;
+    if ((s->backend == DIST_BACKEND_NCCL && relay_spin_read(&g->relay_spin_s, e)) ||
+        (s->relay_mailbox[0] && rank < s->ranks_per_host && !(g->mbox = mailbox_open(s->relay_mailbox, rank, e)))) {
         group_free(g);
         return err_prefix(e, "rank %d", rank);
     }

@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "core/error.h"
+#include "dist/mailbox.h"
 #include "runner/runner.h"
 
 enum dist_backend {
@@ -37,6 +38,7 @@ struct dist_settings {
     int threads, batch_invariant;
     int backend;       /* enum dist_backend */
     char comm_id[512]; /* the communicator's name (CPU: a shared-memory segment; NCCL: its unique id) */
+    char relay_mailbox[64]; /* the relay's shared memory for rank 0's machine (mailbox.h), or empty */
 };
 
 struct dist_group {
@@ -48,6 +50,8 @@ struct dist_group {
     struct dist_settings settings;
     struct runner_relay relay; /* rank 0's runner drives the others through it; the others follow it */
     double relay_spin_s;       /* a GPU rank but 0: how long it polls for the next message (group.c) */
+    struct mailbox *mbox;      /* the relay's messages to rank 0's machine (mailbox.h), or NULL */
+    int mbox_named;            /* rank 0: its name still exists (unlinked once every rank opened it) */
     pthread_t watchdog;
     int watching;
     int wake[2]; /* a pipe: the end wakes the watchdog */
@@ -60,7 +64,9 @@ struct dist_group {
  * once. Then send the settings with dist_send_settings. Free with
  * dist_group_end. */
 int dist_launch(const struct dist_opts *o, struct dist_group **out, struct err *e);
-int dist_send_settings(struct dist_group *g, const struct dist_settings *s, struct err *e);
+/* Also makes the relay's mailbox for the ranks of rank 0's machine (unless
+ * INFER_RELAY=tcp), naming it in *s. */
+int dist_send_settings(struct dist_group *g, struct dist_settings *s, struct err *e);
 
 /* Every rank but 0 says it holds its share (and its communicator); rank 0
  * waits until all have. */

@@ -14,7 +14,11 @@ communicator, --dist-backend cpu-test), through the CLI:
   exit 0, several times over (rank 0 leaves last), and the logits equal one
   rank's;
 - a bad INFER_RELAY_SPIN_MS is refused by name, before any rank starts, by
-  every command that splits a model.
+  every command that splits a model;
+- rank 0's step messages reach its machine's ranks through the shared-memory
+  mailbox, through it with every step's bytes too big for it, and through
+  the connections alone (INFER_RELAY=tcp): the same logits each way; bad
+  INFER_RELAY and INFER_RELAY_MAILBOX_BYTES refused by name.
 
 Usage: INFER=path/to/infer python3 tests/cli/tensor_parallel.py
 Prints one line per check; exits non-zero on any failure."""
@@ -58,15 +62,15 @@ def rel_err(a, b):
     return max(abs(x - y) for x, y in zip(a, b)) / max(abs(y) for y in b)
 
 
-def logits(tmp, fixture, ids, prefill, extra):
-    """fixture: a folder of tests/fixtures, or a model's path."""
+def logits(tmp, fixture, ids, prefill, extra, env=None):
+    """fixture: a folder of tests/fixtures, or a model's path. (logits or None, stderr)."""
     out = os.path.join(tmp, f"{os.path.basename(fixture)}-{len(extra)}.safetensors")
     p = subprocess.run([INFER, "logits", "--model", os.path.join(FIX, fixture), "--ids", ",".join(map(str, ids)),
                         "--prefill", str(prefill), "--max-num-batched-tokens", "8", "--out", out] + extra,
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=300, env=dict(os.environ, **(env or {})))
     if p.returncode:
         return None, p.stderr[-500:]
-    return read_logits(out), ""
+    return read_logits(out), p.stderr
 
 
 def check_logits(tmp):
@@ -83,6 +87,31 @@ def check_logits(tmp):
             worst = max(rel_err(a, b) for a, b in zip(split, one))
             check(len(split) == 20 and worst <= 1e-5,
                   f"{fixture} over {size} ranks: 12 prompt + 8 decode rows equal one rank's (max rel err {worst:.2e})")
+
+
+def check_relay_paths(tmp):
+    """Rank 0's step messages reach the ranks of its machine through the shared-memory mailbox
+    (its log line says so), through it with every message too big for it (its bytes on the
+    connections), or through the connections alone (INFER_RELAY=tcp): the same logits each way;
+    bad settings refused by name before any rank starts."""
+    rng = random.Random(3)
+    ids = [rng.randrange(1024) for _ in range(20)]
+    one, _ = logits(tmp, "tiny-llama", ids, 12, ["--device", "cpu", "--threads", "1"])
+    for what, env, mailbox in (("the mailbox", {}, True),
+                               ("a 64-byte mailbox (every step's bytes on the connections)",
+                                {"INFER_RELAY_MAILBOX_BYTES": "64"}, True),
+                               ("the connections alone", {"INFER_RELAY": "tcp"}, False)):
+        split, err = logits(tmp, "tiny-llama", ids, 12, ["--tp", "4"] + TP, dict(env, INFER_LOG="info"))
+        ok = split is not None and one is not None and max(rel_err(a, b) for a, b in zip(split, one)) <= 1e-5
+        check(ok and ("shared-memory mailbox" in err) == mailbox,
+              f"relay through {what}: 4 ranks' logits equal one rank's" + ("" if ok else f" ({err[-300:]})"))
+    for var, value in (("INFER_RELAY", "udp"), ("INFER_RELAY_MAILBOX_BYTES", "12"),
+                       ("INFER_RELAY_MAILBOX_BYTES", "1e3x")):
+        p = subprocess.run([INFER, "logits", "--model", os.path.join(FIX, "tiny-llama"), "--ids", "1,2,3",
+                            "--out", os.path.join(tmp, "bad.safetensors"), "--tp", "2"] + TP,
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, **{var: value}))
+        check(p.returncode != 0 and var in p.stderr, f"{var}={value} refused by name: {p.stderr.strip()[-160:]}")
 
 
 def eight_heads(tmp, fixture):
@@ -239,6 +268,7 @@ def main():
         check_bad_relay_spin(tmp)
         check_logits(tmp)
         check_logits_8(tmp)
+        check_relay_paths(tmp)
         check_batch_equals_alone(tmp)
         check_killed_rank()
         check_two_nodes(tmp)
