@@ -6,7 +6,8 @@
  * every other kind (temperature, top-k/p, bias, top log-probs), and within
  * float rounding of one rank's sampler (shards = 1: other spans, another
  * order of the sums); the token of a greedy row the same. 2, 4 and 8
- * shards of Llama's and Gemma's vocabularies, 1 and 64 rows. */
+ * shards of Llama's and Gemma's vocabularies, 1 and 64 rows, and of 2^20
+ * logits (one row), where the shards take fewer spans each. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdlib.h>
@@ -47,10 +48,10 @@ static int draw(const float *logits, float *z, struct sample_stats *stats, int p
                 int vocab, const struct sample_row_dev *dev_rows, struct sample_result *dev_out,
                 struct sample_result *out)
 {
-    const int cols = vocab / shards, splits = SAMPLE_STATS_SPLITS(cols);
+    const int cols = vocab / shards, splits = SAMPLE_STATS_SHARD_SPLITS(cols, shards);
     CHECK(cudaMemset(stats, 0xff, (size_t)rows * SAMPLE_STATS_MAX_SPLITS * sizeof *stats) == cudaSuccess);
     for (int r = 0; per_rank && r < shards; r++) /* rank r over its own columns, into its spans */
-        if (launch_logit_stats(logits + (size_t)r * cols, (size_t)vocab, rows, cols, 1, r * cols,
+        if (launch_logit_stats(logits + (size_t)r * cols, (size_t)vocab, rows, cols, 1, shards, r * cols,
                                stats + r * splits, 0) != cudaSuccess)
             return -1;
     if (launch_sample(logits, z, stats, per_rank, shards, rows, vocab, dev_rows, NULL, NULL, dev_out, 0) !=
@@ -63,7 +64,8 @@ static int draw(const float *logits, float *z, struct sample_stats *stats, int p
 
 GPU_TEST(sample_from_rank_statistics)
 {
-    static const int vocabs[] = {128256, 262144}, shard_counts[] = {2, 4, 8}, row_counts[] = {1, 64};
+    /* 2^20 logits over 8 shards: more spans than the statistics hold, so fewer a shard */
+    static const int vocabs[] = {128256, 262144, 1 << 20}, shard_counts[] = {2, 4, 8}, row_counts[] = {1, 64};
     const int max_rows = 64, max_v = 262144;
     float *h = gpu_rand_f32(ctx, (size_t)max_rows * max_v, 3.f), *logits, *z;
     for (size_t i = 0; i + 1 < (size_t)max_rows * max_v; i += 4099)
@@ -83,10 +85,12 @@ GPU_TEST(sample_from_rank_statistics)
     CHECK(cudaMemcpy(logits, h, (size_t)max_rows * max_v * 4, cudaMemcpyHostToDevice) == cudaSuccess &&
           cudaMemcpy(rows_d, rows_h, sizeof rows_h, cudaMemcpyHostToDevice) == cudaSuccess);
     int failed = 0, cases = 0;
-    for (size_t v = 0; v < 2 && !failed; v++)
+    for (size_t v = 0; v < 3 && !failed; v++)
         for (size_t k = 0; k < 3 && !failed; k++)
             for (size_t n = 0; n < 2 && !failed; n++) {
                 const int V = vocabs[v], N = shard_counts[k], R = row_counts[n];
+                if ((size_t)R * V > (size_t)max_rows * max_v)
+                    continue; /* the buffers hold 64 rows of 2^18 */
                 /* the logits' rows are max_v apart in h: pack them to V */
                 for (int r = 1; r < R; r++)
                     CHECK(cudaMemcpy(logits + (size_t)r * V, h + (size_t)r * max_v, (size_t)V * 4,
@@ -111,7 +115,7 @@ GPU_TEST(sample_from_rank_statistics)
             }
     if (!failed)
         snprintf(ctx->msg, sizeof ctx->msg,
-                 "%d cases (2 vocabularies x 2, 4, 8 shards x 1, 64 rows, 5 kinds of row): bit-equal to the "
+                 "%d cases (3 vocabularies x 2, 4, 8 shards x 1, 64 rows, 5 kinds of row): bit-equal to the "
                  "gathered row's statistics, within 1e-5 of one rank's",
                  cases);
     cudaFree(logits), cudaFree(z), cudaFree(stats), cudaFree(rows_d), cudaFree(out_d);

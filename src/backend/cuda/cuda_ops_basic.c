@@ -33,17 +33,17 @@ void cuda_op_gather_logits(struct backend *be, float *out, void *stats, const fl
 {
     struct comm *c = be->comm;
     cudaStream_t s = cuda_stream(be);
-    const int splits = SAMPLE_STATS_SPLITS(cols);
+    const int splits = SAMPLE_STATS_SHARD_SPLITS(cols, c->size);
     struct sample_stats *st = stats;
     if (cuda_comm_gathers_records(c, rows, cols, splits)) {
-        CUDA_CHECK(launch_logit_stats(in, (size_t)cols, rows, cols, 1, c->rank * cols, st + c->rank * splits, s));
+        CUDA_CHECK(launch_logit_stats(in, (size_t)cols, rows, cols, 1, c->size, c->rank * cols, st + c->rank * splits, s));
         const struct lg_records recs = {st, SAMPLE_STATS_MAX_SPLITS, splits};
         cuda_comm_gather_logits(c, out, in, recs, logit_cols, rows, cols, s);
         return;
     }
     c->ops->gather_cols(c, out, in, rows, cols, s);
     if (c->rank == 0)
-        CUDA_CHECK(launch_logit_stats(out, (size_t)cols * c->size, rows, cols, c->size, 0, st, s));
+        CUDA_CHECK(launch_logit_stats(out, (size_t)cols * c->size, rows, cols, c->size, c->size, 0, st, s));
 }
 
 void cuda_op_all_reduce_fold(struct backend *be, void *residual, float *partial, const struct weight *w_delta,

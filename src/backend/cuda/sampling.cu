@@ -405,11 +405,13 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
 }
 
 extern "C" cudaError_t launch_logit_stats(const float *logits, size_t pitch, int rows, int cols, int shards,
-                                          int id_base, struct sample_stats *stats, cudaStream_t stream)
+                                          int ranks, int id_base, struct sample_stats *stats, cudaStream_t stream)
 {
     if (rows <= 0)
         return cudaSuccess;
-    const int splits = SAMPLE_STATS_SPLITS(cols);
+    if (ranks < 1 || ranks > SAMPLE_STATS_MAX_SPLITS)
+        return cudaErrorInvalidValue;
+    const int splits = SAMPLE_STATS_SHARD_SPLITS(cols, ranks);
     if (rows > 65535 || shards < 1 || shards * splits > SAMPLE_STATS_MAX_SPLITS)
         return cudaErrorInvalidValue;
     cudaError_t rc = launch_pdl(stats_kernel, dim3((unsigned)(shards * splits), (unsigned)rows), NT, 0, stream,
@@ -429,9 +431,10 @@ extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct
     // PDL (common.cuh): the statistics start while the LM head finishes, the
     // draw while the statistics do; rows, seen, bias and out may be mapped
     // host memory (cuda_sampling.c), which the kernels read and write in place.
-    const int cols = vocab / shards, splits = shards * SAMPLE_STATS_SPLITS(cols);
+    const int cols = vocab / shards, splits = shards * SAMPLE_STATS_SHARD_SPLITS(cols, shards);
     cudaError_t rc = have_stats ? cudaSuccess
-                                : launch_logit_stats(logits, (size_t)vocab, n_rows, cols, shards, 0, stats, stream);
+                                : launch_logit_stats(logits, (size_t)vocab, n_rows, cols, shards, shards, 0, stats,
+                                                     stream);
     if (rc == cudaSuccess)
         rc = launch_pdl(sample_kernel, n_rows, NT, 0, stream, logits, scratch, vocab, rows, seen, bias,
                         (const sample_stats *)stats, splits, out);

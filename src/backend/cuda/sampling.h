@@ -34,6 +34,11 @@ struct sample_stats {
 #define SAMPLE_STATS_MAX_SPLITS 64
 #define SAMPLE_STATS_SPLITS(vocab)                                                                                     \
     ((vocab) / 8192 < 1 ? 1 : (vocab) / 8192 > SAMPLE_STATS_MAX_SPLITS ? SAMPLE_STATS_MAX_SPLITS : (vocab) / 8192)
+/* Spans of each of a row's `shards` equal parts (a split model's ranks'
+ * columns, cols each), so that all of them fit SAMPLE_STATS_MAX_SPLITS. */
+#define SAMPLE_STATS_SHARD_SPLITS(cols, shards)                                                                        \
+    (SAMPLE_STATS_SPLITS(cols) * (shards) > SAMPLE_STATS_MAX_SPLITS ? SAMPLE_STATS_MAX_SPLITS / (shards)               \
+                                                                     : SAMPLE_STATS_SPLITS(cols))
 
 #ifdef __cplusplus
 extern "C" {
@@ -42,14 +47,16 @@ extern "C" {
 /* Each row's statistics over its spans (stats_kernel), for the sampler:
  * logits[rows] of `pitch` floats hold shards x cols logits side by side
  * (a split model's rank columns; shards = 1 and cols = vocab otherwise),
- * each shard cut into SAMPLE_STATS_SPLITS(cols) spans; row r's span j
+ * each shard cut into SAMPLE_STATS_SHARD_SPLITS(cols, ranks) spans (ranks:
+ * the split model's, shards where rank 0 runs it over the gathered row, 1
+ * alone); row r's span j
  * goes to stats[r * SAMPLE_STATS_MAX_SPLITS + j], its ids offset by
  * id_base. A rank of a split model runs it over its own columns (shards 1,
  * id_base its first column) and puts the result at span rank *
- * SAMPLE_STATS_SPLITS(cols): the same numbers rank 0 gets over the
+ * that count: the same numbers rank 0 gets over the
  * gathered row with shards = size. */
-cudaError_t launch_logit_stats(const float *logits, size_t pitch, int rows, int cols, int shards, int id_base,
-                               struct sample_stats *stats, cudaStream_t stream);
+cudaError_t launch_logit_stats(const float *logits, size_t pitch, int rows, int cols, int shards, int ranks,
+                               int id_base, struct sample_stats *stats, cudaStream_t stream);
 
 /* out[r] = sample_token(logits[r], rows[r], ...): the row's max and
  * log-sum-exp from its spans' statistics (have_stats: already in stats, as
