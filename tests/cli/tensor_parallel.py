@@ -12,7 +12,8 @@ communicator, --dist-backend cpu-test), through the CLI:
   exits non-zero within 30 s, naming the rank;
 - 2 ranks as two machines (--nnodes 2, node 1 started apart): both end with
   exit 0, several times over (rank 0 leaves last), and the logits equal one
-  rank's;
+  rank's; 4 ranks as two machines of 2 likewise (rank 0's messages through
+  the mailbox to rank 1, over TCP to ranks 2 and 3);
 - a bad INFER_RELAY_SPIN_MS is refused by name, before any rank starts, by
   every command that splits a model;
 - rank 0's step messages reach its machine's ranks through the shared-memory
@@ -223,30 +224,36 @@ def free_port():
 
 
 def check_two_nodes(tmp):
+    """2 ranks as 2 machines, 6 times; and 4 as 2 machines of 2, twice (rank 1 takes rank 0's
+    messages from the mailbox, ranks 2 and 3 over TCP)."""
     rng = random.Random(2)
     ids = [rng.randrange(1024) for _ in range(12)]
     one, err = logits(tmp, "tiny-llama", ids, 8, ["--device", "cpu", "--threads", "1"])
-    runs, bad = 6, []
-    for i in range(runs):
-        nodes = ["--tp", "2", "--nnodes", "2", "--dist-init-addr", f"127.0.0.1:{free_port()}"] + TP
-        other = subprocess.Popen([INFER, "logits", "--model", os.path.join(FIX, "tiny-llama"), "--ids",
-                                  ",".join(map(str, ids)), "--prefill", "8", "--out", os.path.join(tmp, "node1"),
-                                  "--node-rank", "1"] + nodes, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                 text=True)
-        split, err0 = logits(tmp, "tiny-llama", ids, 8, nodes + ["--node-rank", "0"])
-        try:
-            err1 = other.communicate(timeout=60)[1]
-        except subprocess.TimeoutExpired:
-            other.kill()
-            err1 = "node 1 still running 60 s on"
-        if split is None or other.returncode != 0:
-            bad.append(f"run {i}: node 0 {err0.strip()[-300:]!r}, node 1 exit {other.returncode}: "
-                       f"{err1.strip()[-300:]!r}")
-        elif one is not None and max(rel_err(a, b) for a, b in zip(split, one)) > 1e-5:
-            bad.append(f"run {i}: logits differ from one rank's")
-    check(one is not None and not bad,
-          f"2 ranks as 2 machines: {runs - len(bad)}/{runs} runs end cleanly on both, logits equal one rank's"
-          + (f"; {bad[0]}" if bad else ""))
+    for size, runs in ((2, 6), (4, 2)):
+        bad = []
+        for i in range(runs):
+            nodes = ["--tp", str(size), "--nnodes", "2", "--dist-init-addr", f"127.0.0.1:{free_port()}"] + TP
+            other = subprocess.Popen([INFER, "logits", "--model", os.path.join(FIX, "tiny-llama"), "--ids",
+                                      ",".join(map(str, ids)), "--prefill", "8", "--out", os.path.join(tmp, "node1"),
+                                      "--node-rank", "1"] + nodes, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     text=True)
+            split, err0 = logits(tmp, "tiny-llama", ids, 8, nodes + ["--node-rank", "0"], {"INFER_LOG": "info"})
+            try:
+                err1 = other.communicate(timeout=60)[1]
+            except subprocess.TimeoutExpired:
+                other.kill()
+                err1 = "node 1 still running 60 s on"
+            if split is None or other.returncode != 0:
+                bad.append(f"run {i}: node 0 {err0.strip()[-300:]!r}, node 1 exit {other.returncode}: "
+                           f"{err1.strip()[-300:]!r}")
+            elif one is not None and max(rel_err(a, b) for a, b in zip(split, one)) > 1e-5:
+                bad.append(f"run {i}: logits differ from one rank's")
+            elif ("shared-memory mailbox" in err0) != (size > 2):
+                bad.append(f"run {i}: node 0 {'did not use' if size > 2 else 'used'} the mailbox")
+        what = "2 ranks as 2 machines" if size == 2 else "4 ranks as 2 machines of 2 (mailbox and TCP)"
+        check(one is not None and not bad,
+              f"{what}: {runs - len(bad)}/{runs} runs end cleanly on both, logits equal one rank's"
+              + (f"; {bad[0]}" if bad else ""))
 
 
 def check_bad_relay_spin(tmp):
