@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dist/shm.h"
+
 struct shm_hdr {
     _Atomic uint32_t arrived;
     _Atomic uint32_t generation;
@@ -112,13 +114,7 @@ static void cpu_destroy(struct comm *c)
 
 static const struct comm_ops cpu_comm_ops = {cpu_all_reduce, cpu_gather_cols, cpu_destroy};
 
-void comm_cpu_name(char *out, size_t size)
-{
-    static _Atomic unsigned seq;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    snprintf(out, size, "/infer-tp-%d-%u-%ld", (int)getpid(), atomic_fetch_add(&seq, 1), (long)ts.tv_nsec);
-}
+void comm_cpu_name(char *out, size_t size) { shm_segment_name("tp", out, size); }
 
 void comm_cpu_unlink(const char *name) { shm_unlink(name); }
 
@@ -131,23 +127,14 @@ struct comm *comm_cpu_create(const char *name, int rank, int size, size_t slot_b
     }
     slot_bytes &= ~(size_t)63;
     const size_t bytes = header_bytes() + (size_t)size * slot_bytes;
-    int fd = rank == 0 ? shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600) : shm_open(name, O_RDWR, 0600);
-    if (fd < 0) {
-        err_set(e, "cpu communicator: shm_open('%s'): %s", name, strerror(errno));
+    size_t mapped = bytes;
+    void *p = shm_segment_map("cpu communicator", name, rank == 0, &mapped, e);
+    if (!p)
         return NULL;
-    }
-    if (rank == 0 && ftruncate(fd, (off_t)bytes) != 0) {
-        err_set(e, "cpu communicator: sizing '%s' to %zu bytes: %s", name, bytes, strerror(errno));
-        close(fd);
-        shm_unlink(name);
-        return NULL;
-    }
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        err_set(e, "cpu communicator: mapping '%s': %s", name, strerror(errno));
-        if (rank == 0)
-            shm_unlink(name);
+    if (mapped != bytes) {
+        err_set(e, "cpu communicator: '%s' holds %zu bytes, not the %zu of %d ranks' %zu-byte slots", name, mapped,
+                bytes, size, slot_bytes);
+        munmap(p, mapped);
         return NULL;
     }
     struct comm_cpu *cc = xcalloc(1, sizeof *cc);

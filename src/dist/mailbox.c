@@ -1,16 +1,13 @@
 /* The shared-memory mailbox of rank 0's step messages (mailbox.h). */
 #include "dist/mailbox.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "dist/shm.h"
 
 /* Each rank's words on a cache line of their own: rank 0 polls them while
  * the ranks poll the sequence. */
@@ -47,45 +44,18 @@ static void relax(void)
 #endif
 }
 
-void mailbox_name(char *out, size_t size)
-{
-    static _Atomic unsigned seq;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    snprintf(out, size, "/infer-relay-%d-%u-%ld", (int)getpid(), atomic_fetch_add(&seq, 1), (long)ts.tv_nsec);
-}
+void mailbox_name(char *out, size_t size) { shm_segment_name("relay", out, size); }
 
-/* Rank 0 creates and sizes the segment; the others map what it sized. */
+/* Rank 0 creates and sizes the segment; the others map it as it is. */
 static struct mailbox *map(const char *name, int rank, size_t capacity, struct err *e)
 {
-    const int create = rank == 0;
-    int fd = create ? shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600) : shm_open(name, O_RDWR, 0600);
-    if (fd < 0) {
-        err_set(e, "relay mailbox: shm_open('%s'): %s", name, strerror(errno));
+    size_t bytes = header_bytes() + capacity;
+    void *p = shm_segment_map("relay mailbox", name, rank == 0, &bytes, e);
+    if (!p)
         return NULL;
-    }
-    if (!create) {
-        struct mb_hdr probe;
-        if (pread(fd, &probe, sizeof probe, 0) != (ssize_t)sizeof probe) {
-            err_set(e, "relay mailbox: '%s' is too short to hold a header", name);
-            close(fd);
-            return NULL;
-        }
-        capacity = probe.capacity;
-    }
-    const size_t bytes = header_bytes() + capacity;
-    if (create && ftruncate(fd, (off_t)bytes) != 0) {
-        err_set(e, "relay mailbox: sizing '%s' to %zu bytes: %s", name, bytes, strerror(errno));
-        close(fd);
-        shm_unlink(name);
-        return NULL;
-    }
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        err_set(e, "relay mailbox: mapping '%s': %s", name, strerror(errno));
-        if (create)
-            shm_unlink(name);
+    if (bytes < header_bytes() || bytes - header_bytes() < ((struct mb_hdr *)p)->capacity) {
+        err_set(e, "relay mailbox: '%s' holds %zu bytes, less than its header says", name, bytes);
+        munmap(p, bytes);
         return NULL;
     }
     struct mailbox *m = xcalloc(1, sizeof *m);
