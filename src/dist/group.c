@@ -180,8 +180,9 @@ static int mailbox_recv(struct dist_group *g, void **msg, size_t *n, struct err 
     return 0;
 }
 
-/* Seconds a GPU rank polls for rank 0's next message before it sleeps in
- * the read: INFER_RELAY_SPIN_MS (default 50; 0: sleep at once), into *out;
+/* Seconds a GPU rank polls for rank 0's next message (the mailbox, or its
+ * connection) before it sleeps: INFER_RELAY_SPIN_MS (default 50; 0: sleep
+ * at once), into *out;
  * a value that is not a number of ms in [0, 10000] is refused by name. A
  * sleeping reader's wake-up sits on every step's path (the ranks meet at
  * the step's first sum), so while steps come (every few ms) the ranks
