@@ -361,7 +361,7 @@ grep SKIP "$TMP/bad_flags" || true
 
 # tensor parallelism on the CPU: ranks as processes, equal to one rank
 if INFER="$INFER" python3 "$ROOT/tests/cli/tensor_parallel.py" >"$TMP/tp" 2>&1; then
-    ok "tensor parallel: $(grep -c PASS "$TMP/tp") checks (logits over 2, 4 and 8 ranks, batched = alone, a killed rank ends the group, a bad INFER_RELAY_SPIN_MS refused)"
+    ok "tensor parallel: $(grep -c PASS "$TMP/tp") checks (logits over 2, 4 and 8 ranks, batched = alone, a killed rank ends the group, 2 and 4 ranks as 2 machines, the relay through shared memory and TCP, bad relay settings refused)"
 else
     bad "tensor parallel: $(grep FAIL "$TMP/tp" | head -n 20) $(tail -n 3 "$TMP/tp")"
 fi
