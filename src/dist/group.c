@@ -110,6 +110,26 @@ static int readable_now(int fd)
     return poll(&p, 1, 0) > 0;
 }
 
+/* A message past the mailbox (size bytes posted): its bytes came on the
+ * connection as data[dn] of kind (or the end came instead: 1). */
+static int take_from_connection(struct dist_group *g, uint32_t kind, void *data, size_t dn, size_t size, void **msg,
+                                size_t *n, struct err *e)
+{
+    if (kind == DIST_MSG_EXIT) {
+        free(data);
+        *msg = NULL;
+        return 1;
+    }
+    if (kind != DIST_MSG_RUNNER || dn != size) {
+        free(data);
+        return err_set(e, "rank 0 sent message %u (%zu bytes) where a step of %zu bytes was due", kind, dn, size);
+    }
+    mailbox_take(g->mbox, NULL);
+    *msg = data;
+    *n = dn;
+    return 0;
+}
+
 /* The next message from the mailbox: polled for relay_spin_s (and the
  * connection every ~1k polls, for the end), then asleep on the connection
  * until rank 0 wakes this rank. 1 at the end. */
@@ -131,29 +151,22 @@ static int mailbox_recv(struct dist_group *g, void **msg, size_t *n, struct err 
             continue; /* a message came meanwhile */
         void *data = NULL;
         size_t dn;
-        uint32_t sk;
-        const int rc = net_recv_msg(g->ctrl[0], 0, &sk, &data, &dn, e);
+        const int rc = net_recv_msg(g->ctrl[0], 0, &kind, &data, &dn, e);
         mailbox_awake(g->mbox);
         if (rc)
             return -1;
-        if (sk == DIST_MSG_WAKE) {
+        if (kind == DIST_MSG_WAKE) {
             free(data);
             until = clock_now() + g->relay_spin_s;
             continue;
         }
-        if (sk == DIST_MSG_EXIT) {
+        uint32_t posted; /* the end, or the bytes of a message past the mailbox, posted before they were sent */
+        size = 0;
+        if (kind != DIST_MSG_EXIT && !mailbox_peek(g->mbox, &posted, &size)) {
             free(data);
-            *msg = NULL;
-            return 1;
+            return err_set(e, "rank 0 sent message %u (%zu bytes) where a step was due", kind, dn);
         }
-        if (sk != DIST_MSG_RUNNER || !mailbox_peek(g->mbox, &kind, &size) || size != dn) {
-            free(data);
-            return err_set(e, "rank 0 sent message %u (%zu bytes) where a step was due", sk, dn);
-        }
-        mailbox_take(g->mbox, NULL); /* a message past the mailbox: its bytes came here */
-        *msg = data;
-        *n = dn;
-        return 0;
+        return take_from_connection(g, kind, data, dn, size, msg, n, e);
     }
     if (size <= mailbox_capacity(g->mbox)) {
         *msg = xmalloc(size ? size : 1);
@@ -163,21 +176,7 @@ static int mailbox_recv(struct dist_group *g, void **msg, size_t *n, struct err 
     }
     void *data = NULL; /* past the mailbox: its bytes come on the connection */
     size_t dn;
-    if (recv_not_wake(g, 0, &kind, &data, &dn, e))
-        return -1;
-    if (kind == DIST_MSG_EXIT) {
-        free(data);
-        *msg = NULL;
-        return 1;
-    }
-    if (kind != DIST_MSG_RUNNER || dn != size) {
-        free(data);
-        return err_set(e, "rank 0 sent message %u (%zu bytes) where a step of %zu bytes was due", kind, dn, size);
-    }
-    mailbox_take(g->mbox, NULL);
-    *msg = data;
-    *n = dn;
-    return 0;
+    return recv_not_wake(g, 0, &kind, &data, &dn, e) ? -1 : take_from_connection(g, kind, data, dn, size, msg, n, e);
 }
 
 /* Seconds a GPU rank polls for rank 0's next message (the mailbox, or its
@@ -460,23 +459,20 @@ int dist_launch(const struct dist_opts *o, struct dist_group **out, struct err *
         return -1;
     }
     relay_init(g);
+    g->mailbox_bytes = shm ? mailbox_bytes : 0; /* for dist_send_settings: read once, refused before any rank starts */
     *out = g;
     return 0;
 }
 
 int dist_send_settings(struct dist_group *g, struct dist_settings *s, struct err *e)
 {
-    int shm;
-    size_t bytes;
     s->relay_mailbox[0] = '\0';
-    if (relay_mode_read(&shm, &bytes, e))
-        return -1;
-    if (shm && s->ranks_per_host >= 2) {
+    if (g->mailbox_bytes && s->ranks_per_host >= 2) {
         mailbox_name(s->relay_mailbox, sizeof s->relay_mailbox);
-        if (!(g->mbox = mailbox_create(s->relay_mailbox, s->ranks_per_host, bytes, e)))
+        if (!(g->mbox = mailbox_create(s->relay_mailbox, s->ranks_per_host, g->mailbox_bytes, e)))
             return -1;
         g->mbox_named = 1;
-        log_info("relay: a shared-memory mailbox of %zu bytes for ranks 1-%d (this machine's)", bytes,
+        log_info("relay: a shared-memory mailbox of %zu bytes for ranks 1-%d (this machine's)", g->mailbox_bytes,
                  s->ranks_per_host - 1);
     }
     g->settings = *s;

@@ -52,6 +52,7 @@ struct dist_group {
     double relay_spin_s;       /* a GPU rank but 0: how long it polls for the next message (group.c) */
     struct mailbox *mbox;      /* the relay's messages to rank 0's machine (mailbox.h), or NULL */
     int mbox_named;            /* rank 0: its name still exists (unlinked once every rank opened it) */
+    size_t mailbox_bytes;      /* rank 0: the mailbox's bytes a message (INFER_RELAY*), 0: TCP only */
     pthread_t watchdog;
     int watching;
     int wake[2]; /* a pipe: the end wakes the watchdog */
@@ -65,7 +66,7 @@ struct dist_group {
  * dist_group_end. */
 int dist_launch(const struct dist_opts *o, struct dist_group **out, struct err *e);
 /* Also makes the relay's mailbox for the ranks of rank 0's machine (unless
- * INFER_RELAY=tcp), naming it in *s. */
+ * INFER_RELAY=tcp, as dist_launch read it), naming it in *s. */
 int dist_send_settings(struct dist_group *g, struct dist_settings *s, struct err *e);
 
 /* Every rank but 0 says it holds its share (and its communicator); rank 0

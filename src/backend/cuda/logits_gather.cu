@@ -19,7 +19,6 @@ struct lg_args {
 struct lg_shape {
     lg_records recs;
     const int32_t *want_cols;
-    int rows, cols;
     size_t cv, rec_vecs, col_vecs; // cols / 4; vectors of records and of columns a part
 };
 
@@ -161,8 +160,6 @@ int shape_of(const struct lg_group *g, struct lg_records recs, const int32_t *wa
     *c = lg_shape{};
     c->recs = recs;
     c->want_cols = want_cols;
-    c->rows = rows;
-    c->cols = cols;
     c->cv = (size_t)cols / 4;
     c->rec_vecs = recs.at ? 2 * (size_t)rows * recs.n : 0;
     c->col_vecs = (size_t)rows * c->cv;
