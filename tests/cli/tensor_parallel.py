@@ -19,7 +19,8 @@ communicator, --dist-backend cpu-test), through the CLI:
 - rank 0's step messages reach its machine's ranks through the shared-memory
   mailbox, through it with every step's bytes too big for it, and through
   the connections alone (INFER_RELAY=tcp): the same logits each way; bad
-  INFER_RELAY and INFER_RELAY_MAILBOX_BYTES refused by name.
+  INFER_RELAY and INFER_RELAY_MAILBOX_BYTES refused by name, like
+  INFER_RELAY_SPIN_MS, by every command that splits a model.
 
 Usage: INFER=path/to/infer python3 tests/cli/tensor_parallel.py
 Prints one line per check; exits non-zero on any failure."""
@@ -106,14 +107,6 @@ def check_relay_paths(tmp):
         ok = split is not None and one is not None and max(rel_err(a, b) for a, b in zip(split, one)) <= 1e-5
         check(ok and ("shared-memory mailbox" in err) == mailbox,
               f"relay through {what}: 4 ranks' logits equal one rank's" + ("" if ok else f" ({err[-300:]})"))
-    for var, value in (("INFER_RELAY", "udp"), ("INFER_RELAY_MAILBOX_BYTES", "12"),
-                       ("INFER_RELAY_MAILBOX_BYTES", "1e3x")):
-        p = subprocess.run([INFER, "logits", "--model", os.path.join(FIX, "tiny-llama"), "--ids", "1,2,3",
-                            "--out", os.path.join(tmp, "bad.safetensors"), "--tp", "2"] + TP,
-                           capture_output=True, text=True, timeout=60,
-                           env=dict(os.environ, **{var: value}))
-        check(p.returncode != 0 and var in p.stderr, f"{var}={value} refused by name: {p.stderr.strip()[-160:]}")
-
 
 def eight_heads(tmp, fixture):
     """The fixture's config with 8 attention heads, random weights (infer mkmodel): its path, or None."""
@@ -256,23 +249,26 @@ def check_two_nodes(tmp):
               + (f"; {bad[0]}" if bad else ""))
 
 
-def check_bad_relay_spin(tmp):
+def check_bad_relay_settings(tmp):
+    """Each relay setting's bad values, refused by name before any rank starts, by every command that
+    splits a model."""
     model = ["--model", os.path.join(FIX, "tiny-llama"), "--tp", "2"] + TP
     commands = {"generate": ["generate", "--prompt-ids", "1,2,3"] + model,
                 "logits": ["logits", "--ids", "1,2,3", "--out", os.path.join(tmp, "spin.safetensors")] + model,
                 "bench": ["bench", "--batch", "1", "--prompt-len", "0"] + model,
                 "serve": ["serve", "--port", str(free_port())] + model}
-    for value in ("abc", "-1", "20000", "5ms"):
+    bad = [("INFER_RELAY_SPIN_MS", v) for v in ("abc", "-1", "20000", "5ms")] + \
+          [("INFER_RELAY", "udp"), ("INFER_RELAY_MAILBOX_BYTES", "12"), ("INFER_RELAY_MAILBOX_BYTES", "1e3x")]
+    for var, value in bad:
         for name, args in commands.items():
-            env = dict(os.environ, INFER_RELAY_SPIN_MS=value)
+            env = dict(os.environ, **{var: value})
             p = subprocess.run([INFER] + args, capture_output=True, text=True, timeout=60, env=env)
-            check(p.returncode != 0 and "INFER_RELAY_SPIN_MS" in p.stderr,
-                  f"{name}: INFER_RELAY_SPIN_MS={value} refused by name (exit {p.returncode})")
+            check(p.returncode != 0 and var in p.stderr, f"{name}: {var}={value} refused by name (exit {p.returncode})")
 
 
 def main():
     with tempfile.TemporaryDirectory() as tmp:
-        check_bad_relay_spin(tmp)
+        check_bad_relay_settings(tmp)
         check_logits(tmp)
         check_logits_8(tmp)
         check_relay_paths(tmp)
