@@ -254,6 +254,41 @@ static const struct gemm_pick *table_pick(int64_t n, int64_t k, int m)
 
 static int n_sms(struct backend *be) { return cuda_impl(be)->prop.multiProcessorCount; }
 
+/* INFER_GEMV_AT (A/B of whole one-row steps, docs/testing.md): a
+ * comma-separated list of N:K:T:U:H, each forcing the GEMV variant (tiles T,
+ * unroll U, prefetch hint H, PDL) of the N x K weights at one row (gated:
+ * N = 2F, T = 2). Entries that do not parse are refused once by name. */
+#define FORCED_MAX 16
+static struct forced_variant {
+    int64_t n, k;
+    struct gemv_variant v;
+} forced[FORCED_MAX];
+static int n_forced = -1;
+
+static const struct gemv_variant *forced_variant(int64_t n, int64_t k)
+{
+    if (n_forced < 0) {
+        n_forced = 0;
+        const char *e = getenv("INFER_GEMV_AT");
+        for (const char *at = e; at && *at && n_forced < FORCED_MAX;) {
+            long long fn, fk;
+            int t, u, h, used = 0;
+            if (sscanf(at, "%lld:%lld:%d:%d:%d%n", &fn, &fk, &t, &u, &h, &used) != 5 || (t != 1 && t != 2) ||
+                (u != 2 && u != 4) || (h != 0 && h != 1)) {
+                fprintf(stderr, "infer: INFER_GEMV_AT: '%s' is not N:K:T:U:H (T 1|2, U 2|4, H 0|1); ignored\n", at);
+                break;
+            }
+            forced[n_forced++] = (struct forced_variant){fn, fk, {.tiles = t, .unroll = u, .l2_hint = h, .pdl = 1}};
+            at += used;
+            at += *at == ',';
+        }
+    }
+    for (int i = 0; i < n_forced; i++)
+        if (forced[i].n == n && forced[i].k == k)
+            return &forced[i].v;
+    return NULL;
+}
+
 enum cuda_gemm_path cuda_gemm_choose(struct backend *be, const void *x, const struct weight *w, int m,
                                      struct gemv_variant *variant)
 {
@@ -265,9 +300,12 @@ enum cuda_gemm_path cuda_gemm_choose(struct backend *be, const void *x, const st
      * 4-8 rows (Qwen3 3.90 -> 3.72 ms at 4, Llama 3.03 -> 2.94 at 8).
      * docs/benchmarks.md, "The GEMV table in whole steps". */
     const struct gemm_pick *p = m > 1 ? table_pick(w->rows, w->cols, m) : NULL;
-    if (p && p->use_lt)
+    const struct gemv_variant *f = m == 1 ? forced_variant(w->rows, w->cols) : NULL;
+    if (f)
+        *variant = *f;
+    else if (p && p->use_lt)
         return CUDA_GEMM_PATH_LT;
-    if (p)
+    else if (p)
         *variant = p->gemv;
     else
         CUDA_CHECK(gemv_variant_auto(m, (int)w->rows, (int)w->cols, n_sms(be), variant));
@@ -388,7 +426,11 @@ enum cuda_gemm_path cuda_gemm_choose_gated(struct backend *be, const void *x, co
 {
     if (!gemv_fits(x, w, m))
         return CUDA_GEMM_PATH_LT;
-    CUDA_CHECK(gemv_gated_variant_auto(m, (int)(w->rows / 2), (int)w->cols, n_sms(be), variant));
+    const struct gemv_variant *f = m == 1 ? forced_variant(w->rows, w->cols) : NULL;
+    if (f && f->tiles == 2)
+        *variant = *f;
+    else
+        CUDA_CHECK(gemv_gated_variant_auto(m, (int)(w->rows / 2), (int)w->cols, n_sms(be), variant));
     return CUDA_GEMM_PATH_GEMV;
 }
 
