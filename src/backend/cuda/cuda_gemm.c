@@ -275,10 +275,12 @@ static const struct gemv_variant *forced_variant(int64_t n, int64_t k)
             int t, u, h, used = 0;
             if (sscanf(at, "%lld:%lld:%d:%d:%d%n", &fn, &fk, &t, &u, &h, &used) != 5 || (t != 1 && t != 2) ||
                 (u != 2 && u != 4) || (h != 0 && h != 1)) {
-                fprintf(stderr, "infer: INFER_GEMV_AT: '%s' is not N:K:T:U:H (T 1|2, U 2|4, H 0|1); ignored\n", at);
+                fprintf(stderr,
+                        "infer: INFER_GEMV_AT: '%s' is not N:K:T:U:H (T 1|2, U 2|4, H 0|1); ignored\n", at);
                 break;
             }
-            forced[n_forced++] = (struct forced_variant){fn, fk, {.tiles = t, .unroll = u, .l2_hint = h, .pdl = 1}};
+            forced[n_forced++] =
+                (struct forced_variant){fn, fk, {.tiles = t, .unroll = u, .l2_hint = h, .pdl = 1}};
             at += used;
             at += *at == ',';
         }
