@@ -7,7 +7,7 @@
 # On the device (repo root): bash tests/gpu/run.sh CONFIGS_DIR [STAGES]
 #   CONFIGS_DIR holds <model>/config.json (a copy of ../shared/models, carried)
 #   STAGES: any of check,kernels,sanitizer,engine,parity,bench,kernel-bench
-#           (default: all but engine and kernel-bench; engine takes ~6 minutes)
+#           (default: all but engine and kernel-bench; engine takes ~8 minutes)
 # Logs go to $OUT (or /tmp/gpu-out).
 set -u
 CONFIGS=${1:?usage: run.sh CONFIGS_DIR [STAGES]}
@@ -54,12 +54,13 @@ if has sanitizer; then
 fi
 
 if has engine; then
-    # every graph mode against eager, 64 requests greedy and seeded, and the 8 -> 5 -> 3 transitions
+    # every graph mode against eager, 64 requests greedy, seeded and mixed (log-probabilities compared
+    # bit for bit), and the 8 -> 5 -> 3 transitions
     for cfg in "$CONFIGS"/*/config.json; do
         name=$(basename "$(dirname "$cfg")")
         [ -f "$MODELS/$name/model.safetensors" ] || $B/infer mkmodel --config "$cfg" --out "$MODELS/$name" >/dev/null
         u=0.004; case $name in gemma*) u=0.0006 ;; esac # a pool small enough to preempt
-        for kind in "" --sampled --transitions; do
+        for kind in "" --sampled --mixed --transitions; do
             python3 tools/engine_check.py $B/infer "$MODELS/$name" --util $u --graph none,decode,piecewise,full \
                 $kind >>"$OUT/engine.log" 2>&1
         done
