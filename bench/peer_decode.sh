@@ -7,7 +7,9 @@
 #   make gpu-build && bench/llamacpp/fetch.sh     (.carry/llama.cpp.tar.xz, .carry/tokenizers.tar.xz)
 # There (device, repo root; carry build-gpu/infer, .carry/models, .carry/tokenizers.tar.xz and
 # .carry/llama.cpp.tar.xz, or instead .carry/llama.cpp-cuda-bin.tar.xz from
-# `bench/llamacpp/build.sh pack-cuda` here, which skips the ~5-minute build there):
+# `bench/llamacpp/build.sh pack-cuda` here, which skips the ~5-minute build there; that tarball is
+# ~42 MB, so with the tree and the tokenizers the carry only fits 64 MiB with build-gpu/infer alone
+# packed: `tar cJf .carry/infer-one.tar.xz build-gpu/infer`, unpacked there first):
 #   bash bench/peer_decode.sh .carry/models [MODELS]      MODELS: config folder names, comma-separated
 #
 # Each model: `infer mkmodel --seed 0` with its family's real tokenizer files (the converter
