@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "backend/cuda/cuda_ops.h"
+#include "backend/cuda/gemv.h"
 #include "core/bf16.h"
 #include "core/log.h"
 
@@ -348,6 +349,10 @@ struct backend *cuda_backend_create(int device, struct err *e)
                            .fuse_weights = 1, .destroy = cuda_backend_destroy};
     cb->lt_workspace_bytes = 32u << 20;
     cb->device = device;
+    if (cuda_gemm_read_env(e)) {
+        cuda_backend_destroy(be);
+        return NULL;
+    }
     if (device < 0 || device >= n) {
         err_set(e, "--device cuda: GPU %d is not one of the %d visible", device, n);
         cuda_backend_destroy(be);

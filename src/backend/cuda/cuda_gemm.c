@@ -31,6 +31,7 @@
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/kernels.h"
+#include "backend/gemv_at.h"
 
 /* Largest M the GEMV takes; above it cuBLASLt (docs/kernels/gemm.md). */
 #define GEMM_GEMV_MAX_M 16
@@ -254,41 +255,28 @@ static const struct gemm_pick *table_pick(int64_t n, int64_t k, int m)
 
 static int n_sms(struct backend *be) { return cuda_impl(be)->prop.multiProcessorCount; }
 
-/* INFER_GEMV_AT (A/B of whole one-row steps, docs/testing.md): a
- * comma-separated list of N:K:T:U:H, each forcing the GEMV variant (tiles T,
- * unroll U, prefetch hint H, PDL) of the N x K weights at one row (gated:
- * N = 2F, T = 2). Entries that do not parse are refused once by name. */
-#define FORCED_MAX 16
-static struct forced_variant {
-    int64_t n, k;
-    struct gemv_variant v;
-} forced[FORCED_MAX];
-static int n_forced = -1;
+/* INFER_GEMV_AT (A/B of whole one-row steps, docs/testing.md; gemv_at.h):
+ * the entries read when the backend was created (cuda_gemm_read_env). */
+static struct gemv_at forced[GEMV_AT_MAX];
+static int n_forced;
 
-static const struct gemv_variant *forced_variant(int64_t n, int64_t k)
+int cuda_gemm_read_env(struct err *e)
 {
-    if (n_forced < 0) {
-        n_forced = 0;
-        const char *e = getenv("INFER_GEMV_AT");
-        for (const char *at = e; at && *at && n_forced < FORCED_MAX;) {
-            long long fn, fk;
-            int t, u, h, used = 0;
-            if (sscanf(at, "%lld:%lld:%d:%d:%d%n", &fn, &fk, &t, &u, &h, &used) != 5 || (t != 1 && t != 2) ||
-                (u != 2 && u != 4) || (h != 0 && h != 1)) {
-                fprintf(stderr,
-                        "infer: INFER_GEMV_AT: '%s' is not N:K:T:U:H (T 1|2, U 2|4, H 0|1); ignored\n", at);
-                break;
-            }
-            forced[n_forced++] =
-                (struct forced_variant){fn, fk, {.tiles = t, .unroll = u, .l2_hint = h, .pdl = 1}};
-            at += used;
-            at += *at == ',';
-        }
-    }
+    const int n = gemv_at_parse(getenv("INFER_GEMV_AT"), forced, e);
+    n_forced = n < 0 ? 0 : n;
+    return n < 0 ? -1 : 0;
+}
+
+/* The variant INFER_GEMV_AT forces for an N x K weight at one row, if any. */
+static int forced_variant(int64_t n, int64_t k, struct gemv_variant *v)
+{
     for (int i = 0; i < n_forced; i++)
-        if (forced[i].n == n && forced[i].k == k)
-            return &forced[i].v;
-    return NULL;
+        if (forced[i].n == n && forced[i].k == k) {
+            *v = (struct gemv_variant){
+                .tiles = forced[i].tiles, .unroll = forced[i].unroll, .l2_hint = forced[i].l2_hint, .pdl = 1};
+            return 1;
+        }
+    return 0;
 }
 
 enum cuda_gemm_path cuda_gemm_choose(struct backend *be, const void *x, const struct weight *w, int m,
@@ -302,12 +290,11 @@ enum cuda_gemm_path cuda_gemm_choose(struct backend *be, const void *x, const st
      * 4-8 rows (Qwen3 3.90 -> 3.72 ms at 4, Llama 3.03 -> 2.94 at 8).
      * docs/benchmarks.md, "The GEMV table in whole steps". */
     const struct gemm_pick *p = m > 1 ? table_pick(w->rows, w->cols, m) : NULL;
-    const struct gemv_variant *f = m == 1 ? forced_variant(w->rows, w->cols) : NULL;
-    if (f)
-        *variant = *f;
-    else if (p && p->use_lt)
+    if (m == 1 && forced_variant(w->rows, w->cols, variant))
+        return CUDA_GEMM_PATH_GEMV;
+    if (p && p->use_lt)
         return CUDA_GEMM_PATH_LT;
-    else if (p)
+    if (p)
         *variant = p->gemv;
     else
         CUDA_CHECK(gemv_variant_auto(m, (int)w->rows, (int)w->cols, n_sms(be), variant));
@@ -428,10 +415,7 @@ enum cuda_gemm_path cuda_gemm_choose_gated(struct backend *be, const void *x, co
 {
     if (!gemv_fits(x, w, m))
         return CUDA_GEMM_PATH_LT;
-    const struct gemv_variant *f = m == 1 ? forced_variant(w->rows, w->cols) : NULL;
-    if (f && f->tiles == 2)
-        *variant = *f;
-    else
+    if (!(m == 1 && forced_variant(w->rows, w->cols, variant) && variant->tiles == 2))
         CUDA_CHECK(gemv_gated_variant_auto(m, (int)(w->rows / 2), (int)w->cols, n_sms(be), variant));
     return CUDA_GEMM_PATH_GEMV;
 }

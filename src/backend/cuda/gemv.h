@@ -41,6 +41,7 @@ cudaError_t gemv_gated_variant_auto(int m, int f, int k, int n_sms, struct gemv_
  * batch-invariant mode), asked without running it (tests and benchmarks
  * report it, or time its variant without PDL). */
 struct backend;
+struct err;
 struct weight;
 enum cuda_gemm_path {
     CUDA_GEMM_PATH_GEMV, /* the GEMV (gated: with the activation in its epilogue) */
@@ -56,6 +57,9 @@ enum cuda_gemm_path cuda_gemm_choose_gated(struct backend *be, const void *x, co
  * soft-cap kernel when softcap > 0): m >= 1, bf16 W. */
 void cuda_gemm_lt(struct backend *be, void *out, int out_f32, const void *x, const struct weight *w, int m,
                   float softcap);
+/* Reads INFER_GEMV_AT (gemv_at.h) for the one-row choices above: -1 with
+ * the error naming it on a bad value (cuda_backend_create refuses then). */
+int cuda_gemm_read_env(struct err *e);
 /* cuBLASLt plans cached so far (one per M bucket, N, K, output type, alignment). */
 int cuda_gemm_plan_count(struct backend *be);
 
