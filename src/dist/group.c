@@ -142,9 +142,7 @@ static int mailbox_recv(struct dist_group *g, void **msg, size_t *n, struct err 
         if (mailbox_peek(g->mbox, &kind, &size))
             break;
         if (clock_now() < until && (i % 1024 || !readable_now(g->ctrl[0]))) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
+            mailbox_pause();
             continue;
         }
         if (mailbox_sleep(g->mbox))

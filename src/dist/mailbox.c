@@ -37,13 +37,6 @@ struct mailbox {
 
 static size_t header_bytes(void) { return (sizeof(struct mb_hdr) + 4095) & ~(size_t)4095; }
 
-static void relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
-
 void mailbox_name(char *out, size_t size) { shm_segment_name("relay", out, size); }
 
 /* Rank 0 creates and sizes the segment; the others map it as it is. */
@@ -116,7 +109,7 @@ void mailbox_post(struct mailbox *m, uint32_t kind, const void *msg, size_t n)
     const uint64_t seq = atomic_load(&h->seq);
     for (uint32_t r = 1; r < h->ranks; r++) /* a rank that died ends the group (the watchdog) */
         for (long spins = 0; atomic_load(&h->rank[r].taken) != seq; spins++)
-            spins < 4096 ? relax() : (void)sched_yield();
+            spins < 4096 ? mailbox_pause() : (void)sched_yield();
     h->kind = kind;
     h->size = n;
     if (n <= h->capacity && n)

@@ -53,4 +53,12 @@ int mailbox_sleep(struct mailbox *m);
 /* Rank r: woken (or done waiting): no longer sleeping. */
 void mailbox_awake(struct mailbox *m);
 
+/* A spin-wait's pause between two polls of the mailbox (x86 PAUSE). */
+static inline void mailbox_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 #endif
