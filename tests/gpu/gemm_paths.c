@@ -16,13 +16,17 @@ int gemv_variants_all(struct gemv_variant *out, int gated)
                 for (int tiles = gated ? 2 : 1; tiles <= 2; tiles++)
                     out[n++] =
                         (struct gemv_variant){.tiles = tiles, .unroll = unroll, .l2_hint = hint, .pdl = pdl};
+    if (gated) /* unroll 3 compiled for 5 blocks an SM */
+        for (int hint = 0; hint <= 1; hint++)
+            out[n++] =
+                (struct gemv_variant){.tiles = 2, .unroll = 3, .l2_hint = hint, .pdl = 1, .blocks5 = 1};
     return n;
 }
 
 const char *gemv_variant_name(const struct gemv_variant *v, char *buf, size_t size)
 {
-    snprintf(buf, size, "T%d_U%d%s%s", v->tiles, v->unroll, v->l2_hint ? "_HINT" : "",
-             v->pdl ? "" : "_NOPDL");
+    snprintf(buf, size, "T%d_U%d%s%s%s", v->tiles, v->unroll, v->l2_hint ? "_HINT" : "",
+             v->pdl ? "" : "_NOPDL", v->blocks5 ? "_B5" : "");
     return buf;
 }
 
@@ -60,7 +64,7 @@ int gemm_mode_matmul(struct backend *be, const struct gemm_mode *md, void *out, 
                      const struct weight *w, int m, float softcap)
 {
     const int n = (int)w->rows, k = (int)w->cols;
-    struct gemv_variant v = {0, 0, 0, 0};
+    struct gemv_variant v = {0, 0, 0, 0, 0};
     switch (md->run) {
     case GEMM_RUN_LT:
         cuda_gemm_lt(be, out, out_f32, x, w, m, softcap);
@@ -100,7 +104,7 @@ int gemm_mode_gated(struct backend *be, const struct gemm_mode *md, void *out, v
 {
     const int F = (int)(w->rows / 2), k = (int)w->cols, act01 = fn == ACT_FN_SILU ? 0 : 1;
     void *up = (char *)scratch + (size_t)F * 2; /* the up half of each [2F] scratch row */
-    struct gemv_variant v = {0, 0, 0, 0};
+    struct gemv_variant v = {0, 0, 0, 0, 0};
     switch (md->run) {
     case GEMM_RUN_LT:
         cuda_gemm_lt(be, scratch, 0, x, w, m, 0.f);
@@ -127,7 +131,7 @@ int gemm_mode_gated(struct backend *be, const struct gemm_mode *md, void *out, v
             CUDA_CHECK(launch_gemv_gated(out, x, w->data, m, F, k, act01, NULL, sms(be), cuda_stream(be)));
             return 0;
         }
-        CUDA_CHECK(gemv_gated_variant_auto(m, F, k, sms(be), &v));
+        CUDA_CHECK(gemv_gated_variant_auto(m, F, k, sms(be), 1, &v));
         v.pdl = 0;
         break;
     }

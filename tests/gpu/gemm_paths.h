@@ -13,7 +13,8 @@
 #include "backend/cuda/gemv.h"
 #include "backend/ops.h"
 
-#define N_GEMV_VARIANTS 16 /* tiles 1|2 x unroll 2|4 x hint x PDL; gated (tiles 2): 8 */
+#define N_GEMV_VARIANTS                                                                                      \
+    16 /* tiles 1|2 x unroll 2|4 x hint x PDL; gated (tiles 2): 8, and 2 for 5 blocks an SM */
 
 enum gemm_run {
     GEMM_RUN_OP,   /* the backend's op (matmul, logits, gated_matmul) */

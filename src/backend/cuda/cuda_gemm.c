@@ -260,11 +260,23 @@ static int n_sms(struct backend *be) { return cuda_impl(be)->prop.multiProcessor
 static struct gemv_at forced[GEMV_AT_MAX];
 static int n_forced;
 
+/* INFER_GEMV_GATED5 (A/B): 0 keeps the gated GEMV at 4 blocks an SM. */
+static int gated_allow5 = 1;
+
 int cuda_gemm_read_env(struct err *e)
 {
     const int n = gemv_at_parse(getenv("INFER_GEMV_AT"), forced, e);
     n_forced = n < 0 ? 0 : n;
-    return n < 0 ? -1 : 0;
+    if (n < 0)
+        return -1;
+    const char *g5 = getenv("INFER_GEMV_GATED5");
+    if (g5 && strcmp(g5, "0") && strcmp(g5, "1")) {
+        err_set(e, "INFER_GEMV_GATED5: '%s' is not 0 (gated GEMV at 4 blocks an SM) or 1 (as measured best)",
+                g5);
+        return -1;
+    }
+    gated_allow5 = !g5 || g5[0] == '1';
+    return 0;
 }
 
 /* The variant INFER_GEMV_AT forces for an N x K weight at one row, if any. */
@@ -323,7 +335,7 @@ static struct gemv_variant invariant_variant(struct backend *be, const void *x, 
         if (gated)
             v.tiles = 2; /* the table's unroll and hint; a gated block pairs a gate and an up tile */
     } else if (gated) {
-        CUDA_CHECK(gemv_gated_variant_auto(1, (int)(w->rows / 2), (int)w->cols, n_sms(be), &v));
+        CUDA_CHECK(gemv_gated_variant_auto(1, (int)(w->rows / 2), (int)w->cols, n_sms(be), gated_allow5, &v));
     } else {
         CUDA_CHECK(gemv_variant_auto(1, (int)w->rows, (int)w->cols, n_sms(be), &v));
     }
@@ -416,7 +428,8 @@ enum cuda_gemm_path cuda_gemm_choose_gated(struct backend *be, const void *x, co
     if (!gemv_fits(x, w, m))
         return CUDA_GEMM_PATH_LT;
     if (!(m == 1 && forced_variant(w->rows, w->cols, variant) && variant->tiles == 2))
-        CUDA_CHECK(gemv_gated_variant_auto(m, (int)(w->rows / 2), (int)w->cols, n_sms(be), variant));
+        CUDA_CHECK(
+            gemv_gated_variant_auto(m, (int)(w->rows / 2), (int)w->cols, n_sms(be), gated_allow5, variant));
     return CUDA_GEMM_PATH_GEMV;
 }
 

@@ -110,8 +110,10 @@ __device__ __forceinline__ void load_chunk(uint4 (&wv)[U][NT], const bf16 *const
 // M16: rows 8..15 of x are live (M > 8).
 // GATED: n = F, W has 2F rows; tiles t < NT/2 are gate rows, the others the
 // matching up rows (F + the same rows); grid y = ceil(F / (8*NT/2)).
-template <int NT, int U, bool HINT, bool M16, typename OutT, bool GATED>
-__global__ void __launch_bounds__(GEMV_THREADS, 4)
+// MINB: resident blocks an SM the registers are budgeted for (4; 5 for the
+// gated variant that needs its grid in fewer waves).
+template <int NT, int U, bool HINT, bool M16, typename OutT, bool GATED, int MINB = 4>
+__global__ void __launch_bounds__(GEMV_THREADS, MINB)
     gemv_kernel(OutT *__restrict__ out, const bf16 *__restrict__ x, const bf16 *__restrict__ w, int m_rows,
                 int n, int k, int split, float softcap, int act, int m_tiles)
 {
@@ -243,27 +245,27 @@ __global__ void __launch_bounds__(GEMV_THREADS, 4)
         asm volatile("barrier.cluster.arrive.relaxed.aligned;\n\tbarrier.cluster.wait.aligned;" ::: "memory");
 }
 
-template <int NT, int U, bool HINT, bool M16, typename OutT, bool GATED = false>
+template <int NT, int U, bool HINT, bool M16, typename OutT, bool GATED = false, int MINB = 4>
 static cudaError_t launch_one(void *out, const void *x, const void *w, int m, int n, int k, float softcap,
                               int split, int pdl, cudaStream_t stream, int act = 0)
 {
     constexpr int OUTS = 8 * (GATED ? NT / 2 : NT);
     const int m_tiles = (m + 15) / 16;
     const dim3 grid((unsigned)split, (unsigned)((n + OUTS - 1) / OUTS * m_tiles), 1);
-    cudaError_t rc = launch_kernel_ex(gemv_kernel<NT, U, HINT, M16, OutT, GATED>, grid, GEMV_THREADS, 0,
+    cudaError_t rc = launch_kernel_ex(gemv_kernel<NT, U, HINT, M16, OutT, GATED, MINB>, grid, GEMV_THREADS, 0,
                                       stream, split, pdl, (OutT *)out, (const bf16 *)x, (const bf16 *)w, m, n,
                                       k, split, softcap, act, m_tiles);
     return rc != cudaSuccess ? rc : cudaGetLastError();
 }
 
 // Blocks of an instantiation that fit on one SM (asked once, then cached).
-template <int NT, int U, bool HINT, bool M16, typename OutT, bool GATED = false>
+template <int NT, int U, bool HINT, bool M16, typename OutT, bool GATED = false, int MINB = 4>
 static cudaError_t occupancy(int *blocks)
 {
     static int cached = 0;
     if (!cached) {
         cudaError_t rc = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &cached, gemv_kernel<NT, U, HINT, M16, OutT, GATED>, GEMV_THREADS, 0);
+            &cached, gemv_kernel<NT, U, HINT, M16, OutT, GATED, MINB>, GEMV_THREADS, 0);
         if (rc != cudaSuccess)
             return rc;
         cached = max(cached, 1);
@@ -306,7 +308,9 @@ static variant_fn instance(const struct gemv_variant *v)
 // The values gemv.h allows (gated: tiles 2 only).
 static bool variant_valid(const struct gemv_variant *v, bool gated)
 {
-    return (v->tiles == 2 || (v->tiles == 1 && !gated)) && (v->unroll == 2 || v->unroll == 4) &&
+    return (v->tiles == 2 || (v->tiles == 1 && !gated)) &&
+           (v->blocks5 == 1 ? gated && v->unroll == 3
+                            : v->blocks5 == 0 && (v->unroll == 2 || v->unroll == 4)) &&
            (v->l2_hint == 0 || v->l2_hint == 1) && (v->pdl == 0 || v->pdl == 1);
 }
 
@@ -344,7 +348,8 @@ extern "C" cudaError_t gemv_variant_auto(int m, int n, int k, int n_sms, struct 
     static const int cand[3][2] = {{1, 2}, {2, 2}, {1, 4}};
     double best = -1;
     for (int i = 0; i < 3; i++) {
-        const struct gemv_variant v = {.tiles = cand[i][0], .unroll = cand[i][1], .l2_hint = 1, .pdl = 1};
+        const struct gemv_variant v = {
+            .tiles = cand[i][0], .unroll = cand[i][1], .l2_hint = 1, .pdl = 1, .blocks5 = 0};
         const int tiles = (n + 8 * v.tiles - 1) / (8 * v.tiles),
                   chunks = (k + 32 * v.unroll - 1) / (32 * v.unroll);
         int per_sm = 0;
@@ -380,18 +385,21 @@ extern "C" cudaError_t launch_gemv(void *out, int out_f32, const void *x, const 
                         stream);
 }
 
-// The gated GEMV's variants: NT 2 (one gate and one up tile), U 2|4, with or
-// without the prefetch hint; the launch, or (blocks != NULL) the occupancy.
-template <int U, bool HINT>
+// The gated GEMV's variants: NT 2 (one gate and one up tile), U 2|4 with
+// registers for 4 blocks an SM, or U 3 for 5 (MINB 5: 92 registers, no
+// spills; U 4 spills there and lost 10-14 % a step), with or without the
+// prefetch hint; the launch, or (blocks != NULL) the occupancy.
+template <int U, bool HINT, int MINB = 4>
 static cudaError_t gated_variant(int *blocks, void *out, const void *x, const void *w, int m, int f, int k,
                                  int act, int split, int pdl, cudaStream_t stream)
 {
     if (blocks)
-        return m > 8 ? occupancy<2, U, HINT, true, bf16, true>(blocks)
-                     : occupancy<2, U, HINT, false, bf16, true>(blocks);
+        return m > 8 ? occupancy<2, U, HINT, true, bf16, true, MINB>(blocks)
+                     : occupancy<2, U, HINT, false, bf16, true, MINB>(blocks);
     if (m > 8)
-        return launch_one<2, U, HINT, true, bf16, true>(out, x, w, m, f, k, 0.f, split, pdl, stream, act);
-    return launch_one<2, U, HINT, false, bf16, true>(out, x, w, m, f, k, 0.f, split, pdl, stream, act);
+        return launch_one<2, U, HINT, true, bf16, true, MINB>(out, x, w, m, f, k, 0.f, split, pdl, stream,
+                                                              act);
+    return launch_one<2, U, HINT, false, bf16, true, MINB>(out, x, w, m, f, k, 0.f, split, pdl, stream, act);
 }
 
 typedef cudaError_t (*gated_variant_fn)(int *blocks, void *out, const void *x, const void *w, int m, int f,
@@ -402,20 +410,34 @@ static const gated_variant_fn gated_variants[2][2] = {
     {gated_variant<2, false>, gated_variant<2, true>},
     {gated_variant<4, false>, gated_variant<4, true>},
 };
+// blocks5 (unroll 3, 5 blocks an SM): [l2_hint]
+static const gated_variant_fn gated_variants5[2] = {gated_variant<3, false, 5>, gated_variant<3, true, 5>};
 
 static gated_variant_fn gated_instance(const struct gemv_variant *v)
 {
-    return gated_variants[v->unroll == 4][v->l2_hint];
+    return v->blocks5 ? gated_variants5[v->l2_hint] : gated_variants[v->unroll == 4][v->l2_hint];
 }
 
-// The gated launcher's own choice: unroll 2 or 4 (tiles 2, prefetch hint,
-// PDL) by busy_share, at the M class of m.
-extern "C" cudaError_t gemv_gated_variant_auto(int m, int f, int k, int n_sms, struct gemv_variant *out)
+// The gated launcher's own choice (tiles 2, prefetch hint, PDL): unroll 2 or
+// 4, or at up to 8 rows where allow5 the 5-blocks-an-SM variant, by
+// busy_share at the M class of m. 5 blocks pay where 4 leave a grid's last
+// wave short: Qwen3-4B's 1216 blocks are 2.3 waves of 528 and 1.84 of 660
+// (+3.3 % a batch-1 step on H200); Llama's 1024 are 1.94 and stay at 4
+// (docs/benchmarks.md, "The gated GEMV at 5 blocks an SM").
+extern "C" cudaError_t gemv_gated_variant_auto(int m, int f, int k, int n_sms, int allow5,
+                                               struct gemv_variant *out)
 {
-    const int tiles = (f + 7) / 8;
+    const int tiles = (f + 7) / 8, n_cand = allow5 && m <= 8 ? 3 : 2;
     double best = -1;
-    for (int u = 2; u <= 4; u += 2) {
-        const struct gemv_variant v = {.tiles = 2, .unroll = u, .l2_hint = 1, .pdl = 1};
+    for (int c = 0; c < n_cand; c++) { // unroll 2, 4, then 3 at 5 blocks an SM
+        const struct gemv_variant v = {.tiles = 2,
+                                       .unroll = c == 0   ? 2
+                                                 : c == 1 ? 4
+                                                          : 3,
+                                       .l2_hint = 1,
+                                       .pdl = 1,
+                                       .blocks5 = c == 2};
+        const int u = v.unroll;
         const int chunks = (k + 32 * u - 1) / (32 * u);
         int per_sm = 0;
         cudaError_t rc = gated_instance(&v)(&per_sm, NULL, NULL, NULL, m, f, k, 0, 1, 1, 0);
@@ -442,7 +464,7 @@ extern "C" cudaError_t launch_gemv_gated(void *out, const void *x, const void *w
     if (variant) {
         v = *variant;
     } else {
-        cudaError_t rc = gemv_gated_variant_auto(m, f, k, n_sms, &v);
+        cudaError_t rc = gemv_gated_variant_auto(m, f, k, n_sms, 1, &v);
         if (rc != cudaSuccess)
             return rc;
     }
