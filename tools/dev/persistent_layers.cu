@@ -64,6 +64,7 @@ static int g_split = 0;
 static int g_T = 160;           // PL_T: keys in each head's cache
 static int g_kps = 0;           // PL_KPS: keys a slot (a split unit) for the attention, 0: as many as fit
 static int g_groups = 0;        // PL_GROUPS=1: a counter a kv group from q|k|v to attention
+static int g_sc_fence = 0;      // PL_SC_FENCE=1: a head's merge counts in with fence.sc + atomicAdd + fence.sc
 static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
 static int g_ib_off = 0, g_ib_bytes = 0; // input_warp: the two input buffers' place and size in shared memory
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
@@ -106,6 +107,7 @@ struct phase {
     int grp_n_kv, grp_qd, grp_kvd, grp_G, grp_hd;
     unsigned *head_done; // ATTN, PL_SPLIT=2: splits done a head; the warp that finishes a head's last split
                          // merges it into out (splits in order: the same bits whoever merges) and resets it
+    int sc_fence;        // ATTN, PL_SPLIT=2: count in with the old fence.sc pair (PL_SC_FENCE=1), not acq_rel
 };
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -678,14 +680,23 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
     }
     if (!P.head_done)
         return;
-    // The last split of head h to finish merges the head.
+    // The last split of head h to finish merges the head. __syncwarp orders
+    // the lanes' stores before lane 0's count, whose release is cumulative;
+    // its acquire, then __syncwarp, orders the other splits' partials before
+    // the lanes' loads (docs/kernels/persistent-decode.md, "The phase-end
+    // fence"). PL_SC_FENCE=1: the old fence.sc on each side, for the A/B.
     unsigned done = 0;
     __syncwarp();
     if (lane == 0) {
-        __threadfence();
-        done = atomicAdd(P.head_done + h, 1u);
-        __threadfence();
+        if (P.sc_fence) {
+            __threadfence();
+            done = atomicAdd(P.head_done + h, 1u);
+            __threadfence();
+        } else {
+            asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(done) : "l"(P.head_done + h) : "memory");
+        }
     }
+    __syncwarp();
     if (__shfl_sync(0xffffffffu, done, 0) != (unsigned)S - 1)
         return;
     const float *ph = P.part + (size_t)h * S * (hd + 4);
@@ -1389,8 +1400,10 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
             if (g_split) {
                 at->splits = (g_T + at->kps - 1) / at->kps;
                 at->part = dev_zeros<float>((size_t)at->n_heads * at->splits * (m.hd + 4));
-                if (g_split == 2) // the heads merged by their last split; o takes attn_out
+                if (g_split == 2) { // the heads merged by their last split; o takes attn_out
                     at->head_done = dev_zeros<unsigned>(at->n_heads);
+                    at->sc_fence = g_sc_fence;
+                }
                 else {
                     o->part = at->part;
                     o->splits = at->splits;
@@ -1751,6 +1764,7 @@ int main(int argc, char **argv)
     g_ppl = env_int("PL_ATTN", 0, 1, 0) ? 5 : 4;
     g_split = env_int("PL_SPLIT", 0, 2, 0);
     g_groups = env_int("PL_GROUPS", 0, 1, 0);
+    g_sc_fence = env_int("PL_SC_FENCE", 0, 1, 0);
     g_kps = env_int("PL_KPS", 0, 32, 0);
     g_T = env_int("PL_T", 1, 1024, g_T);
     cudaDeviceProp prop;
@@ -1762,6 +1776,9 @@ int main(int argc, char **argv)
                g_split == 2 ? "by each head's last split" : "by the o phase's input");
     if (g_groups)
         printf("a counter a kv group from q|k|v to attention (with PL_SPLIT)\n");
+    if (g_split == 2)
+        printf("a head's merge counts in with %s\n",
+               g_sc_fence ? "fence.sc + atomicAdd + fence.sc" : "one atom.acq_rel.gpu");
     printf("phases a layer %d%s\n", g_ppl, g_ppl == 5 ? " (attention after q|k|v)" : "");
     if (g_ppl == 5)
         printf("attention over %d cached keys a head\n", g_T);
