@@ -171,8 +171,9 @@ GPU_TEST(gemm_check_gemv_refusals)
 
 /* The blocks5 gated variant is for the gated launcher only; INFER_GEMV_GATED5
  * is read when a CUDA backend is created: a bad value refuses the backend by
- * name, 0 keeps Qwen3-4B's gate|up (F 9728, K 2560; 2.3 waves at 4 blocks
- * an SM on 132 SMs) off it, unset lets busy_share take it there. */
+ * name (ab_switches.c, with the other one-digit switches: test_ab_switches.c),
+ * 0 keeps Qwen3-4B's gate|up (F 9728, K 2560; 2.3 waves at 4 blocks an SM on
+ * 132 SMs) off it, unset lets busy_share take it there. */
 GPU_TEST(gemm_check_gated5_switch)
 {
     const int n_sm = cuda_impl(ctx->cuda)->prop.multiProcessorCount;
@@ -181,7 +182,7 @@ GPU_TEST(gemm_check_gated5_switch)
     const struct gemv_variant b5 = {.tiles = 2, .unroll = 3, .l2_hint = 1, .pdl = 1, .blocks5 = 1};
     if (launch_gemv(buf, 0, buf, buf, 1, 64, 64, 0.f, &b5, n_sm, s) != cudaErrorInvalidValue)
         GPU_FAIL("launch_gemv took the gated-only blocks5 variant");
-    static const char *bad[] = {"2", "", "yes", "01"};
+    static const char *bad[] = {"2", "yes", "01"};
     struct err e = {{0}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("INFER_GEMV_GATED5", bad[i], 1);

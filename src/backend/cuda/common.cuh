@@ -24,7 +24,9 @@ __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;"
 __device__ __forceinline__ void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;"); }
 
 // An A/B switch from the environment: the digit NAME starts with if it is
-// one of `digits`, else `otherwise` (unset, empty or anything else).
+// one of `digits`, else `otherwise` (unset or empty). Every switch read this
+// way is listed in backend/ab_switches.c, which refuses any other value when
+// a CUDA backend is created.
 static inline int env_digit(const char *name, const char *digits, int otherwise)
 {
     const char *s = getenv(name);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend/ab_switches.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/gemv.h"
 #include "core/bf16.h"
@@ -349,7 +350,7 @@ struct backend *cuda_backend_create(int device, struct err *e)
                            .fuse_weights = 1, .destroy = cuda_backend_destroy};
     cb->lt_workspace_bytes = 32u << 20;
     cb->device = device;
-    if (cuda_gemm_read_env(e)) {
+    if (ab_switches_check(e) || cuda_gemm_read_env(e)) {
         cuda_backend_destroy(be);
         return NULL;
     }

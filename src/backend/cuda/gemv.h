@@ -60,10 +60,10 @@ enum cuda_gemm_path cuda_gemm_choose_gated(struct backend *be, const void *x, co
  * soft-cap kernel when softcap > 0): m >= 1, bf16 W. */
 void cuda_gemm_lt(struct backend *be, void *out, int out_f32, const void *x, const struct weight *w, int m,
                   float softcap);
-/* Reads INFER_GEMV_AT (gemv_at.h) for the one-row choices above and
- * INFER_GEMV_GATED5 (0: the gated GEMV never takes its blocks5 variant; 1 or
- * unset: where busy_share says): -1 with the error naming the variable on a
- * bad value (cuda_backend_create refuses then). */
+/* Reads INFER_GEMV_AT (gemv_at.h) for the one-row choices above (-1 with
+ * the error naming it on a bad value: cuda_backend_create refuses then) and
+ * INFER_GEMV_GATED5 (0: the gated GEMV never takes its blocks5 variant; 1,
+ * empty or unset: where busy_share says; ab_switches.h checked it first). */
 int cuda_gemm_read_env(struct err *e);
 /* cuBLASLt plans cached so far (one per M bucket, N, K, output type, alignment). */
 int cuda_gemm_plan_count(struct backend *be);
