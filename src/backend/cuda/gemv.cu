@@ -422,21 +422,17 @@ static gated_variant_fn gated_instance(const struct gemv_variant *v)
 // 4, or at up to 8 rows where allow5 the 5-blocks-an-SM variant, by
 // busy_share at the M class of m. 5 blocks pay where 4 leave a grid's last
 // wave short: Qwen3-4B's 1216 blocks are 2.3 waves of 528 and 1.84 of 660
-// (+3.3 % a batch-1 step on H200); Llama's 1024 are 1.94 and stay at 4
+// (+3.2 % a batch-1 step on H200); Llama's 1024 are 1.94 and stay at 4
 // (docs/benchmarks.md, "The gated GEMV at 5 blocks an SM").
 extern "C" cudaError_t gemv_gated_variant_auto(int m, int f, int k, int n_sms, int allow5,
                                                struct gemv_variant *out)
 {
     const int tiles = (f + 7) / 8, n_cand = allow5 && m <= 8 ? 3 : 2;
     double best = -1;
-    for (int c = 0; c < n_cand; c++) { // unroll 2, 4, then 3 at 5 blocks an SM
-        const struct gemv_variant v = {.tiles = 2,
-                                       .unroll = c == 0   ? 2
-                                                 : c == 1 ? 4
-                                                          : 3,
-                                       .l2_hint = 1,
-                                       .pdl = 1,
-                                       .blocks5 = c == 2};
+    static const int unrolls[3] = {2, 4, 3}; // the last at 5 blocks an SM
+    for (int c = 0; c < n_cand; c++) {
+        const struct gemv_variant v = {
+            .tiles = 2, .unroll = unrolls[c], .l2_hint = 1, .pdl = 1, .blocks5 = c == 2};
         const int u = v.unroll;
         const int chunks = (k + 32 * u - 1) / (32 * u);
         int per_sm = 0;
