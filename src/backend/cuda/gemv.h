@@ -16,7 +16,7 @@ struct gemv_variant {
     int unroll;  /* 32-wide k chunks per load step (U): 2 or 4; 3 for the gated GEMV with blocks5 */
     int l2_hint; /* 1: weight loads carry the L2::256B prefetch hint */
     int pdl;     /* 1: programmatic dependent launch (unless INFER_NO_PDL=1) */
-    int blocks5; /* 1: compiled for 5 resident blocks an SM, not 4 (the gated GEMV, unroll 3 or 4:
+    int blocks5; /* 1: compiled for 5 resident blocks an SM, not 4 (the gated GEMV, unroll 3 only:
                     its grid then fits 2 waves where Qwen3-4B's 1216 blocks spill into a third) */
 };
 
