@@ -64,19 +64,21 @@ __device__ __forceinline__ void merge_if_last(const attn_args &a, unsigned *coun
                                               int n_splits, int n_active, const float *part_o,
                                               const float2 *part_ml, float *sw)
 {
-    // The CTA's stores, then one thread's fence and count (cooperative groups'
-    // grid sync publishes a CTA's writes the same way: the barrier orders
-    // them before the fence, which is cumulative).
+    // The CTA's stores, then one thread's count with acquire-release
+    // semantics at GPU scope: the barrier orders the CTA's stores before the
+    // count, whose release is cumulative (CUTLASS's inter-CTA barrier
+    // publishes a CTA's writes the same way), and the last CTA's acquire
+    // sees every split's partials, read past L1 below. No fence.sc: the
+    // persistent-kernel probe measured a __threadfence before a release at
+    // ~1 us a phase end (docs/kernels/persistent-decode.md).
     __shared__ int last;
     __syncthreads();
     if (threadIdx.x == 0) {
-        unsigned *c = counters + (blockIdx.z * gridDim.y + blockIdx.y);
-        __threadfence();
-        last = atomicAdd(c, 1u) == (unsigned)n_active - 1;
-        if (last) {
+        unsigned *c = counters + (blockIdx.z * gridDim.y + blockIdx.y), before;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(before) : "l"(c) : "memory");
+        last = before == (unsigned)n_active - 1;
+        if (last)
             *c = 0; // every active split has counted: nothing touches it again this launch
-            __threadfence(); // the other splits' partials, read past L1 below
-        }
     }
     __syncthreads();
     if (!last)
