@@ -519,6 +519,48 @@ __device__ __forceinline__ float slot_rows_reg(const unsigned char *slot, const 
     return mine;
 }
 
+// The same sums by mma (2026-11-28, H200: the FMA consumer above is the
+// probe's bottleneck there, docs/kernels/persistent-decode.md). Two rows at
+// once: A's rows 0-7 take row r's pieces, rows 8-15 row r + 1's, B's 8
+// columns x's pieces; lane 4g + c gives A's row g and B's column g the same
+// 16-byte piece (j0 + lane) of each, so the products that belong to a row sit
+// on D's diagonal: D[g][g] (row r) and D[g + 8][g] (row r + 1), held by lane
+// 4g + g/2. Consecutive lanes read consecutive pieces: no bank conflicts.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                         uint32_t b0, uint32_t b1)
+{
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ float slot_rows_mma(const unsigned char *slot, const bf16 *xs, int nr, int k, int lane)
+{
+    const int pieces = k / 8, g = lane >> 2, c = lane & 3;
+    const uint4 *xv = reinterpret_cast<const uint4 *>(xs), zero = make_uint4(0, 0, 0, 0);
+    float mine = 0.f;
+    for (int r = 0; r < nr; r += 2) {
+        const uint4 *ra = reinterpret_cast<const uint4 *>(slot + (size_t)r * k * 2);
+        const uint4 *rb = reinterpret_cast<const uint4 *>(slot + (size_t)min(r + 1, nr - 1) * k * 2);
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll 4
+        for (int j0 = 0; j0 < pieces; j0 += 32) { // every lane runs every mma (warp-wide)
+            const int j = j0 + lane;
+            const uint4 a = j < pieces ? ra[j] : zero, b = j < pieces ? rb[j] : zero, x = j < pieces ? xv[j] : zero;
+            mma_bf16(d, a.x, b.x, a.y, b.y, x.x, x.y);
+            mma_bf16(d, a.z, b.z, a.w, b.w, x.z, x.w);
+        }
+        const bool diag = c == (g >> 1);
+        const float va = warp_sum(diag ? (g & 1 ? d[1] : d[0]) : 0.f);
+        const float vb = warp_sum(diag ? (g & 1 ? d[3] : d[2]) : 0.f);
+        if (lane == r)
+            mine = va;
+        if (lane == r + 1)
+            mine = vb;
+    }
+    return mine;
+}
+
 __device__ __forceinline__ float warp_max(float v)
 {
     for (int o = 16; o > 0; o >>= 1)
@@ -751,7 +793,7 @@ template <int W> __device__ void input_from_buf(const phase &P, const unsigned c
     }
 }
 
-// XP > 0: x in registers (slot_rows_reg) for the phases with k <= XP * 256.
+// XP > 0: x in registers (slot_rows_reg) for the phases with k <= XP * 256; XP = -1: the mma consumer (slot_rows_mma).
 template <int W, int XP>
 __global__ void __launch_bounds__(W * 32 + 64, 1)
     layers_kernel(const phase *ph, int first, int last, int depth, unsigned *counters, int skip, uint64_t *trace,
@@ -922,7 +964,9 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
                     v = slot_rows_reg<XP>(ring + (size_t)s * SLOT, xr, nr, P.k, lane);
                 else
                     v = slot_rows(ring + (size_t)s * SLOT, xs, nr, P.k, lane);
-            } else
+            } else if constexpr (XP < 0) // XP = -1: the mma consumer
+                v = slot_rows_mma(ring + (size_t)s * SLOT, xs, nr, P.k, lane);
+            else
                 v = slot_rows(ring + (size_t)s * SLOT, xs, nr, P.k, lane);
             __syncwarp();
             if (lane == 0)
@@ -1643,14 +1687,12 @@ static void run(const model_shape &m, int sms)
     // warps, slots a warp, ll, cap, signal warp, cap ahead, L2 prefetch distance, segments
     static const variant variants[] = {
         {4, 2, 0, 0, 0, 2, 0, 0, "counters, cap 2 ahead", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 0, 3, 0, 0, "counters, cap 3 ahead", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 0, 4, 0, 0, "counters, cap 4 ahead", (const void *)layers_kernel<4, 0>},
-        {4, 2, 0, 0, 0, 6, 0, 0, "counters, cap 6 ahead", (const void *)layers_kernel<4, 0>},
         {5, 2, 0, 0, 0, 2, 0, 0, "counters, cap 2 ahead", (const void *)layers_kernel<5, 0>},
-        {5, 2, 0, 0, 0, 4, 0, 0, "counters, cap 4 ahead", (const void *)layers_kernel<5, 0>},
-        {4, 2, 0, 0, 0, 2, 0, 0, "input warp, cap 2 ahead", (const void *)layers_kernel<4, 0>, 1},
-        {4, 2, 0, 0, 0, 2, 0, 2, "input warp, cap 2 ahead, a kernel a layer, PDL", (const void *)layers_kernel<4, 0>,
-         1}};
+        {4, 2, 0, 0, 0, 2, 0, 0, "mma consumer, cap 2 ahead", (const void *)layers_kernel<4, -1>},
+        {5, 2, 0, 0, 0, 2, 0, 0, "mma consumer, cap 2 ahead", (const void *)layers_kernel<5, -1>},
+        {8, 1, 0, 0, 0, 2, 0, 0, "mma consumer, cap 2 ahead", (const void *)layers_kernel<8, -1>},
+        {5, 2, 0, 0, 0, 2, 0, 2, "mma consumer, cap 2 ahead, a kernel a layer, PDL",
+         (const void *)layers_kernel<5, -1>}};
     for (int si = 0; si < (int)(sizeof variants / sizeof variants[0]); si++) {
         const variant &V = variants[si];
         if (V.ll && g_ppl == 5) // the tagged-word kernel has no attention phase
