@@ -42,6 +42,7 @@
 //
 // Build and run (GPU machine):
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/pl tools/dev/persistent_layers.cu && /tmp/pl [model]
+// (-DPL_SLOT=BYTES for another ring slot size; variants that do not fit are skipped)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -52,7 +53,12 @@
 
 #include "probe.cuh"
 
-enum { SLOT = 20480, MAX_SLOTS = 16, MAX_ROWS = 32 };
+// PL_SLOT (build time): a ring slot's bytes; whole rows a slot, so the bytes a
+// slot-load moves depend on it (Llama's gate|up: 2 rows of 6 KiB in 20 KiB).
+#ifndef PL_SLOT
+#define PL_SLOT 20480
+#endif
+enum { SLOT = PL_SLOT, MAX_SLOTS = 16, MAX_ROWS = 32 };
 enum { OP_QKV, OP_O, OP_GU, OP_DOWN, OP_HEAD, OP_ATTN };
 // Phases a layer: 4 (q|k|v, o, gate|up, down), or 5 with attention after q|k|v
 // (PL_ATTN=1: step (b); PL_T keys in each head's cache, default 160).
@@ -1691,6 +1697,8 @@ static void run(const model_shape &m, int sms)
         {4, 2, 0, 0, 0, 2, 0, 0, "mma consumer, cap 2 ahead", (const void *)layers_kernel<4, -1>},
         {5, 2, 0, 0, 0, 2, 0, 0, "mma consumer, cap 2 ahead", (const void *)layers_kernel<5, -1>},
         {8, 1, 0, 0, 0, 2, 0, 0, "mma consumer, cap 2 ahead", (const void *)layers_kernel<8, -1>},
+        {3, 2, 0, 0, 0, 2, 0, 0, "mma consumer, cap 2 ahead", (const void *)layers_kernel<3, -1>},
+        {6, 1, 0, 0, 0, 2, 0, 0, "mma consumer, cap 2 ahead", (const void *)layers_kernel<6, -1>},
         {5, 2, 0, 0, 0, 2, 0, 2, "mma consumer, cap 2 ahead, a kernel a layer, PDL",
          (const void *)layers_kernel<5, -1>}};
     for (int si = 0; si < (int)(sizeof variants / sizeof variants[0]); si++) {
@@ -1705,6 +1713,13 @@ static void run(const model_shape &m, int sms)
             g_ib_off = (int)((smem + 127) & ~(size_t)127);
             g_ib_bytes = (int)((((size_t)max_k * 2 > norm_in ? (size_t)max_k * 2 : norm_in) + 127) & ~(size_t)127);
             smem = (size_t)g_ib_off + 2 * (size_t)g_ib_bytes;
+        }
+        int smem_max = 0;
+        CK(cudaDeviceGetAttribute(&smem_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0));
+        if (smem + 1024 > (size_t)smem_max) { // the static arrays too
+            printf("  %s, %d warps x %d slots: %zu KiB of shared memory do not fit, skipped\n", V.name, V.warps,
+                   V.depth, smem >> 10);
+            continue;
         }
         CK(cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         // modes: 0 the step, 1 without the waits (wrong sums: the dependencies' cost), 2 also without making
