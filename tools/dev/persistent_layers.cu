@@ -71,9 +71,13 @@ static int g_T = 160;           // PL_T: keys in each head's cache
 static int g_kps = 0;           // PL_KPS: keys a slot (a split unit) for the attention, 0: as many as fit
 static int g_groups = 0;        // PL_GROUPS=1: a counter a kv group from q|k|v to attention
 static int g_sc_fence = 0;      // PL_SC_FENCE=1: a head's merge counts in with fence.sc + atomicAdd + fence.sc
+static int g_utrace = 0;        // PL_UTRACE=1: each split unit stamps its stages (ut), printed with the trace
 static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
 static int g_ib_off = 0, g_ib_bytes = 0; // input_warp: the two input buffers' place and size in shared memory
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
+// A split unit's stages (PL_UTRACE=1): entered, q loaded, its keys' slot full,
+// scores and softmax done, values done, counted in, merged (0: not the merger).
+enum { UT_START, UT_Q, UT_SLOT, UT_SCORES, UT_VALUES, UT_COUNTED, UT_MERGED, UT_FIELDS = 8 };
 // Trace fields, per (block, phase), globaltimer ns
 // T_FENCE, T_LOAD, T_RTTS: in the LM head phase (steady streaming), thread 0's
 // store + __threadfence and dependent L2 load round trips, summed, and their count.
@@ -114,6 +118,7 @@ struct phase {
     unsigned *head_done; // ATTN, PL_SPLIT=2: splits done a head; the warp that finishes a head's last split
                          // merges it into out (splits in order: the same bits whoever merges) and resets it
     int sc_fence;        // ATTN, PL_SPLIT=2: count in with the old fence.sc pair (PL_SC_FENCE=1), not acq_rel
+    uint64_t *ut;        // ATTN, PL_UTRACE=1: [units][UT_FIELDS] globaltimer stamps of each unit's stages
 };
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -668,20 +673,28 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
         warp_wait_count<true>(P.grp + g, (unsigned)P.grp_expect[g]);
     }
     enum { MAXE = 8 };
+    uint64_t *ut = P.ut && lane == 0 ? P.ut + (size_t)u * UT_FIELDS : NULL;
+    if (ut)
+        ut[UT_START] = now_ns(), ut[UT_MERGED] = 0;
     const float scale = rsqrtf((float)hd);
     for (int i = lane; i < hd; i += 32)
         qs[i] = __bfloat162float(__ldcg(P.vec_in + (size_t)h * hd + i)) * scale;
     __syncwarp();
+    if (ut)
+        ut[UT_Q] = now_ns_after(qs[0]);
     const int s = slot_of<W>(it, depth);
     mbar_wait(&full[s], fill_of<W>(it, depth) & 1);
+    if (ut)
+        ut[UT_SLOT] = now_ns();
     const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * SLOT), *Vs = Ks + (size_t)nk * hd;
     // scores: lane j takes key j, its pieces in an order turned by j (no bank conflicts)
     float sc = -INFINITY;
     if (lane < nk) {
         const uint4 *kr = reinterpret_cast<const uint4 *>(Ks + (size_t)lane * hd);
         float a0 = 0.f, a1 = 0.f;
+#pragma unroll 4
         for (int c = 0; c < C; c++) {
-            const int cc = (c + lane) % C;
+            const int cc = (c + lane) & (C - 1); // C = hd / 8, a power of two
             const uint4 kv = kr[cc];
             const float4 q0 = *reinterpret_cast<const float4 *>(qs + cc * 8),
                          q1 = *reinterpret_cast<const float4 *>(qs + cc * 8 + 4);
@@ -694,6 +707,8 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
         sc = a0 + a1;
     }
     const float m = warp_max(sc), pr = lane < nk ? __expf(sc - m) : 0.f, l = warp_sum(pr);
+    if (ut)
+        ut[UT_SCORES] = now_ns_after(l);
     // values: lane takes dims [lane * E, lane * E + E)
     float acc[MAXE];
 #pragma unroll
@@ -707,6 +722,14 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
             const __nv_bfloat162 *v2 = reinterpret_cast<const __nv_bfloat162 *>(&v);
             const float2 a = __bfloat1622float2(v2[0]), b = __bfloat1622float2(v2[1]);
             acc[0] += pj * a.x, acc[1] += pj * a.y, acc[2] += pj * b.x, acc[3] += pj * b.y;
+        } else if (E == 8) { // one 16-byte load a key (head size 256)
+            const uint4 v = *reinterpret_cast<const uint4 *>(vr);
+            const __nv_bfloat162 *v2 = reinterpret_cast<const __nv_bfloat162 *>(&v);
+#pragma unroll
+            for (int h = 0; h < 4; h++) {
+                const float2 f = __bfloat1622float2(v2[h]);
+                acc[2 * h] += pj * f.x, acc[2 * h + 1] += pj * f.y;
+            }
         } else {
 #pragma unroll
             for (int e = 0; e < MAXE; e++)
@@ -714,6 +737,8 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
                     acc[e] += pj * __bfloat162float(vr[e]);
         }
     }
+    if (ut)
+        ut[UT_VALUES] = now_ns_after(acc[0]);
     __syncwarp();
     if (lane == 0)
         mbar_arrive(&empty[s]);
@@ -745,9 +770,14 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
         }
     }
     __syncwarp();
+    if (ut)
+        ut[UT_COUNTED] = now_ns_after(__uint_as_float(done));
     if (__shfl_sync(0xffffffffu, done, 0) != (unsigned)S - 1)
         return;
     const float *ph = P.part + (size_t)h * S * (hd + 4);
+    // The merge as first built: scalar loads, one split after another. With
+    // 16-byte loads and stores (and unrolled by 8 or not) it took longer (Llama
+    // 2.65 -> 3.7-4.7 us, Gemma 3.8 -> 5.3-6.2; H200, PL_UTRACE=1), not known why.
     float M = -INFINITY;
     for (int sp = 0; sp < S; sp++)
         M = fmaxf(M, __ldcg(ph + (size_t)sp * (hd + 4) + hd));
@@ -769,6 +799,8 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
             P.out[(size_t)h * hd + lane * E + e] = __float2bfloat16(o[e] / L);
     if (lane == 0)
         P.head_done[h] = 0;
+    if (ut)
+        ut[UT_MERGED] = now_ns_after(o[0]);
 }
 
 // Whether the input warp brings phase p's input (input_warp): not the launch's
@@ -1453,6 +1485,8 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
                 if (g_split == 2) { // the heads merged by their last split; o takes attn_out
                     at->head_done = dev_zeros<unsigned>(at->n_heads);
                     at->sc_fence = g_sc_fence;
+                    if (g_utrace)
+                        at->ut = dev_zeros<uint64_t>((size_t)at->n_heads * at->splits * UT_FIELDS);
                 }
                 else {
                     o->part = at->part;
@@ -1574,6 +1608,47 @@ static void launch(const variant &v, int sms, size_t smem, phase *dph, int first
     }
 }
 
+// PL_UTRACE=1: the attention's split units by stage (mean us over units and
+// layers 2..), and when the units start and the last merge ends against the
+// q|k|v phase's last block end (the moment the attention's input is whole).
+static void unit_stages(const phase *ph, int n_ph, const uint64_t *tr, int sms)
+{
+    static const char *names[] = {"q", "slot", "scores", "values", "count", "merge"};
+    double st[6] = {0}, first = 0, last = 0, n_merge = 0;
+    int cnt = 0, nu = 0;
+    for (int p = g_ppl + 1; p < n_ph - 1; p += g_ppl) {
+        const phase &A = ph[p];
+        const int units = A.n_heads * A.splits;
+        uint64_t *u = (uint64_t *)malloc((size_t)units * UT_FIELDS * 8);
+        CK(cudaMemcpy(u, A.ut, (size_t)units * UT_FIELDS * 8, cudaMemcpyDeviceToHost));
+        uint64_t qkv_end = 0, t_first = ~0ull, t_last = 0;
+        for (int b = 0; b < sms; b++) {
+            const uint64_t e = tr[((size_t)b * n_ph + p - 1) * T_FIELDS + T_END];
+            qkv_end = e > qkv_end ? e : qkv_end;
+        }
+        for (int i = 0; i < units; i++) {
+            const uint64_t *t = u + (size_t)i * UT_FIELDS;
+            for (int f = 0; f < 5; f++)
+                st[f] += (double)(t[f + 1] - t[f]);
+            if (t[UT_MERGED])
+                st[5] += (double)(t[UT_MERGED] - t[UT_COUNTED]), n_merge++;
+            const uint64_t end = t[UT_MERGED] ? t[UT_MERGED] : t[UT_COUNTED];
+            t_first = t[UT_START] < t_first ? t[UT_START] : t_first;
+            t_last = end > t_last ? end : t_last;
+        }
+        first += (double)t_first - (double)qkv_end;
+        last += (double)t_last - (double)qkv_end;
+        nu += units;
+        cnt++;
+        free(u);
+    }
+    printf("    units (%d a layer), us a stage:", nu / cnt);
+    for (int f = 0; f < 6; f++)
+        printf(" %s %.2f", names[f], f < 5 ? st[f] / nu / 1e3 : st[5] / (n_merge > 0 ? n_merge : 1) / 1e3);
+    printf("; after q|k|v's last block: first unit starts %.2f, last merge ends %.2f\n", first / cnt / 1e3,
+           last / cnt / 1e3);
+}
+
 // One traced step: where a phase's time goes, per phase kind, averaged over
 // the layers (the first left out) and the blocks.
 static void trace_step(const variant &v, int sms, size_t smem, phase *dph, const phase *ph, int n_ph,
@@ -1616,6 +1691,8 @@ static void trace_step(const variant &v, int sms, size_t smem, phase *dph, const
                ideal / cnt / 1e3, wait / nb / 1e3, input / nb / 1e3, rows / nb / 1e3, stall / nb / 1e3, ahead / nb / 1e3,
                spread / cnt / 1e3);
     }
+    if (g_ppl == 5 && ph[1].ut) // the split units' stages, layers 2..
+        unit_stages(ph, n_ph, tr, sms);
     double fence = 0, load = 0, n_rtt = 0;
     for (int b = 0; b < sms; b++) {
         const uint64_t *t = tr + ((size_t)b * n_ph + n_ph - 1) * T_FIELDS;
@@ -1822,6 +1899,7 @@ int main(int argc, char **argv)
     g_split = env_int("PL_SPLIT", 0, 2, 0);
     g_groups = env_int("PL_GROUPS", 0, 1, 0);
     g_sc_fence = env_int("PL_SC_FENCE", 0, 1, 0);
+    g_utrace = env_int("PL_UTRACE", 0, 1, 0);
     g_kps = env_int("PL_KPS", 0, 32, 0);
     g_T = env_int("PL_T", 1, 1024, g_T);
     cudaDeviceProp prop;
