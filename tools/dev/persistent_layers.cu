@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../src/backend/cuda/attention.h"
 #include "probe.cuh"
 
 // PL_SLOT (build time): a ring slot's bytes; whole rows a slot, so the bytes a
@@ -537,14 +538,6 @@ __device__ __forceinline__ float slot_rows_reg(const unsigned char *slot, const 
 // 16-byte piece (j0 + lane) of each, so the products that belong to a row sit
 // on D's diagonal: D[g][g] (row r) and D[g + 8][g] (row r + 1), held by lane
 // 4g + g/2. Consecutive lanes read consecutive pieces: no bank conflicts.
-__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                         uint32_t b0, uint32_t b1)
-{
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 __device__ __forceinline__ float slot_rows_mma(const unsigned char *slot, const bf16 *xs, int nr, int k, int lane)
 {
     const int pieces = k / 8, g = lane >> 2, c = lane & 3;
@@ -558,8 +551,9 @@ __device__ __forceinline__ float slot_rows_mma(const unsigned char *slot, const 
         for (int j0 = 0; j0 < pieces; j0 += 32) { // every lane runs every mma (warp-wide)
             const int j = j0 + lane;
             const uint4 a = j < pieces ? ra[j] : zero, b = j < pieces ? rb[j] : zero, x = j < pieces ? xv[j] : zero;
-            mma_bf16(d, a.x, b.x, a.y, b.y, x.x, x.y);
-            mma_bf16(d, a.z, b.z, a.w, b.w, x.z, x.w);
+            const uint32_t lo[4] = {a.x, b.x, a.y, b.y}, hi[4] = {a.z, b.z, a.w, b.w};
+            attn::mma_bf16(d, lo, x.x, x.y); // the engine's m16n8k16 bf16 wrapper (attention.h)
+            attn::mma_bf16(d, hi, x.z, x.w);
         }
         const bool diag = c == (g >> 1);
         const float va = warp_sum(diag ? (g & 1 ? d[1] : d[0]) : 0.f);
