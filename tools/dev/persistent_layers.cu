@@ -42,7 +42,7 @@
 //
 // Build and run (GPU machine):
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/pl tools/dev/persistent_layers.cu && /tmp/pl [model]
-// (-DPL_SLOT=BYTES for another ring slot size; variants that do not fit are skipped)
+// (PL_SLOT=KIB: another ring slot size, 4..64 KiB; variants that do not fit are skipped)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -54,12 +54,13 @@
 #include "../../src/backend/cuda/attention.h"
 #include "probe.cuh"
 
-// PL_SLOT (build time): a ring slot's bytes; whole rows a slot, so the bytes a
-// slot-load moves depend on it (Llama's gate|up: 2 rows of 6 KiB in 20 KiB).
-#ifndef PL_SLOT
-#define PL_SLOT 20480
-#endif
-enum { SLOT = PL_SLOT, MAX_SLOTS = 16, MAX_ROWS = 32 };
+// PL_SLOT: a ring slot's size in KiB (20 unless set);
+// whole rows a slot, so the bytes a slot-load moves depend on it (Llama's
+// gate|up: 2 rows of 6 KiB in 20 KiB, 4 in 24). The host's copy, and the
+// kernels' in constant memory (set once, before the first launch).
+enum { MAX_SLOTS = 16, MAX_ROWS = 32 };
+static int g_slot = 20480;
+__constant__ int c_slot;
 enum { OP_QKV, OP_O, OP_GU, OP_DOWN, OP_HEAD, OP_ATTN };
 // Phases a layer: 4 (q|k|v, o, gate|up, down), or 5 with attention after q|k|v
 // (PL_ATTN=1: step (b); PL_T keys in each head's cache, default 160).
@@ -227,9 +228,9 @@ __device__ __forceinline__ float warp_sum(float v)
 // kv head's cached keys and values through the ring like weights (the cache
 // before the step's own row does not depend on the step), a slot holding
 // up to 32 keys' rows of K then the same keys' rows of V.
-__host__ __device__ __forceinline__ int attn_keys_per_slot(int hd)
+static int attn_keys_per_slot(int hd)
 {
-    const int k = SLOT / (4 * hd);
+    const int k = g_slot / (4 * hd);
     return k > 32 ? 32 : k;
 }
 
@@ -349,8 +350,8 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
                     const unsigned bytes = (unsigned)nk * P.hd * 2;
                     const size_t off = ((size_t)(h / (P.n_heads / P.n_kv)) * P.T + t0) * P.hd;
                     mbar_expect(&full[s], 2 * bytes);
-                    bulk_copy(ring + (size_t)s * SLOT, P.kc + off, bytes, &full[s]);
-                    bulk_copy(ring + (size_t)s * SLOT + bytes, P.vc + off, bytes, &full[s]);
+                    bulk_copy(ring + (size_t)s * c_slot, P.kc + off, bytes, &full[s]);
+                    bulk_copy(ring + (size_t)s * c_slot + bytes, P.vc + off, bytes, &full[s]);
                 }
             }
             continue;
@@ -373,7 +374,7 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
             }
             const unsigned bytes = (unsigned)nr * P.k * 2;
             mbar_expect(&full[s], bytes);
-            bulk_copy(ring + (size_t)s * SLOT, P.w + (size_t)r * P.k, bytes, &full[s]);
+            bulk_copy(ring + (size_t)s * c_slot, P.w + (size_t)r * P.k, bytes, &full[s]);
             if (prefetch > 0)
                 cursor_prefetch_next(ph, last, ahead);
         }
@@ -599,7 +600,8 @@ __device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned ch
         const unsigned it = it0 + c;
         const int s = slot_of<W>(it, depth), nk = min(kps, T - c * kps);
         mbar_wait(&full[s], fill_of<W>(it, depth) & 1);
-        const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * SLOT), *Vs = Ks + (size_t)nk * hd;
+        const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * c_slot),
+                   *Vs = Ks + (size_t)nk * hd;
         float sc = -INFINITY;
         for (int j = 0; j < nk; j++) {
             float d = 0.f;
@@ -680,7 +682,7 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
     mbar_wait(&full[s], fill_of<W>(it, depth) & 1);
     if (ut)
         ut[UT_SLOT] = now_ns();
-    const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * SLOT), *Vs = Ks + (size_t)nk * hd;
+    const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * c_slot), *Vs = Ks + (size_t)nk * hd;
     // scores: lane j takes key j, its pieces in an order turned by j (no bank conflicts)
     float sc = -INFINITY;
     if (lane < nk) {
@@ -835,7 +837,7 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
     const int n_slots = W * depth;
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *ring = smem;
-    bf16 *xs = reinterpret_cast<bf16 *>(smem + (size_t)n_slots * SLOT);
+    bf16 *xs = reinterpret_cast<bf16 *>(smem + (size_t)n_slots * c_slot);
     __shared__ uint64_t full[MAX_SLOTS], empty[MAX_SLOTS], in_bar[2];
     __shared__ float warp_ss[W];
     __shared__ int cphase; // the phase the consumers work on (for cap_ahead)
@@ -993,13 +995,13 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
             float v;
             if constexpr (XP > 0) {
                 if (in_regs)
-                    v = slot_rows_reg<XP>(ring + (size_t)s * SLOT, xr, nr, P.k, lane);
+                    v = slot_rows_reg<XP>(ring + (size_t)s * c_slot, xr, nr, P.k, lane);
                 else
-                    v = slot_rows(ring + (size_t)s * SLOT, xs, nr, P.k, lane);
+                    v = slot_rows(ring + (size_t)s * c_slot, xs, nr, P.k, lane);
             } else if constexpr (XP < 0) // XP = -1: the mma consumer
-                v = slot_rows_mma(ring + (size_t)s * SLOT, xs, nr, P.k, lane);
+                v = slot_rows_mma(ring + (size_t)s * c_slot, xs, nr, P.k, lane);
             else
-                v = slot_rows(ring + (size_t)s * SLOT, xs, nr, P.k, lane);
+                v = slot_rows(ring + (size_t)s * c_slot, xs, nr, P.k, lane);
             __syncwarp();
             if (lane == 0)
                 mbar_arrive(&empty[s]);
@@ -1192,7 +1194,7 @@ __global__ void __launch_bounds__(W * 32 + 32, 1)
     __shared__ int cphase; // the phase the consumers work on (for cap_ahead)
     extern __shared__ __align__(128) unsigned char smem[];
     unsigned char *ring = smem;
-    bf16 *xs_buf = reinterpret_cast<bf16 *>(smem + (size_t)n_slots * SLOT); // two: phases alternate
+    bf16 *xs_buf = reinterpret_cast<bf16 *>(smem + (size_t)n_slots * c_slot); // two: phases alternate
     __shared__ uint64_t full[MAX_SLOTS], empty[MAX_SLOTS];
     __shared__ float warp_ss[W];
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -1251,7 +1253,7 @@ __global__ void __launch_bounds__(W * 32 + 32, 1)
                     resid = __ldcg(P.x_in + row);
             }
             mbar_wait(&full[s], fill_of<W>(it, depth) & 1);
-            const float v = slot_rows(ring + (size_t)s * SLOT, xs, nr, P.k, lane);
+            const float v = slot_rows(ring + (size_t)s * c_slot, xs, nr, P.k, lane);
             __syncwarp();
             if (lane == 0)
                 mbar_arrive(&empty[s]);
@@ -1407,7 +1409,7 @@ template <typename T> static T *dev_zeros(size_t n)
 
 static int rows_per_slot(int k, int op)
 {
-    int r = SLOT / (k * 2);
+    int r = g_slot / (k * 2);
     if (op == OP_GU)
         r &= ~1;
     if (r > MAX_ROWS)
@@ -1778,7 +1780,7 @@ static void run(const model_shape &m, int sms)
             continue;
         const int depth = V.depth, n_slots = V.warps * depth;
         const void *fn = V.fn;
-        size_t smem = (size_t)n_slots * SLOT + (size_t)max_k * 2 * (V.ll ? 2 : 1);
+        size_t smem = (size_t)n_slots * g_slot + (size_t)max_k * 2 * (V.ll ? 2 : 1);
         if (V.input_warp) { // two buffers: a bf16 vector, or x (f32) and the partial sums
             const size_t norm_in = (size_t)m.d * 4 + (((size_t)sms * 4 + 15) & ~(size_t)15);
             g_ib_off = (int)((smem + 127) & ~(size_t)127);
@@ -1894,11 +1896,13 @@ int main(int argc, char **argv)
     g_groups = env_int("PL_GROUPS", 0, 1, 0);
     g_sc_fence = env_int("PL_SC_FENCE", 0, 1, 0);
     g_utrace = env_int("PL_UTRACE", 0, 1, 0);
+    g_slot = env_int("PL_SLOT", 4, 64, g_slot / 1024) * 1024;
+    CK(cudaMemcpyToSymbol(c_slot, &g_slot, sizeof g_slot));
     g_kps = env_int("PL_KPS", 0, 32, 0);
     g_T = env_int("PL_T", 1, 1024, g_T);
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
-    printf("%s, %d SMs\n", prop.name, prop.multiProcessorCount);
+    printf("%s, %d SMs; ring slots of %d KiB\n", prop.name, prop.multiProcessorCount, g_slot / 1024);
     const char *only = probe_filter(argc, argv);
     if (g_split)
         printf("attention split by slots of keys over the blocks, merged %s\n",
