@@ -74,6 +74,7 @@ static int g_kps = 0;           // PL_KPS: keys a slot (a split unit) for the at
 static int g_groups = 0;        // PL_GROUPS=1: a counter a kv group from q|k|v to attention
 static int g_sc_fence = 0;      // PL_SC_FENCE=1: a head's merge counts in with fence.sc + atomicAdd + fence.sc
 static int g_utrace = 0;        // PL_UTRACE=1: each split unit stamps its stages (ut), printed with the trace
+static int g_mma_attn = 0;      // PL_MMA_ATTN=1: a split unit's scores and values on the tensor cores
 static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
 static int g_ib_off = 0, g_ib_bytes = 0; // input_warp: the two input buffers' place and size in shared memory
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
@@ -121,6 +122,7 @@ struct phase {
                          // merges it into out (splits in order: the same bits whoever merges) and resets it
     int sc_fence;        // ATTN, PL_SPLIT=2: count in with the old fence.sc pair (PL_SC_FENCE=1), not acq_rel
     uint64_t *ut;        // ATTN, PL_UTRACE=1: [units][UT_FIELDS] globaltimer stamps of each unit's stages
+    int mma_attn;        // ATTN, PL_MMA_ATTN=1 (head size 128 or 256): unit_scores_mma, unit_values_mma
 };
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -656,6 +658,88 @@ __device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned ch
     consumers_sync<W>(); // smem is reused by the next head
 }
 
+// PL_MMA_ATTN=1: a split unit's scores on the tensor cores, as slot_rows_mma
+// sums rows: A's two halves take 256 contiguous elements of the slot's keys
+// each (two keys of head size 128, or one of 256), B's columns q's matching
+// pieces (q rounded to bf16), so each key's partial dot products sit on D's
+// diagonal (lanes 4g + g/2), summed over the lanes of the key. Keys past nk
+// read the slot's later rows (finite) and are dropped. Returns lane j's score
+// of key j (-inf past nk); sS: 32 floats of the warp's scratch.
+__device__ __forceinline__ float unit_scores_mma(const bf16 *Ks, const float *qs, float *sS, int nk, int hd,
+                                                 int lane)
+{
+    const int g = lane >> 2, c = lane & 3, qp = lane & (hd / 8 - 1), kph = 256 / hd; // keys a half
+    const float4 q0 = *reinterpret_cast<const float4 *>(qs + qp * 8),
+                 q1 = *reinterpret_cast<const float4 *>(qs + qp * 8 + 4);
+    const uint32_t b0 = attn::pack_bf16(q0.x, q0.y), b1 = attn::pack_bf16(q0.z, q0.w);
+    const uint32_t b2 = attn::pack_bf16(q1.x, q1.y), b3 = attn::pack_bf16(q1.z, q1.w);
+    const bool diag = c == (g >> 1);
+    for (int k0 = 0; k0 < nk; k0 += 2 * kph) {
+        const uint4 a = reinterpret_cast<const uint4 *>(Ks + (size_t)k0 * hd)[lane],
+                    b = reinterpret_cast<const uint4 *>(Ks + (size_t)(k0 + kph) * hd)[lane];
+        float d[4] = {0.f, 0.f, 0.f, 0.f};
+        const uint32_t lo[4] = {a.x, b.x, a.y, b.y}, hi[4] = {a.z, b.z, a.w, b.w};
+        attn::mma_bf16(d, lo, b0, b1);
+        attn::mma_bf16(d, hi, b2, b3);
+        float v1 = diag ? (g & 1 ? d[1] : d[0]) : 0.f, v2 = diag ? (g & 1 ? d[3] : d[2]) : 0.f;
+        // head size 128: lanes 0-15 hold a half's first key, 16-31 its second; 256: one key a half
+        for (int o = 1; o < 32 / kph; o <<= 1) {
+            v1 += __shfl_xor_sync(0xffffffffu, v1, o);
+            v2 += __shfl_xor_sync(0xffffffffu, v2, o);
+        }
+        if ((lane & (32 / kph - 1)) == 0) { // lane 0 (and 16): its key of each half
+            const int j = k0 + lane / (32 / kph);
+            if (j < 32)
+                sS[j] = v1;
+            if (j + kph < 32)
+                sS[j + kph] = v2;
+        }
+    }
+    __syncwarp();
+    return lane < nk ? sS[lane] : -INFINITY;
+}
+
+// PL_MMA_ATTN=1: a split unit's unnormalised values sum_j p_j V_j on the
+// tensor cores: A holds p in its row 0 (lanes 0-3; the other rows zero), B the
+// slot's value rows by ldmatrix.trans (rows past nk clamped to the last: their
+// p is 0). Writes out[0, hd) as the FMA path does.
+__device__ __forceinline__ void unit_values_mma(const bf16 *Vs, float pr, float *out, int nk, int hd,
+                                                int lane)
+{
+    const int g = lane >> 2, c = lane & 3, lrow = lane & 7, lmat = lane >> 3;
+    uint32_t pa[2][4];
+#pragma unroll
+    for (int ks = 0; ks < 2; ks++) { // keys 16 ks + 2c, +1 (a0) and 16 ks + 8 + 2c, +1 (a2)
+        const float p0 = __shfl_sync(0xffffffffu, pr, 16 * ks + 2 * c),
+                    p1 = __shfl_sync(0xffffffffu, pr, 16 * ks + 2 * c + 1),
+                    p2 = __shfl_sync(0xffffffffu, pr, 16 * ks + 8 + 2 * c),
+                    p3 = __shfl_sync(0xffffffffu, pr, 16 * ks + 8 + 2 * c + 1);
+        pa[ks][0] = g == 0 ? attn::pack_bf16(p0, p1) : 0u;
+        pa[ks][1] = 0u;
+        pa[ks][2] = g == 0 ? attn::pack_bf16(p2, p3) : 0u;
+        pa[ks][3] = 0u;
+    }
+    const int KS = (nk + 15) / 16;
+    for (int dt = 0; dt < hd / 16; dt++) { // 16 dims: two n-tiles of 8
+        float o[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+        for (int ks = 0; ks < 2; ks++) { // unrolled: pa stays in registers
+            if (ks >= KS)
+                break;
+            const int row = min(16 * ks + lrow + (lmat & 1) * 8, nk - 1);
+            uint32_t v0, v1, v2, v3;
+            attn::ldsm_x4_t(v0, v1, v2, v3,
+                            attn::smem_addr(Vs + (size_t)row * hd + dt * 16 + (lmat >> 1) * 8));
+            attn::mma_bf16(o[0], pa[ks], v0, v1);
+            attn::mma_bf16(o[1], pa[ks], v2, v3);
+        }
+        if (g == 0) // row 0: dims 16 dt + 8 n + 2c, +1
+#pragma unroll
+            for (int n = 0; n < 2; n++)
+                *reinterpret_cast<float2 *>(out + dt * 16 + n * 8 + 2 * c) = make_float2(o[n][0], o[n][1]);
+    }
+}
+
 // A split unit (one slot of one head's keys) by the warp that owns the slot:
 // its partial (unnormalised acc, max, sum) for the o phase to merge.
 template <int W>
@@ -685,7 +769,9 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
     const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * c_slot), *Vs = Ks + (size_t)nk * hd;
     // scores: lane j takes key j, its pieces in an order turned by j (no bank conflicts)
     float sc = -INFINITY;
-    if (lane < nk) {
+    if (P.mma_attn)
+        sc = unit_scores_mma(Ks, qs, qs + hd, nk, hd, lane);
+    else if (lane < nk) {
         const uint4 *kr = reinterpret_cast<const uint4 *>(Ks + (size_t)lane * hd);
         float a0 = 0.f, a1 = 0.f;
 #pragma unroll 4
@@ -705,12 +791,17 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
     const float m = warp_max(sc), pr = lane < nk ? __expf(sc - m) : 0.f, l = warp_sum(pr);
     if (ut)
         ut[UT_SCORES] = now_ns_after(l);
-    // values: lane takes dims [lane * E, lane * E + E)
+    // values: lane takes dims [lane * E, lane * E + E) (or the tensor cores, into out)
+    float *out = P.part + (size_t)u * (hd + 4);
     float acc[MAXE];
 #pragma unroll
     for (int e = 0; e < MAXE; e++)
         acc[e] = 0.f;
-    for (int j = 0; j < nk; j++) {
+    if (P.mma_attn) {
+        unit_values_mma(Vs, pr, out, nk, hd, lane);
+        __syncwarp();
+    }
+    for (int j = 0; !P.mma_attn && j < nk; j++) {
         const float pj = __shfl_sync(0xffffffffu, pr, j);
         const bf16 *vr = Vs + (size_t)j * hd + lane * E;
         if (E == 4) {
@@ -738,10 +829,9 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
     __syncwarp();
     if (lane == 0)
         mbar_arrive(&empty[s]);
-    float *out = P.part + (size_t)u * (hd + 4);
 #pragma unroll
     for (int e = 0; e < MAXE; e++)
-        if (e < E)
+        if (e < E && !P.mma_attn)
             out[lane * E + e] = acc[e];
     if (lane == 0) {
         out[hd] = m;
@@ -939,7 +1029,7 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
             const int per_head = (P.T + P.kps - 1) / P.kps;
             for (int c = (int)((warp - it0 % W + W) % W); P.splits && c < r1 - r0; c += W)
                 attn_unit<W>(P, r0 + c, it0 + c, ring, full, empty, depth,
-                             reinterpret_cast<float *>(xs) + warp * P.hd, lane);
+                             reinterpret_cast<float *>(xs) + warp * (P.hd + 32), lane);
             for (int h = r0; !P.splits && h < r1; h++)
                 attn_head<W>(P, h, it0 + (unsigned)((h - r0) * per_head), ring, full, empty, depth,
                              reinterpret_cast<float *>(xs), tid);
@@ -1481,6 +1571,7 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
                 if (g_split == 2) { // the heads merged by their last split; o takes attn_out
                     at->head_done = dev_zeros<unsigned>(at->n_heads);
                     at->sc_fence = g_sc_fence;
+                    at->mma_attn = g_mma_attn && (m.hd == 128 || m.hd == 256);
                     if (g_utrace)
                         at->ut = dev_zeros<uint64_t>((size_t)at->n_heads * at->splits * UT_FIELDS);
                 }
@@ -1896,6 +1987,7 @@ int main(int argc, char **argv)
     g_groups = env_int("PL_GROUPS", 0, 1, 0);
     g_sc_fence = env_int("PL_SC_FENCE", 0, 1, 0);
     g_utrace = env_int("PL_UTRACE", 0, 1, 0);
+    g_mma_attn = env_int("PL_MMA_ATTN", 0, 1, 0);
     g_slot = env_int("PL_SLOT", 4, 64, g_slot / 1024) * 1024;
     CK(cudaMemcpyToSymbol(c_slot, &g_slot, sizeof g_slot));
     g_kps = env_int("PL_KPS", 0, 32, 0);
@@ -1912,6 +2004,9 @@ int main(int argc, char **argv)
     if (g_split == 2)
         printf("a head's merge counts in with %s\n",
                g_sc_fence ? "fence.sc + atomicAdd + fence.sc" : "one atom.acq_rel.gpu");
+    if (g_split == 2)
+        printf("a split unit's scores and values on %s\n",
+               g_mma_attn ? "the tensor cores (head size 128 or 256)" : "the FMA units");
     printf("phases a layer %d%s\n", g_ppl, g_ppl == 5 ? " (attention after q|k|v)" : "");
     if (g_ppl == 5)
         printf("attention over %d cached keys a head\n", g_T);
