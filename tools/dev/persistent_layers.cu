@@ -42,7 +42,8 @@
 //
 // Build and run (GPU machine):
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/pl tools/dev/persistent_layers.cu && /tmp/pl [model]
-// (PL_SLOT=KIB: another ring slot size, 4..64 KiB; variants that do not fit are skipped)
+// (PL_SLOT=KIB: another ring slot size, 4..64 KiB; variants that do not fit are skipped;
+// PL_VARIANT=i: only the table's variant i; PL_ATTN_PF=KIB: see c_attn_pf)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -61,6 +62,12 @@
 enum { MAX_SLOTS = 16, MAX_ROWS = 32 };
 static int g_slot = 20480;
 __constant__ int c_slot;
+// PL_ATTN_PF=KIB: when a block's producer reaches the attention phase, it asks
+// L2 for this many KiB of its gate|up rows (the ring holds o's weights by
+// then; the HBM would otherwise idle while the attention's chain runs).
+__constant__ int c_attn_pf;
+static int g_attn_pf = 0;
+static int g_variant = -1; // PL_VARIANT=i: only variant i of the table (-1: all)
 enum { OP_QKV, OP_O, OP_GU, OP_DOWN, OP_HEAD, OP_ATTN };
 // Phases a layer: 4 (q|k|v, o, gate|up, down), or 5 with attention after q|k|v
 // (PL_ATTN=1: step (b); PL_T keys in each head's cache, default 160).
@@ -341,6 +348,19 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
     for (int p = first; p < last; p++) {
         const phase &P = ph[p];
         if (P.op == OP_ATTN) { // each of the block's heads: its kv head's keys and values
+            if (c_attn_pf > 0 && p + 2 < last && ph[p + 2].op == OP_GU && ph[p + 2].w) {
+                const phase &G = ph[p + 2];
+                int g0, g1;
+                block_rows(G, p + 2, blockIdx.x, gridDim.x, g0, g1);
+                long budget = (long)c_attn_pf * 1024;
+                for (int r = g0; r < g1 && budget > 0; r += G.rows_per_slot) {
+                    const int nr = min(G.rows_per_slot, g1 - r);
+                    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(G.w + (size_t)r * G.k),
+                                 "r"((unsigned)nr * G.k * 2)
+                                 : "memory");
+                    budget -= (long)nr * G.k * 2;
+                }
+            }
             int h0, h1;
             block_rows(P, p, blockIdx.x, gridDim.x, h0, h1);
             const int kps = P.kps, S = P.splits ? P.splits : 1;
@@ -1866,6 +1886,8 @@ static void run(const model_shape &m, int sms)
         {5, 2, 0, 0, 0, 2, 0, 2, "mma consumer, cap 2 ahead, a kernel a layer, PDL",
          (const void *)layers_kernel<5, -1>}};
     for (int si = 0; si < (int)(sizeof variants / sizeof variants[0]); si++) {
+        if (g_variant >= 0 && si != g_variant)
+            continue;
         const variant &V = variants[si];
         if (V.ll && g_ppl == 5) // the tagged-word kernel has no attention phase
             continue;
@@ -1989,6 +2011,11 @@ int main(int argc, char **argv)
     g_utrace = env_int("PL_UTRACE", 0, 1, 0);
     g_mma_attn = env_int("PL_MMA_ATTN", 0, 1, 0);
     g_slot = env_int("PL_SLOT", 4, 64, g_slot / 1024) * 1024;
+    g_attn_pf = env_int("PL_ATTN_PF", 0, 4096, 0);
+    CK(cudaMemcpyToSymbol(c_attn_pf, &g_attn_pf, sizeof g_attn_pf));
+    g_variant = env_int("PL_VARIANT", -1, 63, -1);
+    if (g_attn_pf)
+        printf("the attention phase asks L2 for %d KiB of each block's gate|up rows\n", g_attn_pf);
     CK(cudaMemcpyToSymbol(c_slot, &g_slot, sizeof g_slot));
     g_kps = env_int("PL_KPS", 0, 32, 0);
     g_T = env_int("PL_T", 1, 1024, g_T);
