@@ -82,6 +82,7 @@ static int g_groups = 0;        // PL_GROUPS=1: a counter a kv group from q|k|v 
 static int g_sc_fence = 0;      // PL_SC_FENCE=1: a head's merge counts in with fence.sc + atomicAdd + fence.sc
 static int g_utrace = 0;        // PL_UTRACE=1: each split unit stamps its stages (ut), printed with the trace
 static int g_mma_attn = 0;      // PL_MMA_ATTN=1: a split unit's scores and values on the tensor cores
+static int g_vunroll = 0;       // PL_VUNROLL=1: a split unit's values 8 keys at a time (phase::v_unroll)
 static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
 static int g_ib_off = 0, g_ib_bytes = 0; // input_warp: the two input buffers' place and size in shared memory
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
@@ -130,6 +131,7 @@ struct phase {
     int sc_fence;        // ATTN, PL_SPLIT=2: count in with the old fence.sc pair (PL_SC_FENCE=1), not acq_rel
     uint64_t *ut;        // ATTN, PL_UTRACE=1: [units][UT_FIELDS] globaltimer stamps of each unit's stages
     int mma_attn;        // ATTN, PL_MMA_ATTN=1 (head size 128 or 256): unit_scores_mma, unit_values_mma
+    int v_unroll;        // ATTN, PL_VUNROLL=1: the values' loop 8 keys at a time, shuffles first
 };
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -821,7 +823,26 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
         unit_values_mma(Vs, pr, out, nk, hd, lane);
         __syncwarp();
     }
-    for (int j = 0; !P.mma_attn && j < nk; j++) {
+    // 8 keys at a time: the 8 probabilities shuffled first, then 8 independent
+    // loads, so the loop is not one shuffle -> load -> FMA chain a key
+    for (int j0 = 0; P.v_unroll && !P.mma_attn && E == 4 && j0 < nk; j0 += 8) {
+        float pj[8];
+        uint2 v[8];
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            pj[t] = __shfl_sync(0xffffffffu, pr, (j0 + t) & 31);
+            v[t] = j0 + t < nk ? *reinterpret_cast<const uint2 *>(Vs + (size_t)(j0 + t) * hd + lane * E)
+                               : make_uint2(0, 0);
+        }
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            const __nv_bfloat162 *v2 = reinterpret_cast<const __nv_bfloat162 *>(&v[t]);
+            const float2 a = __bfloat1622float2(v2[0]), b = __bfloat1622float2(v2[1]);
+            const float q = j0 + t < nk ? pj[t] : 0.f;
+            acc[0] += q * a.x, acc[1] += q * a.y, acc[2] += q * b.x, acc[3] += q * b.y;
+        }
+    }
+    for (int j = 0; !(P.v_unroll && E == 4) && !P.mma_attn && j < nk; j++) {
         const float pj = __shfl_sync(0xffffffffu, pr, j);
         const bf16 *vr = Vs + (size_t)j * hd + lane * E;
         if (E == 4) {
@@ -1592,6 +1613,7 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
                     at->head_done = dev_zeros<unsigned>(at->n_heads);
                     at->sc_fence = g_sc_fence;
                     at->mma_attn = g_mma_attn && (m.hd == 128 || m.hd == 256);
+                    at->v_unroll = g_vunroll;
                     if (g_utrace)
                         at->ut = dev_zeros<uint64_t>((size_t)at->n_heads * at->splits * UT_FIELDS);
                 }
@@ -2010,6 +2032,9 @@ int main(int argc, char **argv)
     g_sc_fence = env_int("PL_SC_FENCE", 0, 1, 0);
     g_utrace = env_int("PL_UTRACE", 0, 1, 0);
     g_mma_attn = env_int("PL_MMA_ATTN", 0, 1, 0);
+    g_vunroll = env_int("PL_VUNROLL", 0, 1, 0);
+    if (g_vunroll)
+        printf("a split unit's values 8 keys at a time (head size 128)\n");
     g_slot = env_int("PL_SLOT", 4, 64, g_slot / 1024) * 1024;
     g_attn_pf = env_int("PL_ATTN_PF", 0, 4096, 0);
     CK(cudaMemcpyToSymbol(c_attn_pf, &g_attn_pf, sizeof g_attn_pf));
