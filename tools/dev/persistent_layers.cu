@@ -83,6 +83,7 @@ static int g_sc_fence = 0;      // PL_SC_FENCE=1: a head's merge counts in with 
 static int g_utrace = 0;        // PL_UTRACE=1: each split unit stamps its stages (ut), printed with the trace
 static int g_mma_attn = 0;      // PL_MMA_ATTN=1: a split unit's scores and values on the tensor cores
 static int g_vunroll = 0;       // PL_VUNROLL=1: a split unit's values 8 keys at a time (phase::v_unroll)
+static int g_mbatch = 0;        // PL_MERGE_BATCH=1: a head's merge loads its splits' maxima together
 static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
 static int g_ib_off = 0, g_ib_bytes = 0; // input_warp: the two input buffers' place and size in shared memory
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
@@ -132,6 +133,7 @@ struct phase {
     uint64_t *ut;        // ATTN, PL_UTRACE=1: [units][UT_FIELDS] globaltimer stamps of each unit's stages
     int mma_attn;        // ATTN, PL_MMA_ATTN=1 (head size 128 or 256): unit_scores_mma, unit_values_mma
     int v_unroll;        // ATTN, PL_VUNROLL=1: the values' loop 8 keys at a time, shuffles first
+    int m_batch;         // ATTN, PL_MERGE_BATCH=1: the merge's maxima loaded together (S <= 8)
 };
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -906,19 +908,44 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
     // 16-byte loads and stores (and unrolled by 8 or not) it took longer (Llama
     // 2.65 -> 3.7-4.7 us, Gemma 3.8 -> 5.3-6.2; H200, PL_UTRACE=1), not known why.
     float M = -INFINITY;
-    for (int sp = 0; sp < S; sp++)
-        M = fmaxf(M, __ldcg(ph + (size_t)sp * (hd + 4) + hd));
+    float mv[8]; // PL_MERGE_BATCH=1 (S <= 8): the maxima loaded together, kept for the weights
+    const bool batch = P.m_batch && S <= 8;
+    if (batch) {
+#pragma unroll
+        for (int sp = 0; sp < 8; sp++)
+            mv[sp] = sp < S ? __ldcg(ph + (size_t)sp * (hd + 4) + hd) : -INFINITY;
+#pragma unroll
+        for (int sp = 0; sp < 8; sp++)
+            M = fmaxf(M, mv[sp]);
+    } else {
+        for (int sp = 0; sp < S; sp++)
+            M = fmaxf(M, __ldcg(ph + (size_t)sp * (hd + 4) + hd));
+    }
     float L = 0.f, o[MAXE];
 #pragma unroll
     for (int e = 0; e < MAXE; e++)
         o[e] = 0.f;
-    for (int sp = 0; sp < S; sp++) {
-        const float *q = ph + (size_t)sp * (hd + 4), f = __expf(__ldcg(q + hd) - M);
-        L += __ldcg(q + hd + 1) * f;
+    if (batch) { // unrolled (the compiler may issue later splits' loads early); the same order and operations
+                 // as below
 #pragma unroll
-        for (int e = 0; e < MAXE; e++)
-            if (e < E)
-                o[e] += __ldcg(q + lane * E + e) * f;
+        for (int sp = 0; sp < 8; sp++)
+            if (sp < S) {
+                const float *q = ph + (size_t)sp * (hd + 4), f = __expf(mv[sp] - M);
+                L += __ldcg(q + hd + 1) * f;
+#pragma unroll
+                for (int e = 0; e < MAXE; e++)
+                    if (e < E)
+                        o[e] += __ldcg(q + lane * E + e) * f;
+            }
+    } else {
+        for (int sp = 0; sp < S; sp++) {
+            const float *q = ph + (size_t)sp * (hd + 4), f = __expf(__ldcg(q + hd) - M);
+            L += __ldcg(q + hd + 1) * f;
+#pragma unroll
+            for (int e = 0; e < MAXE; e++)
+                if (e < E)
+                    o[e] += __ldcg(q + lane * E + e) * f;
+        }
     }
 #pragma unroll
     for (int e = 0; e < MAXE; e++)
@@ -1614,6 +1641,7 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
                     at->sc_fence = g_sc_fence;
                     at->mma_attn = g_mma_attn && (m.hd == 128 || m.hd == 256);
                     at->v_unroll = g_vunroll;
+                    at->m_batch = g_mbatch;
                     if (g_utrace)
                         at->ut = dev_zeros<uint64_t>((size_t)at->n_heads * at->splits * UT_FIELDS);
                 }
@@ -2033,6 +2061,9 @@ int main(int argc, char **argv)
     g_utrace = env_int("PL_UTRACE", 0, 1, 0);
     g_mma_attn = env_int("PL_MMA_ATTN", 0, 1, 0);
     g_vunroll = env_int("PL_VUNROLL", 0, 1, 0);
+    g_mbatch = env_int("PL_MERGE_BATCH", 0, 1, 0);
+    if (g_mbatch)
+        printf("a head's merge loads its splits' maxima together, its loop unrolled (up to 8 splits)\n");
     if (g_vunroll)
         printf("a split unit's values 8 keys at a time (head size 128)\n");
     g_slot = env_int("PL_SLOT", 4, 64, g_slot / 1024) * 1024;
