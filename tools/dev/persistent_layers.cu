@@ -81,7 +81,6 @@ static int g_kps = 0;           // PL_KPS: keys a slot (a split unit) for the at
 static int g_groups = 0;        // PL_GROUPS=1: a counter a kv group from q|k|v to attention
 static int g_sc_fence = 0;      // PL_SC_FENCE=1: a head's merge counts in with fence.sc + atomicAdd + fence.sc
 static int g_utrace = 0;        // PL_UTRACE=1: each split unit stamps its stages (ut), printed with the trace
-static int g_mma_attn = 0;      // PL_MMA_ATTN=1: a split unit's scores and values on the tensor cores
 static int g_vunroll = 0;       // PL_VUNROLL=1: a split unit's values 8 keys at a time (phase::v_unroll)
 static int g_mbatch = 0;        // PL_MERGE_BATCH=1: a head's merge loads its splits' maxima together
 static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
@@ -131,7 +130,6 @@ struct phase {
                          // merges it into out (splits in order: the same bits whoever merges) and resets it
     int sc_fence;        // ATTN, PL_SPLIT=2: count in with the old fence.sc pair (PL_SC_FENCE=1), not acq_rel
     uint64_t *ut;        // ATTN, PL_UTRACE=1: [units][UT_FIELDS] globaltimer stamps of each unit's stages
-    int mma_attn;        // ATTN, PL_MMA_ATTN=1 (head size 128 or 256): unit_scores_mma, unit_values_mma
     int v_unroll;        // ATTN, PL_VUNROLL=1: the values' loop 8 keys at a time, shuffles first
     int m_batch;         // ATTN, PL_MERGE_BATCH=1: the merge's maxima loaded together (S <= 8)
 };
@@ -288,6 +286,15 @@ __device__ __forceinline__ block_phase block_phase_of(const phase &P, int p, int
     return f;
 }
 
+// Asks L2 for rows [r, r + nr) of phase P's matrix (cp.async.bulk.prefetch.L2:
+// no data comes back to the SM).
+__device__ __forceinline__ void l2_prefetch_rows(const phase &P, int r, int nr)
+{
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(P.w + (size_t)r * P.k),
+                 "r"((unsigned)nr * P.k * 2)
+                 : "memory");
+}
+
 // A walk over the block's slot-loads of the step, in the producer's order.
 struct chunk_cursor {
     int p, r, r1;
@@ -309,9 +316,7 @@ __device__ __forceinline__ void cursor_prefetch_next(const phase *ph, int last, 
     if (c.p >= last)
         return;
     const phase &P = ph[c.p];
-    const int nr = min(P.rows_per_slot, c.r1 - c.r);
-    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(P.w + (size_t)c.r * P.k), "r"((unsigned)nr * P.k * 2)
-                 : "memory");
+    l2_prefetch_rows(P, c.r, min(P.rows_per_slot, c.r1 - c.r));
     c.r += P.rows_per_slot;
 }
 
@@ -359,9 +364,7 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
                 long budget = (long)c_attn_pf * 1024;
                 for (int r = g0; r < g1 && budget > 0; r += G.rows_per_slot) {
                     const int nr = min(G.rows_per_slot, g1 - r);
-                    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(G.w + (size_t)r * G.k),
-                                 "r"((unsigned)nr * G.k * 2)
-                                 : "memory");
+                    l2_prefetch_rows(G, r, nr);
                     budget -= (long)nr * G.k * 2;
                 }
             }
@@ -682,88 +685,6 @@ __device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned ch
     consumers_sync<W>(); // smem is reused by the next head
 }
 
-// PL_MMA_ATTN=1: a split unit's scores on the tensor cores, as slot_rows_mma
-// sums rows: A's two halves take 256 contiguous elements of the slot's keys
-// each (two keys of head size 128, or one of 256), B's columns q's matching
-// pieces (q rounded to bf16), so each key's partial dot products sit on D's
-// diagonal (lanes 4g + g/2), summed over the lanes of the key. Keys past nk
-// read the slot's later rows (finite) and are dropped. Returns lane j's score
-// of key j (-inf past nk); sS: 32 floats of the warp's scratch.
-__device__ __forceinline__ float unit_scores_mma(const bf16 *Ks, const float *qs, float *sS, int nk, int hd,
-                                                 int lane)
-{
-    const int g = lane >> 2, c = lane & 3, qp = lane & (hd / 8 - 1), kph = 256 / hd; // keys a half
-    const float4 q0 = *reinterpret_cast<const float4 *>(qs + qp * 8),
-                 q1 = *reinterpret_cast<const float4 *>(qs + qp * 8 + 4);
-    const uint32_t b0 = attn::pack_bf16(q0.x, q0.y), b1 = attn::pack_bf16(q0.z, q0.w);
-    const uint32_t b2 = attn::pack_bf16(q1.x, q1.y), b3 = attn::pack_bf16(q1.z, q1.w);
-    const bool diag = c == (g >> 1);
-    for (int k0 = 0; k0 < nk; k0 += 2 * kph) {
-        const uint4 a = reinterpret_cast<const uint4 *>(Ks + (size_t)k0 * hd)[lane],
-                    b = reinterpret_cast<const uint4 *>(Ks + (size_t)(k0 + kph) * hd)[lane];
-        float d[4] = {0.f, 0.f, 0.f, 0.f};
-        const uint32_t lo[4] = {a.x, b.x, a.y, b.y}, hi[4] = {a.z, b.z, a.w, b.w};
-        attn::mma_bf16(d, lo, b0, b1);
-        attn::mma_bf16(d, hi, b2, b3);
-        float v1 = diag ? (g & 1 ? d[1] : d[0]) : 0.f, v2 = diag ? (g & 1 ? d[3] : d[2]) : 0.f;
-        // head size 128: lanes 0-15 hold a half's first key, 16-31 its second; 256: one key a half
-        for (int o = 1; o < 32 / kph; o <<= 1) {
-            v1 += __shfl_xor_sync(0xffffffffu, v1, o);
-            v2 += __shfl_xor_sync(0xffffffffu, v2, o);
-        }
-        if ((lane & (32 / kph - 1)) == 0) { // lane 0 (and 16): its key of each half
-            const int j = k0 + lane / (32 / kph);
-            if (j < 32)
-                sS[j] = v1;
-            if (j + kph < 32)
-                sS[j + kph] = v2;
-        }
-    }
-    __syncwarp();
-    return lane < nk ? sS[lane] : -INFINITY;
-}
-
-// PL_MMA_ATTN=1: a split unit's unnormalised values sum_j p_j V_j on the
-// tensor cores: A holds p in its row 0 (lanes 0-3; the other rows zero), B the
-// slot's value rows by ldmatrix.trans (rows past nk clamped to the last: their
-// p is 0). Writes out[0, hd) as the FMA path does.
-__device__ __forceinline__ void unit_values_mma(const bf16 *Vs, float pr, float *out, int nk, int hd,
-                                                int lane)
-{
-    const int g = lane >> 2, c = lane & 3, lrow = lane & 7, lmat = lane >> 3;
-    uint32_t pa[2][4];
-#pragma unroll
-    for (int ks = 0; ks < 2; ks++) { // keys 16 ks + 2c, +1 (a0) and 16 ks + 8 + 2c, +1 (a2)
-        const float p0 = __shfl_sync(0xffffffffu, pr, 16 * ks + 2 * c),
-                    p1 = __shfl_sync(0xffffffffu, pr, 16 * ks + 2 * c + 1),
-                    p2 = __shfl_sync(0xffffffffu, pr, 16 * ks + 8 + 2 * c),
-                    p3 = __shfl_sync(0xffffffffu, pr, 16 * ks + 8 + 2 * c + 1);
-        pa[ks][0] = g == 0 ? attn::pack_bf16(p0, p1) : 0u;
-        pa[ks][1] = 0u;
-        pa[ks][2] = g == 0 ? attn::pack_bf16(p2, p3) : 0u;
-        pa[ks][3] = 0u;
-    }
-    const int KS = (nk + 15) / 16;
-    for (int dt = 0; dt < hd / 16; dt++) { // 16 dims: two n-tiles of 8
-        float o[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-        for (int ks = 0; ks < 2; ks++) { // unrolled: pa stays in registers
-            if (ks >= KS)
-                break;
-            const int row = min(16 * ks + lrow + (lmat & 1) * 8, nk - 1);
-            uint32_t v0, v1, v2, v3;
-            attn::ldsm_x4_t(v0, v1, v2, v3,
-                            attn::smem_addr(Vs + (size_t)row * hd + dt * 16 + (lmat >> 1) * 8));
-            attn::mma_bf16(o[0], pa[ks], v0, v1);
-            attn::mma_bf16(o[1], pa[ks], v2, v3);
-        }
-        if (g == 0) // row 0: dims 16 dt + 8 n + 2c, +1
-#pragma unroll
-            for (int n = 0; n < 2; n++)
-                *reinterpret_cast<float2 *>(out + dt * 16 + n * 8 + 2 * c) = make_float2(o[n][0], o[n][1]);
-    }
-}
-
 // A split unit (one slot of one head's keys) by the warp that owns the slot:
 // its partial (unnormalised acc, max, sum) for the o phase to merge.
 template <int W>
@@ -793,9 +714,7 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
     const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * c_slot), *Vs = Ks + (size_t)nk * hd;
     // scores: lane j takes key j, its pieces in an order turned by j (no bank conflicts)
     float sc = -INFINITY;
-    if (P.mma_attn)
-        sc = unit_scores_mma(Ks, qs, qs + hd, nk, hd, lane);
-    else if (lane < nk) {
+    if (lane < nk) {
         const uint4 *kr = reinterpret_cast<const uint4 *>(Ks + (size_t)lane * hd);
         float a0 = 0.f, a1 = 0.f;
 #pragma unroll 4
@@ -815,19 +734,15 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
     const float m = warp_max(sc), pr = lane < nk ? __expf(sc - m) : 0.f, l = warp_sum(pr);
     if (ut)
         ut[UT_SCORES] = now_ns_after(l);
-    // values: lane takes dims [lane * E, lane * E + E) (or the tensor cores, into out)
+    // values: lane takes dims [lane * E, lane * E + E)
     float *out = P.part + (size_t)u * (hd + 4);
     float acc[MAXE];
 #pragma unroll
     for (int e = 0; e < MAXE; e++)
         acc[e] = 0.f;
-    if (P.mma_attn) {
-        unit_values_mma(Vs, pr, out, nk, hd, lane);
-        __syncwarp();
-    }
     // 8 keys at a time: the 8 probabilities shuffled first, then 8 independent
     // loads, so the loop is not one shuffle -> load -> FMA chain a key
-    for (int j0 = 0; P.v_unroll && !P.mma_attn && E == 4 && j0 < nk; j0 += 8) {
+    for (int j0 = 0; P.v_unroll && E == 4 && j0 < nk; j0 += 8) {
         float pj[8];
         uint2 v[8];
 #pragma unroll
@@ -844,7 +759,7 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
             acc[0] += q * a.x, acc[1] += q * a.y, acc[2] += q * b.x, acc[3] += q * b.y;
         }
     }
-    for (int j = 0; !(P.v_unroll && E == 4) && !P.mma_attn && j < nk; j++) {
+    for (int j = 0; !(P.v_unroll && E == 4) && j < nk; j++) {
         const float pj = __shfl_sync(0xffffffffu, pr, j);
         const bf16 *vr = Vs + (size_t)j * hd + lane * E;
         if (E == 4) {
@@ -874,7 +789,7 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
         mbar_arrive(&empty[s]);
 #pragma unroll
     for (int e = 0; e < MAXE; e++)
-        if (e < E && !P.mma_attn)
+        if (e < E)
             out[lane * E + e] = acc[e];
     if (lane == 0) {
         out[hd] = m;
@@ -925,27 +840,22 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
 #pragma unroll
     for (int e = 0; e < MAXE; e++)
         o[e] = 0.f;
-    if (batch) { // unrolled (the compiler may issue later splits' loads early); the same order and operations
-                 // as below
+    auto add_split = [&](int sp, float m_sp) { // split sp's share, weighted by exp(its max - M)
+        const float *q = ph + (size_t)sp * (hd + 4), f = __expf(m_sp - M);
+        L += __ldcg(q + hd + 1) * f;
+#pragma unroll
+        for (int e = 0; e < MAXE; e++)
+            if (e < E)
+                o[e] += __ldcg(q + lane * E + e) * f;
+    };
+    if (batch) { // unrolled: the compiler may issue later splits' loads early; the same order as below
 #pragma unroll
         for (int sp = 0; sp < 8; sp++)
-            if (sp < S) {
-                const float *q = ph + (size_t)sp * (hd + 4), f = __expf(mv[sp] - M);
-                L += __ldcg(q + hd + 1) * f;
-#pragma unroll
-                for (int e = 0; e < MAXE; e++)
-                    if (e < E)
-                        o[e] += __ldcg(q + lane * E + e) * f;
-            }
+            if (sp < S)
+                add_split(sp, mv[sp]);
     } else {
-        for (int sp = 0; sp < S; sp++) {
-            const float *q = ph + (size_t)sp * (hd + 4), f = __expf(__ldcg(q + hd) - M);
-            L += __ldcg(q + hd + 1) * f;
-#pragma unroll
-            for (int e = 0; e < MAXE; e++)
-                if (e < E)
-                    o[e] += __ldcg(q + lane * E + e) * f;
-        }
+        for (int sp = 0; sp < S; sp++)
+            add_split(sp, __ldcg(ph + (size_t)sp * (hd + 4) + hd));
     }
 #pragma unroll
     for (int e = 0; e < MAXE; e++)
@@ -1097,7 +1007,7 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
             const int per_head = (P.T + P.kps - 1) / P.kps;
             for (int c = (int)((warp - it0 % W + W) % W); P.splits && c < r1 - r0; c += W)
                 attn_unit<W>(P, r0 + c, it0 + c, ring, full, empty, depth,
-                             reinterpret_cast<float *>(xs) + warp * (P.hd + 32), lane);
+                             reinterpret_cast<float *>(xs) + warp * P.hd, lane);
             for (int h = r0; !P.splits && h < r1; h++)
                 attn_head<W>(P, h, it0 + (unsigned)((h - r0) * per_head), ring, full, empty, depth,
                              reinterpret_cast<float *>(xs), tid);
@@ -1639,7 +1549,6 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
                 if (g_split == 2) { // the heads merged by their last split; o takes attn_out
                     at->head_done = dev_zeros<unsigned>(at->n_heads);
                     at->sc_fence = g_sc_fence;
-                    at->mma_attn = g_mma_attn && (m.hd == 128 || m.hd == 256);
                     at->v_unroll = g_vunroll;
                     at->m_batch = g_mbatch;
                     if (g_utrace)
@@ -1935,7 +1844,12 @@ static void run(const model_shape &m, int sms)
         {6, 1, 0, 0, 0, 2, 0, 0, "mma consumer, cap 2 ahead", (const void *)layers_kernel<6, -1>},
         {5, 2, 0, 0, 0, 2, 0, 2, "mma consumer, cap 2 ahead, a kernel a layer, PDL",
          (const void *)layers_kernel<5, -1>}};
-    for (int si = 0; si < (int)(sizeof variants / sizeof variants[0]); si++) {
+    const int n_variants = (int)(sizeof variants / sizeof variants[0]);
+    if (g_variant >= n_variants) {
+        fprintf(stderr, "PL_VARIANT=%d: the table has variants 0 to %d\n", g_variant, n_variants - 1);
+        exit(1);
+    }
+    for (int si = 0; si < n_variants; si++) {
         if (g_variant >= 0 && si != g_variant)
             continue;
         const variant &V = variants[si];
@@ -2059,7 +1973,6 @@ int main(int argc, char **argv)
     g_groups = env_int("PL_GROUPS", 0, 1, 0);
     g_sc_fence = env_int("PL_SC_FENCE", 0, 1, 0);
     g_utrace = env_int("PL_UTRACE", 0, 1, 0);
-    g_mma_attn = env_int("PL_MMA_ATTN", 0, 1, 0);
     g_vunroll = env_int("PL_VUNROLL", 0, 1, 0);
     g_mbatch = env_int("PL_MERGE_BATCH", 0, 1, 0);
     if (g_mbatch)
@@ -2087,9 +2000,6 @@ int main(int argc, char **argv)
     if (g_split == 2)
         printf("a head's merge counts in with %s\n",
                g_sc_fence ? "fence.sc + atomicAdd + fence.sc" : "one atom.acq_rel.gpu");
-    if (g_split == 2)
-        printf("a split unit's scores and values on %s\n",
-               g_mma_attn ? "the tensor cores (head size 128 or 256)" : "the FMA units");
     printf("phases a layer %d%s\n", g_ppl, g_ppl == 5 ? " (attention after q|k|v)" : "");
     if (g_ppl == 5)
         printf("attention over %d cached keys a head\n", g_T);
