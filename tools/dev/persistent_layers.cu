@@ -603,10 +603,93 @@ __device__ __forceinline__ float warp_max(float v)
     return v;
 }
 
+// One slot of a head's keys (Ks, then Vs: nk <= 32 rows of hd) against q (qs:
+// hd floats, scaled) by one warp: the slot's max m, its sum of exp l, and the
+// unnormalised values (lane's E = hd / 32 dims, lane * E + e). t_scores: the
+// stage stamp after the scores (PL_UTRACE), or NULL.
+__device__ __forceinline__ void slot_attend(const bf16 *Ks, const bf16 *Vs, int nk, int hd, const float *qs,
+                                            int lane, int v_unroll, float &m, float &l, float (&acc)[8],
+                                            uint64_t *t_scores)
+{
+    const int E = hd / 32, C = hd / 8; // dims a lane for the values; 16-byte pieces a key row
+    enum { MAXE = 8 };
+    // scores: lane j takes key j, its pieces in an order turned by j (no bank conflicts)
+    float sc = -INFINITY;
+    if (lane < nk) {
+        const uint4 *kr = reinterpret_cast<const uint4 *>(Ks + (size_t)lane * hd);
+        float a0 = 0.f, a1 = 0.f;
+#pragma unroll 4
+        for (int c = 0; c < C; c++) {
+            const int cc = (c + lane) & (C - 1); // C = hd / 8, a power of two
+            const uint4 kv = kr[cc];
+            const float4 q0 = *reinterpret_cast<const float4 *>(qs + cc * 8),
+                         q1 = *reinterpret_cast<const float4 *>(qs + cc * 8 + 4);
+            const __nv_bfloat162 *k2 = reinterpret_cast<const __nv_bfloat162 *>(&kv);
+            const float2 k0 = __bfloat1622float2(k2[0]), k1 = __bfloat1622float2(k2[1]),
+                         k2f = __bfloat1622float2(k2[2]), k3 = __bfloat1622float2(k2[3]);
+            a0 += k0.x * q0.x + k0.y * q0.y + k1.x * q0.z + k1.y * q0.w;
+            a1 += k2f.x * q1.x + k2f.y * q1.y + k3.x * q1.z + k3.y * q1.w;
+        }
+        sc = a0 + a1;
+    }
+    m = warp_max(sc);
+    const float pr = lane < nk ? __expf(sc - m) : 0.f;
+    l = warp_sum(pr);
+    if (t_scores)
+        *t_scores = now_ns_after(l);
+    // values: lane takes dims [lane * E, lane * E + E)
+#pragma unroll
+    for (int e = 0; e < MAXE; e++)
+        acc[e] = 0.f;
+    // 8 keys at a time: the 8 probabilities shuffled first, then 8 independent
+    // loads, so the loop is not one shuffle -> load -> FMA chain a key
+    for (int j0 = 0; v_unroll && E == 4 && j0 < nk; j0 += 8) {
+        float pj[8];
+        uint2 v[8];
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            pj[t] = __shfl_sync(0xffffffffu, pr, (j0 + t) & 31);
+            v[t] = j0 + t < nk ? *reinterpret_cast<const uint2 *>(Vs + (size_t)(j0 + t) * hd + lane * E)
+                               : make_uint2(0, 0);
+        }
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            const __nv_bfloat162 *v2 = reinterpret_cast<const __nv_bfloat162 *>(&v[t]);
+            const float2 a = __bfloat1622float2(v2[0]), b = __bfloat1622float2(v2[1]);
+            const float q = j0 + t < nk ? pj[t] : 0.f;
+            acc[0] += q * a.x, acc[1] += q * a.y, acc[2] += q * b.x, acc[3] += q * b.y;
+        }
+    }
+    for (int j = 0; !(v_unroll && E == 4) && j < nk; j++) {
+        const float pj = __shfl_sync(0xffffffffu, pr, j);
+        const bf16 *vr = Vs + (size_t)j * hd + lane * E;
+        if (E == 4) {
+            const uint2 v = *reinterpret_cast<const uint2 *>(vr);
+            const __nv_bfloat162 *v2 = reinterpret_cast<const __nv_bfloat162 *>(&v);
+            const float2 a = __bfloat1622float2(v2[0]), b = __bfloat1622float2(v2[1]);
+            acc[0] += pj * a.x, acc[1] += pj * a.y, acc[2] += pj * b.x, acc[3] += pj * b.y;
+        } else if (E == 8) { // one 16-byte load a key (head size 256)
+            const uint4 v = *reinterpret_cast<const uint4 *>(vr);
+            const __nv_bfloat162 *v2 = reinterpret_cast<const __nv_bfloat162 *>(&v);
+#pragma unroll
+            for (int h = 0; h < 4; h++) {
+                const float2 f = __bfloat1622float2(v2[h]);
+                acc[2 * h] += pj * f.x, acc[2 * h + 1] += pj * f.y;
+            }
+        } else {
+#pragma unroll
+            for (int e = 0; e < MAXE; e++)
+                if (e < E)
+                    acc[e] += pj * __bfloat162float(vr[e]);
+        }
+    }
+}
+
 // One q head over its kv head's T cached keys: each consumer warp takes its
-// slots (online softmax), then the warps merge in shared memory (qs: hd
-// floats, then W * (hd + 2)). it0: the ring position of the head's first
-// slot. No RoPE and no new token: the dependencies' cost is measured here.
+// slots (slot_attend, the split unit's arithmetic; a warp's slots combined by
+// online softmax), then the warps merge in shared memory (qs: hd floats, then
+// W * (hd + 2)): no count and no merge through L2. it0: the ring position of
+// the head's first slot. No RoPE and no new token.
 template <int W>
 __device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned char *ring, uint64_t *full,
                           uint64_t *empty, int depth, float *qs, int tid)
@@ -619,46 +702,26 @@ __device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned ch
         qs[i] = __bfloat162float(__ldcg(P.vec_in + (size_t)h * hd + i)) * scale;
     consumers_sync<W>();
     enum { MAXE = 8 }; // hd <= 256
-    float q[MAXE], acc[MAXE], m = -INFINITY, l = 0.f;
+    float acc[MAXE], m = -INFINITY, l = 0.f;
 #pragma unroll
-    for (int e = 0; e < MAXE; e++) {
-        q[e] = e < E ? qs[lane + 32 * e] : 0.f;
+    for (int e = 0; e < MAXE; e++)
         acc[e] = 0.f;
-    }
     for (int c = (int)((warp - it0 % W + W) % W); c < n_chunks; c += W) {
         const unsigned it = it0 + c;
         const int s = slot_of<W>(it, depth), nk = min(kps, T - c * kps);
         mbar_wait(&full[s], fill_of<W>(it, depth) & 1);
-        const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * c_slot),
-                   *Vs = Ks + (size_t)nk * hd;
-        float sc = -INFINITY;
-        for (int j = 0; j < nk; j++) {
-            float d = 0.f;
-#pragma unroll
-            for (int e = 0; e < MAXE; e++)
-                if (e < E)
-                    d += q[e] * __bfloat162float(Ks[(size_t)j * hd + lane + 32 * e]);
-            d = warp_sum(d);
-            if (lane == j)
-                sc = d;
-        }
-        const float mnew = fmaxf(m, warp_max(sc));
-        const float pr = lane < nk ? __expf(sc - mnew) : 0.f, corr = __expf(m - mnew);
-        l = l * corr + warp_sum(pr);
-#pragma unroll
-        for (int e = 0; e < MAXE; e++)
-            acc[e] *= corr;
-        for (int j = 0; j < nk; j++) {
-            const float pj = __shfl_sync(0xffffffffu, pr, j);
-#pragma unroll
-            for (int e = 0; e < MAXE; e++)
-                if (e < E)
-                    acc[e] += pj * __bfloat162float(Vs[(size_t)j * hd + lane + 32 * e]);
-        }
-        m = mnew;
+        const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * c_slot), *Vs = Ks + (size_t)nk * hd;
+        float ms, ls, as[MAXE];
+        slot_attend(Ks, Vs, nk, hd, qs, lane, P.v_unroll, ms, ls, as, NULL);
         __syncwarp();
         if (lane == 0)
             mbar_arrive(&empty[s]);
+        const float mnew = fmaxf(m, ms), c0 = __expf(m - mnew), c1 = __expf(ms - mnew);
+        l = l * c0 + ls * c1;
+#pragma unroll
+        for (int e = 0; e < MAXE; e++)
+            acc[e] = acc[e] * c0 + as[e] * c1;
+        m = mnew;
     }
     if (lane == 0) {
         wm[warp] = m;
@@ -667,7 +730,7 @@ __device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned ch
 #pragma unroll
     for (int e = 0; e < MAXE; e++)
         if (e < E)
-            wacc[warp * hd + lane + 32 * e] = acc[e];
+            wacc[warp * hd + lane * E + e] = acc[e];
     consumers_sync<W>();
     float M = -INFINITY;
     for (int w = 0; w < W; w++)
@@ -692,7 +755,7 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
                           uint64_t *empty, int depth, float *qs, int lane)
 {
     const int hd = P.hd, S = P.splits, h = u / S, kps = P.kps, nk = min(kps, P.T - u % S * kps);
-    const int E = hd / 32, C = hd / 8; // dims a lane for the values; 16-byte pieces a key row
+    const int E = hd / 32; // dims a lane for the values
     if (P.grp) { // only this head's kv group's q|k|v rows, not the whole phase
         const int g = h / (P.n_heads / P.n_kv);
         warp_wait_count<true>(P.grp + g, (unsigned)P.grp_expect[g]);
@@ -712,76 +775,9 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
     if (ut)
         ut[UT_SLOT] = now_ns();
     const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * c_slot), *Vs = Ks + (size_t)nk * hd;
-    // scores: lane j takes key j, its pieces in an order turned by j (no bank conflicts)
-    float sc = -INFINITY;
-    if (lane < nk) {
-        const uint4 *kr = reinterpret_cast<const uint4 *>(Ks + (size_t)lane * hd);
-        float a0 = 0.f, a1 = 0.f;
-#pragma unroll 4
-        for (int c = 0; c < C; c++) {
-            const int cc = (c + lane) & (C - 1); // C = hd / 8, a power of two
-            const uint4 kv = kr[cc];
-            const float4 q0 = *reinterpret_cast<const float4 *>(qs + cc * 8),
-                         q1 = *reinterpret_cast<const float4 *>(qs + cc * 8 + 4);
-            const __nv_bfloat162 *k2 = reinterpret_cast<const __nv_bfloat162 *>(&kv);
-            const float2 k0 = __bfloat1622float2(k2[0]), k1 = __bfloat1622float2(k2[1]),
-                         k2f = __bfloat1622float2(k2[2]), k3 = __bfloat1622float2(k2[3]);
-            a0 += k0.x * q0.x + k0.y * q0.y + k1.x * q0.z + k1.y * q0.w;
-            a1 += k2f.x * q1.x + k2f.y * q1.y + k3.x * q1.z + k3.y * q1.w;
-        }
-        sc = a0 + a1;
-    }
-    const float m = warp_max(sc), pr = lane < nk ? __expf(sc - m) : 0.f, l = warp_sum(pr);
-    if (ut)
-        ut[UT_SCORES] = now_ns_after(l);
-    // values: lane takes dims [lane * E, lane * E + E)
+    float m, l, acc[MAXE];
+    slot_attend(Ks, Vs, nk, hd, qs, lane, P.v_unroll, m, l, acc, ut ? ut + UT_SCORES : NULL);
     float *out = P.part + (size_t)u * (hd + 4);
-    float acc[MAXE];
-#pragma unroll
-    for (int e = 0; e < MAXE; e++)
-        acc[e] = 0.f;
-    // 8 keys at a time: the 8 probabilities shuffled first, then 8 independent
-    // loads, so the loop is not one shuffle -> load -> FMA chain a key
-    for (int j0 = 0; P.v_unroll && E == 4 && j0 < nk; j0 += 8) {
-        float pj[8];
-        uint2 v[8];
-#pragma unroll
-        for (int t = 0; t < 8; t++) {
-            pj[t] = __shfl_sync(0xffffffffu, pr, (j0 + t) & 31);
-            v[t] = j0 + t < nk ? *reinterpret_cast<const uint2 *>(Vs + (size_t)(j0 + t) * hd + lane * E)
-                               : make_uint2(0, 0);
-        }
-#pragma unroll
-        for (int t = 0; t < 8; t++) {
-            const __nv_bfloat162 *v2 = reinterpret_cast<const __nv_bfloat162 *>(&v[t]);
-            const float2 a = __bfloat1622float2(v2[0]), b = __bfloat1622float2(v2[1]);
-            const float q = j0 + t < nk ? pj[t] : 0.f;
-            acc[0] += q * a.x, acc[1] += q * a.y, acc[2] += q * b.x, acc[3] += q * b.y;
-        }
-    }
-    for (int j = 0; !(P.v_unroll && E == 4) && j < nk; j++) {
-        const float pj = __shfl_sync(0xffffffffu, pr, j);
-        const bf16 *vr = Vs + (size_t)j * hd + lane * E;
-        if (E == 4) {
-            const uint2 v = *reinterpret_cast<const uint2 *>(vr);
-            const __nv_bfloat162 *v2 = reinterpret_cast<const __nv_bfloat162 *>(&v);
-            const float2 a = __bfloat1622float2(v2[0]), b = __bfloat1622float2(v2[1]);
-            acc[0] += pj * a.x, acc[1] += pj * a.y, acc[2] += pj * b.x, acc[3] += pj * b.y;
-        } else if (E == 8) { // one 16-byte load a key (head size 256)
-            const uint4 v = *reinterpret_cast<const uint4 *>(vr);
-            const __nv_bfloat162 *v2 = reinterpret_cast<const __nv_bfloat162 *>(&v);
-#pragma unroll
-            for (int h = 0; h < 4; h++) {
-                const float2 f = __bfloat1622float2(v2[h]);
-                acc[2 * h] += pj * f.x, acc[2 * h + 1] += pj * f.y;
-            }
-        } else {
-#pragma unroll
-            for (int e = 0; e < MAXE; e++)
-                if (e < E)
-                    acc[e] += pj * __bfloat162float(vr[e]);
-        }
-    }
     if (ut)
         ut[UT_VALUES] = now_ns_after(acc[0]);
     __syncwarp();
@@ -1543,13 +1539,13 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
                 free(expect);
                 at->grp_expect = dexp;
             }
+            at->v_unroll = g_vunroll;
             if (g_split) {
                 at->splits = (g_T + at->kps - 1) / at->kps;
                 at->part = dev_zeros<float>((size_t)at->n_heads * at->splits * (m.hd + 4));
                 if (g_split == 2) { // the heads merged by their last split; o takes attn_out
                     at->head_done = dev_zeros<unsigned>(at->n_heads);
                     at->sc_fence = g_sc_fence;
-                    at->v_unroll = g_vunroll;
                     at->m_batch = g_mbatch;
                     if (g_utrace)
                         at->ut = dev_zeros<uint64_t>((size_t)at->n_heads * at->splits * UT_FIELDS);
