@@ -72,7 +72,8 @@ enum { OP_QKV, OP_O, OP_GU, OP_DOWN, OP_HEAD, OP_ATTN };
 // Phases a layer: 4 (q|k|v, o, gate|up, down), or 5 with attention after q|k|v
 // (PL_ATTN=1: step (b); PL_T keys in each head's cache, default 160).
 static int g_ppl = 4;
-// PL_SPLIT=1: the attention split by slots of keys over the blocks (a unit is
+// PL_SPLIT=0 (default): a block a head, its warps merged in shared memory
+// (attn_head). 1: the attention split by slots of keys over the blocks (a unit is
 // (head, slot)), partial results merged by the o phase's input; 2: merged by
 // the warp that finishes a head's last split (o then reads the heads' output).
 static int g_split = 0;
@@ -698,6 +699,8 @@ __device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned ch
     const int n_chunks = (T + kps - 1) / kps, E = hd / 32;
     float *wm = qs + hd, *wl = wm + W, *wacc = wl + W;
     const float scale = rsqrtf((float)hd);
+    if (P.grp) // PL_GROUPS=1: only this head's kv group's q|k|v rows, not the whole phase
+        warp_wait_count<true>(P.grp + h / (P.n_heads / P.n_kv), (unsigned)P.grp_expect[h / (P.n_heads / P.n_kv)]);
     for (int i = tid; i < hd; i += W * 32)
         qs[i] = __bfloat162float(__ldcg(P.vec_in + (size_t)h * hd + i)) * scale;
     consumers_sync<W>();
@@ -1521,7 +1524,7 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
             at->n_heads = m.qd / m.hd;
             at->n_kv = m.kvd / m.hd;
             at->kps = g_kps > 0 && g_kps < attn_keys_per_slot(m.hd) ? g_kps : attn_keys_per_slot(m.hd);
-            if (g_groups && g_split) { // the counters of layer l's groups, after the phase counters
+            if (g_groups) { // the counters of layer l's groups, after the phase counters
                 const int n_kv = at->n_kv, pq = g_ppl * l;
                 unsigned *grp = counters + (size_t)(g_ppl * L + 1) + (size_t)l * n_kv;
                 q->grp = at->grp = grp;
@@ -1992,7 +1995,7 @@ int main(int argc, char **argv)
         printf("attention split by slots of keys over the blocks, merged %s\n",
                g_split == 2 ? "by each head's last split" : "by the o phase's input");
     if (g_groups)
-        printf("a counter a kv group from q|k|v to attention (with PL_SPLIT)\n");
+        printf("a counter a kv group from q|k|v to attention\n");
     if (g_split == 2)
         printf("a head's merge counts in with %s\n",
                g_sc_fence ? "fence.sc + atomicAdd + fence.sc" : "one atom.acq_rel.gpu");
