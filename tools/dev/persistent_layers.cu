@@ -84,6 +84,7 @@ static int g_sc_fence = 0;      // PL_SC_FENCE=1: a head's merge counts in with 
 static int g_utrace = 0;        // PL_UTRACE=1: each split unit stamps its stages (ut), printed with the trace
 static int g_vunroll = 0;       // PL_VUNROLL=1: a split unit's values 8 keys at a time (phase::v_unroll)
 static int g_mbatch = 0;        // PL_MERGE_BATCH=1: a head's merge loads its splits' maxima together
+static int g_parts = 1;         // PL_HEAD_PARTS=n: with PL_SPLIT=0, n blocks a head, merged by o's input
 static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
 static int g_ib_off = 0, g_ib_bytes = 0; // input_warp: the two input buffers' place and size in shared memory
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
@@ -132,6 +133,8 @@ struct phase {
     int sc_fence;        // ATTN, PL_SPLIT=2: count in with the old fence.sc pair (PL_SC_FENCE=1), not acq_rel
     uint64_t *ut;        // ATTN, PL_UTRACE=1: [units][UT_FIELDS] globaltimer stamps of each unit's stages
     int v_unroll;        // ATTN, PL_VUNROLL=1: the values' loop 8 keys at a time, shuffles first
+    int parts;           // ATTN, PL_SPLIT=0: blocks a head (PL_HEAD_PARTS), each a share of its slots;
+                         // past 1 each writes a partial into part, merged by o's input (o.splits = parts)
     int m_batch;         // ATTN, PL_MERGE_BATCH=1: the merge's maxima loaded together (S <= 8)
 };
 
@@ -252,10 +255,18 @@ static int attn_keys_per_slot(int hd)
 __host__ __device__ __forceinline__ void block_rows(const phase &P, int p, int b, int g, int &r0, int &r1)
 {
     const int unit = P.op == OP_GU ? 2 : 1,
-              n = P.op == OP_ATTN ? P.n_heads * (P.splits ? P.splits : 1) : P.n / unit;
+              n = P.op == OP_ATTN ? P.n_heads * (P.splits ? P.splits : P.parts) : P.n / unit;
     b = (b + p * 37) % g;
     r0 = (int)((long)n * b / g) * unit;
     r1 = (int)((long)n * (b + 1) / g) * unit;
+}
+
+// A head's slots [c0, c1) that its part `part` takes (a block a head: PL_SPLIT=0).
+__host__ __device__ __forceinline__ void head_part_chunks(const phase &P, int part, int &c0, int &c1)
+{
+    const int n = (P.T + P.kps - 1) / P.kps;
+    c0 = n * part / P.parts;
+    c1 = n * (part + 1) / P.parts;
 }
 
 // Whether q|k|v rows [r0, r1) hold some of kv group g's q, k or v rows.
@@ -279,9 +290,12 @@ __device__ __forceinline__ block_phase block_phase_of(const phase &P, int p, int
     block_phase f;
     block_rows(P, p, blockIdx.x, gridDim.x, f.r0, f.r1);
     f.R = P.rows_per_slot;
-    f.n_chunks = P.op != OP_ATTN ? (f.r1 - f.r0 + f.R - 1) / f.R
-                 : P.splits    ? f.r1 - f.r0
-                               : (f.r1 - f.r0) * ((P.T + P.kps - 1) / P.kps);
+    f.n_chunks = P.op != OP_ATTN ? (f.r1 - f.r0 + f.R - 1) / f.R : P.splits ? f.r1 - f.r0 : 0;
+    for (int u = f.r0; P.op == OP_ATTN && !P.splits && u < f.r1; u++) {
+        int c0, c1;
+        head_part_chunks(P, u % P.parts, c0, c1);
+        f.n_chunks += c1 - c0;
+    }
     f.adds = P.op == OP_O || P.op == OP_DOWN;
     f.tr = trace && tid == 0 ? trace + ((size_t)blockIdx.x * last + p) * T_FIELDS : NULL;
     return f;
@@ -371,10 +385,13 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
             }
             int h0, h1;
             block_rows(P, p, blockIdx.x, gridDim.x, h0, h1);
-            const int kps = P.kps, S = P.splits ? P.splits : 1;
-            for (int u = h0; u < h1; u++) { // a unit: a head, or (split) one slot of a head's keys
-                const int h = u / S, t_end = P.splits ? min(P.T, (u % S + 1) * kps) : P.T;
-                for (int t0 = P.splits ? u % S * kps : 0; t0 < t_end; t0 += kps, it++) {
+            const int kps = P.kps, S = P.splits ? P.splits : P.parts;
+            for (int u = h0; u < h1; u++) { // a unit: a head's part, or (split) one slot of a head's keys
+                int c0 = u % S, c1 = c0 + 1;
+                if (!P.splits)
+                    head_part_chunks(P, u % S, c0, c1);
+                const int h = u / S, t_end = min(P.T, c1 * kps);
+                for (int t0 = c0 * kps; t0 < t_end; t0 += kps, it++) {
                     const int nk = min(kps, P.T - t0);
                     const int s = claim_slot<W>(it, depth, full, empty, cap_ahead > 0 && p > *cphase ? cap_ahead : cap);
                     const unsigned bytes = (unsigned)nk * P.hd * 2;
@@ -692,11 +709,13 @@ __device__ __forceinline__ void slot_attend(const bf16 *Ks, const bf16 *Vs, int 
 // W * (hd + 2)): no count and no merge through L2. it0: the ring position of
 // the head's first slot. No RoPE and no new token.
 template <int W>
-__device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned char *ring, uint64_t *full,
+__device__ void attn_head(const phase &P, int h, int part, unsigned it0, const unsigned char *ring, uint64_t *full,
                           uint64_t *empty, int depth, float *qs, int tid)
 {
-    const int hd = P.hd, T = P.T, warp = tid >> 5, lane = tid & 31, kps = P.kps;
-    const int n_chunks = (T + kps - 1) / kps, E = hd / 32;
+    const int hd = P.hd, T = P.T, warp = tid >> 5, lane = tid & 31, kps = P.kps, E = hd / 32;
+    int c0, c1; // this part's slots of the head
+    head_part_chunks(P, part, c0, c1);
+    const int n_chunks = c1 - c0;
     float *wm = qs + hd, *wl = wm + W, *wacc = wl + W;
     const float scale = rsqrtf((float)hd);
     if (P.grp) // PL_GROUPS=1: only this head's kv group's q|k|v rows, not the whole phase
@@ -711,7 +730,7 @@ __device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned ch
         acc[e] = 0.f;
     for (int c = (int)((warp - it0 % W + W) % W); c < n_chunks; c += W) {
         const unsigned it = it0 + c;
-        const int s = slot_of<W>(it, depth), nk = min(kps, T - c * kps);
+        const int s = slot_of<W>(it, depth), nk = min(kps, T - (c0 + c) * kps);
         mbar_wait(&full[s], fill_of<W>(it, depth) & 1);
         const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * c_slot), *Vs = Ks + (size_t)nk * hd;
         float ms, ls, as[MAXE];
@@ -738,6 +757,8 @@ __device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned ch
     float M = -INFINITY;
     for (int w = 0; w < W; w++)
         M = fmaxf(M, wm[w]);
+    // one part: the head's output; more: this part's partial (unnormalised, max, sum) for o's input
+    float *pp = P.parts > 1 ? P.part + ((size_t)h * P.parts + part) * (hd + 4) : NULL;
     for (int i = tid; i < hd; i += W * 32) {
         float L = 0.f, o = 0.f;
         for (int w = 0; w < W; w++)
@@ -746,7 +767,13 @@ __device__ void attn_head(const phase &P, int h, unsigned it0, const unsigned ch
                 L += wl[w] * f;
                 o += wacc[w * hd + i] * f;
             }
-        P.out[(size_t)h * hd + i] = __float2bfloat16(o / L);
+        if (pp) {
+            pp[i] = o;
+            if (i == 0)
+                pp[hd] = M, pp[hd + 1] = L;
+        } else {
+            P.out[(size_t)h * hd + i] = __float2bfloat16(o / L);
+        }
     }
     consumers_sync<W>(); // smem is reused by the next head
 }
@@ -1003,13 +1030,17 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
         if (P.op == OP_ATTN) {
             if (tr)
                 tr[T_INPUT] = now_ns();
-            const int per_head = (P.T + P.kps - 1) / P.kps;
             for (int c = (int)((warp - it0 % W + W) % W); P.splits && c < r1 - r0; c += W)
                 attn_unit<W>(P, r0 + c, it0 + c, ring, full, empty, depth,
                              reinterpret_cast<float *>(xs) + warp * P.hd, lane);
-            for (int h = r0; !P.splits && h < r1; h++)
-                attn_head<W>(P, h, it0 + (unsigned)((h - r0) * per_head), ring, full, empty, depth,
+            unsigned itc = it0; // a block a head (part): its slots follow each other in the ring
+            for (int u = r0; !P.splits && u < r1; u++) {
+                int c0, c1;
+                head_part_chunks(P, u % P.parts, c0, c1);
+                attn_head<W>(P, u / P.parts, u % P.parts, itc, ring, full, empty, depth,
                              reinterpret_cast<float *>(xs), tid);
+                itc += (unsigned)(c1 - c0);
+            }
         } else {
             if (!(skip & SKIP_INPUTS)) {
                 if (by_warp)
@@ -1543,6 +1574,15 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
                 at->grp_expect = dexp;
             }
             at->v_unroll = g_vunroll;
+            at->parts = 1;
+            if (!g_split && g_parts > 1) { // parts of a head merged by o's input, as PL_SPLIT=1's
+                const int n = (g_T + at->kps - 1) / at->kps;
+                at->parts = g_parts < n ? g_parts : n;
+                at->part = dev_zeros<float>((size_t)at->n_heads * at->parts * (m.hd + 4));
+                o->part = at->part;
+                o->splits = at->parts;
+                o->hd = m.hd;
+            }
             if (g_split) {
                 at->splits = (g_T + at->kps - 1) / at->kps;
                 at->part = dev_zeros<float>((size_t)at->n_heads * at->splits * (m.hd + 4));
@@ -1895,7 +1935,7 @@ static void run(const model_shape &m, int sms)
                     compare(logits, first_logits, m.vocab, &sb);
                     same_bits &= sb;
                     const double err = compare(logits, ref_logits, m.vocab, NULL);
-                    if (g_ppl == 5 && g_split != 1) // the heads' outputs themselves, first and last layer
+                    if (g_ppl == 5 && g_split != 1 && !(g_split == 0 && g_parts > 1)) // the heads' outputs, first and last layer
                         for (int which = 0; which < 2; which++) {
                             const int l = which ? L - 1 : 0;
                             const phase &A = ph[g_ppl * l + 1], &B = ref[g_ppl * l + 1];
@@ -1974,6 +2014,9 @@ int main(int argc, char **argv)
     g_utrace = env_int("PL_UTRACE", 0, 1, 0);
     g_vunroll = env_int("PL_VUNROLL", 0, 1, 0);
     g_mbatch = env_int("PL_MERGE_BATCH", 0, 1, 0);
+    g_parts = env_int("PL_HEAD_PARTS", 1, 32, 1);
+    if (g_parts > 1 && !g_split)
+        printf("a head over %d blocks (at most its slots), the parts merged by o's input\n", g_parts);
     if (g_mbatch)
         printf("a head's merge loads its splits' maxima together, its loop unrolled (up to 8 splits)\n");
     if (g_vunroll)
