@@ -66,6 +66,7 @@ __constant__ int c_slot;
 // L2 for this many KiB of its gate|up rows (the ring holds o's weights by
 // then; the HBM would otherwise idle while the attention's chain runs).
 __constant__ int c_attn_pf;
+static int g_norms = 0; // PL_NORMS=1: a norm weight array a norm (build_chain), not one for all
 static int g_attn_pf = 0;
 static int g_variant = -1; // PL_VARIANT=i: only variant i of the table (-1: all)
 enum { OP_QKV, OP_O, OP_GU, OP_DOWN, OP_HEAD, OP_ATTN };
@@ -1518,7 +1519,8 @@ static int rows_per_slot(int k, int op)
 // The phases of a step over the given weights, with buffers of their own.
 // x0/ss0: the step's input residual stream and its partials (ss0[0] = the sum).
 static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_cache, const float *norm,
-                          const float *x0, const float *ss0, int grid, float **logits, unsigned *counters)
+                          size_t norm_stride, const float *x0, const float *ss0, int grid, float **logits,
+                          unsigned *counters)
 {
     const int L = m.layers, n_ph = g_ppl * L + 1, qkv = m.qd + 2 * m.kvd;
     phase *ph = (phase *)calloc(n_ph, sizeof(phase));
@@ -1534,9 +1536,10 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
         // the partial sums padded to 16 bytes: the input warp copies them whole
         float *x_mid = dev_zeros<float>(m.d), *ss_mid = dev_zeros<float>(grid + 4), *x_next = dev_zeros<float>(m.d),
               *ss_next = dev_zeros<float>(grid + 4);
-        *q = (phase){w[4 * l], qkv, m.d, OP_QKV, 0, x, ss, norm, NULL, qkv_out, NULL, NULL, NULL};
+        const float *norm_a = norm + 2 * l * norm_stride, *norm_f = norm_a + norm_stride;
+        *q = (phase){w[4 * l], qkv, m.d, OP_QKV, 0, x, ss, norm_a, NULL, qkv_out, NULL, NULL, NULL};
         *o = (phase){w[4 * l + 1], m.d, m.qd, OP_O, 0, x, NULL, NULL, qkv_out, NULL, x_mid, ss_mid, NULL};
-        *gu = (phase){w[4 * l + 2], 2 * m.f, m.d, OP_GU, 0, x_mid, ss_mid, norm, NULL, act, NULL, NULL, NULL};
+        *gu = (phase){w[4 * l + 2], 2 * m.f, m.d, OP_GU, 0, x_mid, ss_mid, norm_f, NULL, act, NULL, NULL, NULL};
         *dn = (phase){w[4 * l + 3], m.d, m.f, OP_DOWN, 0, x_mid, NULL, NULL, act, NULL, x_next, ss_next, NULL};
         q->tx_in = tx, q->tss_in = tss, q->tout = tq;
         o->tvec_in = tq, o->tx_in = tx, o->tx_out = txm, o->tss_out = tssm;
@@ -1607,7 +1610,8 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
         tss = tssn;
     }
     *logits = dev_zeros<float>(m.vocab);
-    ph[g_ppl * L] = (phase){w[4 * L], m.vocab, m.d, OP_HEAD, 0, x, ss, norm, NULL, NULL, NULL, NULL, *logits};
+    ph[g_ppl * L] = (phase){w[4 * L], m.vocab, m.d, OP_HEAD, 0, x, ss, norm + 2 * L * norm_stride, NULL, NULL,
+                            NULL, NULL, *logits};
     ph[g_ppl * L].tx_in = tx, ph[g_ppl * L].tss_in = tss;
     for (int p = 0; p < n_ph; p++)
         if (ph[p].w)
@@ -1843,10 +1847,13 @@ static void run(const model_shape &m, int sms)
             s += (double)hx[i] * hx[i];
         }
         hs[0] = (float)s;
-        norm = dev_zeros<float>(max_k);
+        // PL_NORMS=1: a copy of the norm weights for every norm (as a model has; the same
+        // values, so the same results), not one array every norm reads from L2
+        norm = dev_zeros<float>((size_t)max_k * (g_norms ? 2 * m.layers + 1 : 1));
+        for (int c = 0; c < (g_norms ? 2 * m.layers + 1 : 1); c++)
+            CK(cudaMemcpy(norm + (size_t)c * max_k, h, max_k * 4, cudaMemcpyHostToDevice));
         x0 = dev_zeros<float>(m.d);
         ss0 = dev_zeros<float>(sms + 4);
-        CK(cudaMemcpy(norm, h, max_k * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(x0, hx, m.d * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(ss0, hs, sms * 4, cudaMemcpyHostToDevice));
         free(h);
@@ -1856,8 +1863,9 @@ static void run(const model_shape &m, int sms)
     g_counter_words = n_ph + L * 16; // 16 >= kv heads of the probe's models
     unsigned *counters = dev_zeros<unsigned>(g_counter_words);
     float *logits, *ref_logits;
-    phase *ph = build_chain(m, w, kv_cache, norm, x0, ss0, sms, &logits, counters);
-    phase *ref = build_chain(m, w, kv_cache, norm, x0, ss0, sms, &ref_logits, counters);
+    const size_t norm_stride = g_norms ? (size_t)max_k : 0;
+    phase *ph = build_chain(m, w, kv_cache, norm, norm_stride, x0, ss0, sms, &logits, counters);
+    phase *ref = build_chain(m, w, kv_cache, norm, norm_stride, x0, ss0, sms, &ref_logits, counters);
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
     run_reference(ref, n_ph, max_k, m.vocab, st);
@@ -2024,6 +2032,10 @@ int main(int argc, char **argv)
     g_slot = env_int("PL_SLOT", 4, 64, g_slot / 1024) * 1024;
     g_attn_pf = env_int("PL_ATTN_PF", 0, 4096, 0);
     CK(cudaMemcpyToSymbol(c_attn_pf, &g_attn_pf, sizeof g_attn_pf));
+    g_norms = env_int("PL_NORMS", 0, 1, 0);
+    if (g_norms)
+        printf("a norm weight array for every norm\n");
+
     g_variant = env_int("PL_VARIANT", -1, 63, -1);
     if (g_attn_pf)
         printf("the attention phase asks L2 for %d KiB of each block's gate|up rows\n", g_attn_pf);
