@@ -86,6 +86,7 @@ static int g_utrace = 0;        // PL_UTRACE=1: each split unit stamps its stage
 static int g_vunroll = 0;       // PL_VUNROLL=1: a split unit's values 8 keys at a time (phase::v_unroll)
 static int g_mbatch = 0;        // PL_MERGE_BATCH=1: a head's merge loads its splits' maxima together
 static int g_parts = 1;         // PL_HEAD_PARTS=n: with PL_SPLIT=0, n blocks a head, merged by o's input
+static int g_spare = 0;         // PL_QKV_SPARE=1: the attention's blocks take no q|k|v rows (phase::spare)
 static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
 static int g_ib_off = 0, g_ib_bytes = 0; // input_warp: the two input buffers' place and size in shared memory
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
@@ -134,6 +135,8 @@ struct phase {
     int sc_fence;        // ATTN, PL_SPLIT=2: count in with the old fence.sc pair (PL_SC_FENCE=1), not acq_rel
     uint64_t *ut;        // ATTN, PL_UTRACE=1: [units][UT_FIELDS] globaltimer stamps of each unit's stages
     int v_unroll;        // ATTN, PL_VUNROLL=1: the values' loop 8 keys at a time, shuffles first
+    int spare;           // PL_QKV_SPARE=1: ATTN: its units on the grid's last blocks, one each; QKV: that
+                         // many last blocks take no rows (their rings fill with keys and o's rows)
     int parts;           // ATTN, PL_SPLIT=0: blocks a head (PL_HEAD_PARTS), each a share of its slots;
                          // past 1 each writes a partial into part, merged by o's input (o.splits = parts)
     int m_batch;         // ATTN, PL_MERGE_BATCH=1: the merge's maxima loaded together (S <= 8)
@@ -257,6 +260,18 @@ __host__ __device__ __forceinline__ void block_rows(const phase &P, int p, int b
 {
     const int unit = P.op == OP_GU ? 2 : 1,
               n = P.op == OP_ATTN ? P.n_heads * (P.splits ? P.splits : P.parts) : P.n / unit;
+    if (P.op == OP_ATTN && P.spare) { // unit b - (g - n) on block b, the grid's last n blocks
+        r0 = b >= g - n ? b - (g - n) : 0;
+        r1 = b >= g - n ? r0 + 1 : 0;
+        return;
+    }
+    if (P.op == OP_QKV && P.spare) { // the next phase's attention blocks take none
+        g -= P.spare;
+        if (b >= g) {
+            r0 = r1 = 0;
+            return;
+        }
+    }
     b = (b + p * 37) % g;
     r0 = (int)((long)n * b / g) * unit;
     r1 = (int)((long)n * (b + 1) / g) * unit;
@@ -1602,6 +1617,9 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
                     o->hd = m.hd;
                 }
             }
+            const int units = at->n_heads * (at->splits ? at->splits : at->parts);
+            if (g_spare && units <= grid / 2) // the attention's units on blocks of their own
+                at->spare = 1, q->spare = units;
             o->vec_in = attn_out;
         }
         x = x_next;
@@ -2023,6 +2041,9 @@ int main(int argc, char **argv)
     g_vunroll = env_int("PL_VUNROLL", 0, 1, 0);
     g_mbatch = env_int("PL_MERGE_BATCH", 0, 1, 0);
     g_parts = env_int("PL_HEAD_PARTS", 1, 32, 1);
+    g_spare = env_int("PL_QKV_SPARE", 0, 1, 0);
+    if (g_spare)
+        printf("the attention's blocks (the grid's last) take no q|k|v rows\n");
     if (g_parts > 1 && !g_split)
         printf("a head over %d blocks (at most its slots), the parts merged by o's input\n", g_parts);
     if (g_mbatch)
