@@ -43,7 +43,11 @@
 // Build and run (GPU machine):
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/pl tools/dev/persistent_layers.cu && /tmp/pl [model]
 // (PL_SLOT=KIB: another ring slot size, 4..64 KiB; variants that do not fit are skipped;
-// PL_VARIANT=i: only the table's variant i; PL_ATTN_PF=KIB: see c_attn_pf)
+// PL_VARIANT=i: only the table's variant i; PL_ATTN_PF=KIB: see c_attn_pf; the
+// attention's forms PL_ATTN, PL_SPLIT, PL_HEAD_PARTS, PL_QKV_SPARE and the rest: the
+// globals below. The best measured on one H200 (docs/kernels/persistent-decode.md,
+// "The thirteenth session"): PL_ATTN=1 PL_VUNROLL=1 PL_ATTN_PF=128, Llama PL_SLOT=24
+// PL_VARIANT=6, Qwen3 and Gemma PL_SLOT=20 PL_VARIANT=3, Gemma PL_HEAD_PARTS=2.)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
@@ -66,7 +70,6 @@ __constant__ int c_slot;
 // L2 for this many KiB of its gate|up rows (the ring holds o's weights by
 // then; the HBM would otherwise idle while the attention's chain runs).
 __constant__ int c_attn_pf;
-static int g_norms = 0; // PL_NORMS=1: a norm weight array a norm (build_chain), not one for all
 static int g_attn_pf = 0;
 static int g_variant = -1; // PL_VARIANT=i: only variant i of the table (-1: all)
 enum { OP_QKV, OP_O, OP_GU, OP_DOWN, OP_HEAD, OP_ATTN };
@@ -87,6 +90,7 @@ static int g_vunroll = 0;       // PL_VUNROLL=1: a split unit's values 8 keys at
 static int g_mbatch = 0;        // PL_MERGE_BATCH=1: a head's merge loads its splits' maxima together
 static int g_parts = 1;         // PL_HEAD_PARTS=n: with PL_SPLIT=0, n blocks a head, merged by o's input
 static int g_spare = 0;         // PL_QKV_SPARE=1: the attention's blocks take no q|k|v rows (phase::spare)
+static int g_norms = 0;         // PL_NORMS=1: a norm weight array a norm (build_chain), not one for all
 static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
 static int g_ib_off = 0, g_ib_bytes = 0; // input_warp: the two input buffers' place and size in shared memory
 enum { SKIP_WAITS = 1, SKIP_INPUTS = 2, SKIP_FENCE = 4 };
@@ -754,11 +758,11 @@ __device__ void attn_head(const phase &P, int h, int part, unsigned it0, const u
         __syncwarp();
         if (lane == 0)
             mbar_arrive(&empty[s]);
-        const float mnew = fmaxf(m, ms), c0 = __expf(m - mnew), c1 = __expf(ms - mnew);
-        l = l * c0 + ls * c1;
+        const float mnew = fmaxf(m, ms), f_old = __expf(m - mnew), f_new = __expf(ms - mnew);
+        l = l * f_old + ls * f_new;
 #pragma unroll
         for (int e = 0; e < MAXE; e++)
-            acc[e] = acc[e] * c0 + as[e] * c1;
+            acc[e] = acc[e] * f_old + as[e] * f_new;
         m = mnew;
     }
     if (lane == 0) {
