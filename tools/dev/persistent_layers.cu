@@ -281,10 +281,16 @@ __host__ __device__ __forceinline__ void block_rows(const phase &P, int p, int b
     r1 = (int)((long)n * (b + 1) / g) * unit;
 }
 
-// A head's slots [c0, c1) that its part `part` takes (a block a head: PL_SPLIT=0).
-__host__ __device__ __forceinline__ void head_part_chunks(const phase &P, int part, int &c0, int &c1)
+// The slots [c0, c1) of a head's keys that attention unit u takes: one slot
+// (split units), or its part's share (a block a head: PL_SPLIT=0).
+__host__ __device__ __forceinline__ void unit_chunks(const phase &P, int u, int &c0, int &c1)
 {
-    const int n = (P.T + P.kps - 1) / P.kps;
+    if (P.splits) {
+        c0 = u % P.splits;
+        c1 = c0 + 1;
+        return;
+    }
+    const int n = (P.T + P.kps - 1) / P.kps, part = u % P.parts;
     c0 = n * part / P.parts;
     c1 = n * (part + 1) / P.parts;
 }
@@ -310,10 +316,10 @@ __device__ __forceinline__ block_phase block_phase_of(const phase &P, int p, int
     block_phase f;
     block_rows(P, p, blockIdx.x, gridDim.x, f.r0, f.r1);
     f.R = P.rows_per_slot;
-    f.n_chunks = P.op != OP_ATTN ? (f.r1 - f.r0 + f.R - 1) / f.R : P.splits ? f.r1 - f.r0 : 0;
-    for (int u = f.r0; P.op == OP_ATTN && !P.splits && u < f.r1; u++) {
+    f.n_chunks = P.op != OP_ATTN ? (f.r1 - f.r0 + f.R - 1) / f.R : 0;
+    for (int u = f.r0; P.op == OP_ATTN && u < f.r1; u++) {
         int c0, c1;
-        head_part_chunks(P, u % P.parts, c0, c1);
+        unit_chunks(P, u, c0, c1);
         f.n_chunks += c1 - c0;
     }
     f.adds = P.op == OP_O || P.op == OP_DOWN;
@@ -407,9 +413,8 @@ __device__ void produce(const phase *ph, int first, int last, unsigned char *rin
             block_rows(P, p, blockIdx.x, gridDim.x, h0, h1);
             const int kps = P.kps, S = P.splits ? P.splits : P.parts;
             for (int u = h0; u < h1; u++) { // a unit: a head's part, or (split) one slot of a head's keys
-                int c0 = u % S, c1 = c0 + 1;
-                if (!P.splits)
-                    head_part_chunks(P, u % S, c0, c1);
+                int c0, c1;
+                unit_chunks(P, u, c0, c1);
                 const int h = u / S, t_end = min(P.T, c1 * kps);
                 for (int t0 = c0 * kps; t0 < t_end; t0 += kps, it++) {
                     const int nk = min(kps, P.T - t0);
@@ -641,6 +646,13 @@ __device__ __forceinline__ float warp_max(float v)
     return v;
 }
 
+// PL_GROUPS=1: waits until head h's kv group's q|k|v rows are summed (not the whole phase).
+__device__ __forceinline__ void wait_head_group(const phase &P, int h)
+{
+    const int g = h / (P.n_heads / P.n_kv);
+    warp_wait_count<true>(P.grp + g, (unsigned)P.grp_expect[g]);
+}
+
 // One slot of a head's keys (Ks, then Vs: nk <= 32 rows of hd) against q (qs:
 // hd floats, scaled) by one warp: the slot's max m, its sum of exp l, and the
 // unnormalised values (lane's E = hd / 32 dims, lane * E + e). t_scores: the
@@ -727,19 +739,18 @@ __device__ __forceinline__ void slot_attend(const bf16 *Ks, const bf16 *Vs, int 
 // slots (slot_attend, the split unit's arithmetic; a warp's slots combined by
 // online softmax), then the warps merge in shared memory (qs: hd floats, then
 // W * (hd + 2)): no count and no merge through L2. it0: the ring position of
-// the head's first slot. No RoPE and no new token.
+// the head's first slot; [c0, c1) the slots of the head this part takes.
+// No RoPE and no new token.
 template <int W>
-__device__ void attn_head(const phase &P, int h, int part, unsigned it0, const unsigned char *ring, uint64_t *full,
-                          uint64_t *empty, int depth, float *qs, int tid)
+__device__ void attn_head(const phase &P, int h, int part, int c0, int c1, unsigned it0, const unsigned char *ring,
+                          uint64_t *full, uint64_t *empty, int depth, float *qs, int tid)
 {
     const int hd = P.hd, T = P.T, warp = tid >> 5, lane = tid & 31, kps = P.kps, E = hd / 32;
-    int c0, c1; // this part's slots of the head
-    head_part_chunks(P, part, c0, c1);
     const int n_chunks = c1 - c0;
     float *wm = qs + hd, *wl = wm + W, *wacc = wl + W;
     const float scale = rsqrtf((float)hd);
-    if (P.grp) // PL_GROUPS=1: only this head's kv group's q|k|v rows, not the whole phase
-        warp_wait_count<true>(P.grp + h / (P.n_heads / P.n_kv), (unsigned)P.grp_expect[h / (P.n_heads / P.n_kv)]);
+    if (P.grp)
+        wait_head_group(P, h);
     for (int i = tid; i < hd; i += W * 32)
         qs[i] = __bfloat162float(__ldcg(P.vec_in + (size_t)h * hd + i)) * scale;
     consumers_sync<W>();
@@ -806,10 +817,8 @@ __device__ void attn_unit(const phase &P, int u, unsigned it, const unsigned cha
 {
     const int hd = P.hd, S = P.splits, h = u / S, kps = P.kps, nk = min(kps, P.T - u % S * kps);
     const int E = hd / 32; // dims a lane for the values
-    if (P.grp) { // only this head's kv group's q|k|v rows, not the whole phase
-        const int g = h / (P.n_heads / P.n_kv);
-        warp_wait_count<true>(P.grp + g, (unsigned)P.grp_expect[g]);
-    }
+    if (P.grp)
+        wait_head_group(P, h);
     enum { MAXE = 8 };
     uint64_t *ut = P.ut && lane == 0 ? P.ut + (size_t)u * UT_FIELDS : NULL;
     if (ut)
@@ -1056,8 +1065,8 @@ __global__ void __launch_bounds__(W * 32 + 64, 1)
             unsigned itc = it0; // a block a head (part): its slots follow each other in the ring
             for (int u = r0; !P.splits && u < r1; u++) {
                 int c0, c1;
-                head_part_chunks(P, u % P.parts, c0, c1);
-                attn_head<W>(P, u / P.parts, u % P.parts, itc, ring, full, empty, depth,
+                unit_chunks(P, u, c0, c1);
+                attn_head<W>(P, u / P.parts, u % P.parts, c0, c1, itc, ring, full, empty, depth,
                              reinterpret_cast<float *>(xs), tid);
                 itc += (unsigned)(c1 - c0);
             }
@@ -1888,6 +1897,8 @@ static void run(const model_shape &m, int sms)
     const size_t norm_stride = g_norms ? (size_t)max_k : 0;
     phase *ph = build_chain(m, w, kv_cache, norm, norm_stride, x0, ss0, sms, &logits, counters);
     phase *ref = build_chain(m, w, kv_cache, norm, norm_stride, x0, ss0, sms, &ref_logits, counters);
+    if (g_spare && !ph[1].spare)
+        printf("PL_QKV_SPARE=1 not applied: the attention has more units than half the grid\n");
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
     run_reference(ref, n_ph, max_k, m.vocab, st);
@@ -1965,7 +1976,8 @@ static void run(const model_shape &m, int sms)
                     compare(logits, first_logits, m.vocab, &sb);
                     same_bits &= sb;
                     const double err = compare(logits, ref_logits, m.vocab, NULL);
-                    if (g_ppl == 5 && g_split != 1 && !(g_split == 0 && g_parts > 1)) // the heads' outputs, first and last layer
+                    // the heads' outputs, first and last layer, where the attention writes them (o merges no partials)
+                    if (g_ppl == 5 && !ph[2].part)
                         for (int which = 0; which < 2; which++) {
                             const int l = which ? L - 1 : 0;
                             const phase &A = ph[g_ppl * l + 1], &B = ref[g_ppl * l + 1];
@@ -2046,9 +2058,23 @@ int main(int argc, char **argv)
     g_mbatch = env_int("PL_MERGE_BATCH", 0, 1, 0);
     g_parts = env_int("PL_HEAD_PARTS", 1, 32, 1);
     g_spare = env_int("PL_QKV_SPARE", 0, 1, 0);
+    const char *needs_attn = g_vunroll ? "PL_VUNROLL" : g_mbatch ? "PL_MERGE_BATCH" : g_parts > 1 ? "PL_HEAD_PARTS"
+                             : g_spare ? "PL_QKV_SPARE" : NULL;
+    if (needs_attn && g_ppl != 5) {
+        fprintf(stderr, "%s: only with PL_ATTN=1 (the attention inside the kernel)\n", needs_attn);
+        exit(1);
+    }
+    if (g_parts > 1 && g_split) {
+        fprintf(stderr, "PL_HEAD_PARTS=%d: only with PL_SPLIT=0 (a block a head)\n", g_parts);
+        exit(1);
+    }
+    if (g_mbatch && g_split != 2) {
+        fprintf(stderr, "PL_MERGE_BATCH=1: only with PL_SPLIT=2 (a head merged by its last split)\n");
+        exit(1);
+    }
     if (g_spare)
         printf("the attention's blocks (the grid's last) take no q|k|v rows\n");
-    if (g_parts > 1 && !g_split)
+    if (g_parts > 1)
         printf("a head over %d blocks (at most its slots), the parts merged by o's input\n", g_parts);
     if (g_mbatch)
         printf("a head's merge loads its splits' maxima together, its loop unrolled (up to 8 splits)\n");
@@ -2060,7 +2086,6 @@ int main(int argc, char **argv)
     g_norms = env_int("PL_NORMS", 0, 1, 0);
     if (g_norms)
         printf("a norm weight array for every norm\n");
-
     g_variant = env_int("PL_VARIANT", -1, 63, -1);
     if (g_attn_pf)
         printf("the attention phase asks L2 for %d KiB of each block's gate|up rows\n", g_attn_pf);
