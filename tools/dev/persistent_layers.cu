@@ -90,6 +90,7 @@ static int g_vunroll = 0;       // PL_VUNROLL=1: a split unit's values 8 keys at
 static int g_mbatch = 0;        // PL_MERGE_BATCH=1: a head's merge loads its splits' maxima together
 static int g_parts = 1;         // PL_HEAD_PARTS=n: with PL_SPLIT=0, n blocks a head, merged by o's input
 static int g_spare = 0;         // PL_QKV_SPARE=1: the attention's blocks take no q|k|v rows (phase::spare)
+static int g_part_merge = 0;    // PL_PART_MERGE=1: with PL_HEAD_PARTS, a head's last part merges it
 static int g_norms = 0;         // PL_NORMS=1: a norm weight array a norm (build_chain), not one for all
 static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
 static int g_ib_off = 0, g_ib_bytes = 0; // input_warp: the two input buffers' place and size in shared memory
@@ -135,7 +136,8 @@ struct phase {
     const int *grp_expect;
     int grp_n_kv, grp_qd, grp_kvd, grp_G, grp_hd;
     unsigned *head_done; // ATTN, PL_SPLIT=2: splits done a head; the warp that finishes a head's last split
-                         // merges it into out (splits in order: the same bits whoever merges) and resets it
+                         // merges it into out (splits in order: the same bits whoever merges) and resets it.
+                         // PL_PART_MERGE=1: parts done a head, the last part's block merges (merge_parts_if_last)
     int sc_fence;        // ATTN, PL_SPLIT=2: count in with the old fence.sc pair (PL_SC_FENCE=1), not acq_rel
     uint64_t *ut;        // ATTN, PL_UTRACE=1: [units][UT_FIELDS] globaltimer stamps of each unit's stages
     int v_unroll;        // ATTN, PL_VUNROLL=1: the values' loop 8 keys at a time, shuffles first
@@ -735,6 +737,43 @@ __device__ __forceinline__ void slot_attend(const bf16 *Ks, const bf16 *Vs, int 
     }
 }
 
+// PL_PART_MERGE=1: the part of head h that counts in last merges the head's
+// parts (in part order: the same bits whichever block is last) into its
+// bf16 output, so o reads one vector instead of every head's partials. The
+// pattern of the engine's merge_if_last: the consumers' barrier orders their
+// partial stores before thread 0's count, whose release is cumulative; its
+// acquire, then the barrier, orders the other parts' partials before the
+// loads (past L1).
+template <int W> __device__ void merge_parts_if_last(const phase &P, int h, int tid)
+{
+    __shared__ int last;
+    consumers_sync<W>();
+    if (tid == 0) {
+        unsigned done;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(done) : "l"(P.head_done + h) : "memory");
+        last = done == (unsigned)P.parts - 1;
+        if (last)
+            P.head_done[h] = 0; // every part has counted: nothing touches it again this launch
+    }
+    consumers_sync<W>();
+    if (!last)
+        return;
+    const int hd = P.hd, S = P.parts;
+    const float *ph = P.part + (size_t)h * S * (hd + 4);
+    float M = -INFINITY;
+    for (int sp = 0; sp < S; sp++)
+        M = fmaxf(M, __ldcg(ph + (size_t)sp * (hd + 4) + hd));
+    for (int i = tid; i < hd; i += W * 32) {
+        float L = 0.f, o = 0.f;
+        for (int sp = 0; sp < S; sp++) {
+            const float *q = ph + (size_t)sp * (hd + 4), f = __expf(__ldcg(q + hd) - M);
+            L += __ldcg(q + hd + 1) * f;
+            o += __ldcg(q + i) * f;
+        }
+        P.out[(size_t)h * hd + i] = __float2bfloat16(o / L);
+    }
+}
+
 // One q head over its kv head's T cached keys: each consumer warp takes its
 // slots (slot_attend, the split unit's arithmetic; a warp's slots combined by
 // online softmax), then the warps merge in shared memory (qs: hd floats, then
@@ -806,6 +845,8 @@ __device__ void attn_head(const phase &P, int h, int part, int c0, int c1, unsig
             P.out[(size_t)h * hd + i] = __float2bfloat16(o / L);
         }
     }
+    if (pp && P.head_done) // PL_PART_MERGE=1: the head's last part merges its parts
+        merge_parts_if_last<W>(P, h, tid);
     consumers_sync<W>(); // smem is reused by the next head
 }
 
@@ -1610,9 +1651,13 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
                 const int n = (g_T + at->kps - 1) / at->kps;
                 at->parts = g_parts < n ? g_parts : n;
                 at->part = dev_zeros<float>((size_t)at->n_heads * at->parts * (m.hd + 4));
-                o->part = at->part;
-                o->splits = at->parts;
-                o->hd = m.hd;
+                if (g_part_merge) { // merged by each head's last part; o takes attn_out
+                    at->head_done = dev_zeros<unsigned>(at->n_heads);
+                } else {
+                    o->part = at->part;
+                    o->splits = at->parts;
+                    o->hd = m.hd;
+                }
             }
             if (g_split) {
                 at->splits = (g_T + at->kps - 1) / at->kps;
@@ -2068,6 +2113,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "PL_HEAD_PARTS=%d: only with PL_SPLIT=0 (a block a head)\n", g_parts);
         exit(1);
     }
+    g_part_merge = env_int("PL_PART_MERGE", 0, 1, 0);
+    if (g_part_merge && g_parts < 2) {
+        fprintf(stderr, "PL_PART_MERGE=1: only with PL_HEAD_PARTS of 2 or more\n");
+        exit(1);
+    }
     if (g_mbatch && g_split != 2) {
         fprintf(stderr, "PL_MERGE_BATCH=1: only with PL_SPLIT=2 (a head merged by its last split)\n");
         exit(1);
@@ -2075,7 +2125,8 @@ int main(int argc, char **argv)
     if (g_spare)
         printf("the attention's blocks (the grid's last) take no q|k|v rows\n");
     if (g_parts > 1)
-        printf("a head over %d blocks (at most its slots), the parts merged by o's input\n", g_parts);
+        printf("a head over %d blocks (at most its slots), the parts merged by %s\n", g_parts,
+               g_part_merge ? "the head's last part" : "o's input");
     if (g_mbatch)
         printf("a head's merge loads its splits' maxima together, its loop unrolled (up to 8 splits)\n");
     if (g_vunroll)
