@@ -47,7 +47,8 @@
 // attention's forms PL_ATTN, PL_SPLIT, PL_HEAD_PARTS, PL_QKV_SPARE and the rest: the
 // globals below. The best measured on one H200 (docs/kernels/persistent-decode.md,
 // "The thirteenth session"): PL_ATTN=1 PL_VUNROLL=1 PL_ATTN_PF=128, Llama PL_SLOT=24
-// PL_VARIANT=6, Qwen3 and Gemma PL_SLOT=20 PL_VARIANT=3, Gemma PL_HEAD_PARTS=2.)
+// PL_VARIANT=6, Qwen3 and Gemma PL_SLOT=20 PL_VARIANT=3, Gemma PL_HEAD_PARTS=2; from
+// ~500 keys (PL_T) Llama and Qwen3 PL_HEAD_PARTS=4 PL_PART_MERGE=1, "The fourteenth session".)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <math.h>
