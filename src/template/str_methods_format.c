@@ -54,7 +54,7 @@ int tmpl_str_case(struct tval self, int mode, struct tval *out)
     static int fname(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out)    \
     {                                                                                                        \
         if (a->npos || a->nkw)                                                                               \
-            return tmpl_err(c, line, "%s() takes no arguments", #fname + 2);                                 \
+            return tmpl_err(c, line, "%s() takes no arguments", &(#fname)[2]);                               \
         return tmpl_str_case(self, mode, out);                                                               \
     }
 CASE_METHOD(m_upper, CASE_UPPER)
@@ -112,7 +112,7 @@ int tmpl_str_is_lower(struct tval s) { return str_is(s, IS_LOWER); }
     static int fname(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out)    \
     {                                                                                                        \
         if (a->npos || a->nkw)                                                                               \
-            return tmpl_err(c, line, "%s() takes no arguments", #fname + 2);                                 \
+            return tmpl_err(c, line, "%s() takes no arguments", &(#fname)[2]);                               \
         *out = template_value_bool(str_is(self, kind));                                                      \
         return 0;                                                                                            \
     }

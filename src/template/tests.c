@@ -20,7 +20,7 @@ static int want_args(struct rctx *c, int line, const char *name, const struct ta
 #define SIMPLE_TEST(fname, expr)                                                                             \
     TEST(fname)                                                                                              \
     {                                                                                                        \
-        if (want_args(c, line, #fname + 2, a, 0))                                                            \
+        if (want_args(c, line, &(#fname)[2], a, 0))                                                          \
             return -1;                                                                                       \
         *out = (expr);                                                                                       \
         return 0;                                                                                            \

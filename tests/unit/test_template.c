@@ -437,6 +437,10 @@ Test(template_tests, all)
            "is not defined }}",
            "TrueTrueTrueTrueTrue");
     expect_error("{{ 'a' is odd }}", "integer");
+    /* the names in these messages are the C functions' names less their prefix */
+    expect_error("{{ 1 is number(2) }}", "test 'number' takes 0 argument(s)");
+    expect_error("{{ 'a'.upper(1) }}", "upper() takes no arguments");
+    expect_error("{{ 'a'.isupper(x=1) }}", "isupper() takes no arguments");
 }
 
 /* --------------------------------------------------------------- methods */
