@@ -91,6 +91,7 @@ static int g_vunroll = 0;       // PL_VUNROLL=1: a split unit's values 8 keys at
 static int g_mbatch = 0;        // PL_MERGE_BATCH=1: a head's merge loads its splits' maxima together
 static int g_parts = 1;         // PL_HEAD_PARTS=n: with PL_SPLIT=0, n blocks a head, merged by o's input
 static int g_spare = 0;         // PL_QKV_SPARE=1: the attention's blocks take no q|k|v rows (phase::spare)
+static int g_rope = 0;          // PL_ROPE=1: the step's own token, q/k norms and RoPE in the attention (phase::rope)
 static int g_part_merge = 0;    // PL_PART_MERGE=1: with PL_HEAD_PARTS, a head's last part merges it
 static int g_norms = 0;         // PL_NORMS=1: a norm weight array a norm (build_chain), not one for all
 static int g_counter_words = 0; // the phase counters, then the group counters (zeroed every launch)
@@ -147,6 +148,13 @@ struct phase {
     int parts;           // ATTN, PL_SPLIT=0: blocks a head (PL_HEAD_PARTS), each a share of its slots;
                          // past 1 each writes a partial into part, merged by o's input (o.splits = parts)
     int m_batch;         // ATTN, PL_MERGE_BATCH=1: the merge's maxima loaded together (S <= 8)
+    // ATTN, PL_ROPE=1 (a block a head): the step's own token at position T - 1, as the engine's
+    // decode kernel does it: q through the head's RMSNorm (qn, or none) and RoPE (rope_cs);
+    // the unit holding the last key makes the new k the same way (kn) and takes k and v in place
+    // of the cache's row T - 1, and one unit a kv head writes them there.
+    int rope;
+    const float *qn, *kn;
+    const float2 *rope_cs; // (cos, sin) of position T - 1 for each of the hd / 2 frequencies
 };
 
 __device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
@@ -775,6 +783,52 @@ template <int W> __device__ void merge_parts_if_last(const phase &P, int h, int 
     }
 }
 
+// PL_ROPE: one head's row (hd bf16 at src) through the head's RMSNorm (nw: hd
+// weights, or NULL) and RoPE (element i with i + hd / 2, as rotate_half; cs:
+// the angle's cos and sin for frequency i, made on the host), rounded to bf16,
+// by one warp: the lane's values lane + 32 r, r < hd / 32. The reference calls
+// it too.
+template <int E> // hd / 32, a constant so that x stays in registers
+__device__ __forceinline__ void rope_row_e(const bf16 *src, const float *nw, int hd, const float2 *cs, int lane,
+                                           float (&x)[8])
+{
+    float ss = 0.f;
+#pragma unroll
+    for (int r = 0; r < 8; r++)
+        if (r < E) {
+            x[r] = __bfloat162float(__ldcg(src + lane + 32 * r));
+            ss += x[r] * x[r];
+        }
+    ss = warp_sum(ss);
+    if (nw) {
+        const float inv = rsqrtf(ss / hd + 1e-6f);
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            if (r < E)
+                x[r] = __bfloat162float(__float2bfloat16(x[r] * inv * nw[lane + 32 * r]));
+    }
+#pragma unroll
+    for (int r = 0; r < 4; r++)
+        if (r < E / 2) {
+            const float2 c = __ldg(cs + lane + 32 * r);
+            const float a = x[r], b = x[r + E / 2];
+            x[r] = a * c.x - b * c.y;
+            x[r + E / 2] = b * c.x + a * c.y;
+        }
+#pragma unroll
+    for (int r = 0; r < 8; r++)
+        if (r < E)
+            x[r] = __bfloat162float(__float2bfloat16(x[r]));
+}
+__device__ __forceinline__ void rope_row(const bf16 *src, const float *nw, int hd, const float2 *cs, int lane,
+                                         float (&x)[8])
+{
+    if (hd == 256)
+        rope_row_e<8>(src, nw, hd, cs, lane, x);
+    else
+        rope_row_e<4>(src, nw, hd, cs, lane, x); // hd 128 (the probe's models)
+}
+
 // One q head over its kv head's T cached keys: each consumer warp takes its
 // slots (slot_attend, the split unit's arithmetic; a warp's slots combined by
 // online softmax), then the warps merge in shared memory (qs: hd floats, then
@@ -791,8 +845,40 @@ __device__ void attn_head(const phase &P, int h, int part, int c0, int c1, unsig
     const float scale = rsqrtf((float)hd);
     if (P.grp)
         wait_head_group(P, h);
-    for (int i = tid; i < hd; i += W * 32)
-        qs[i] = __bfloat162float(__ldcg(P.vec_in + (size_t)h * hd + i)) * scale;
+    // PL_ROPE: this part holds the last key (the step's own token) when its slots reach the end
+    const int n_all = (T + kps - 1) / kps, G = P.n_heads / P.n_kv, kvh = h / G;
+    const bool holds_new = P.rope && c1 == n_all;
+    bf16 *knew = reinterpret_cast<bf16 *>(wacc + W * hd), *vnew = knew + hd;
+    if (!P.rope) {
+        for (int i = tid; i < hd; i += W * 32)
+            qs[i] = __bfloat162float(__ldcg(P.vec_in + (size_t)h * hd + i)) * scale;
+    } else if (warp == 0) {
+        float x[8];
+        rope_row(P.vec_in + (size_t)h * hd, P.qn, hd, P.rope_cs, lane, x);
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            if (r < E)
+                qs[lane + 32 * r] = x[r] * scale;
+        if (holds_new) {
+            const size_t kin = (size_t)P.n_heads * hd + (size_t)kvh * hd, vin = kin + (size_t)P.n_kv * hd;
+            rope_row(P.vec_in + kin, P.kn, hd, P.rope_cs, lane, x);
+            const bool writer = h % G == 0; // one unit a kv head writes the cache
+            const size_t row = ((size_t)kvh * T + T - 1) * hd;
+#pragma unroll
+            for (int r = 0; r < 8; r++) {
+                if (r >= E)
+                    break;
+                const int i = lane + 32 * r;
+                const bf16 kb = __float2bfloat16(x[r]), vb = __ldcg(P.vec_in + vin + i);
+                knew[i] = kb;
+                vnew[i] = vb;
+                if (writer) {
+                    const_cast<bf16 *>(P.kc)[row + i] = kb;
+                    const_cast<bf16 *>(P.vc)[row + i] = vb;
+                }
+            }
+        }
+    }
     consumers_sync<W>();
     enum { MAXE = 8 }; // hd <= 256
     float acc[MAXE], m = -INFINITY, l = 0.f;
@@ -804,6 +890,16 @@ __device__ void attn_head(const phase &P, int h, int part, int c0, int c1, unsig
         const int s = slot_of<W>(it, depth), nk = min(kps, T - (c0 + c) * kps);
         mbar_wait(&full[s], fill_of<W>(it, depth) & 1);
         const bf16 *Ks = reinterpret_cast<const bf16 *>(ring + (size_t)s * c_slot), *Vs = Ks + (size_t)nk * hd;
+        if (holds_new && c0 + c == n_all - 1) { // the step's own k and v in place of the cache's row T - 1
+            const size_t j = (size_t)(T - 1 - (c0 + c) * kps) * hd;
+            for (int i = lane; i < hd; i += 32) {
+                const_cast<bf16 *>(Ks)[j + i] = knew[i];
+                const_cast<bf16 *>(Vs)[j + i] = vnew[i];
+            }
+            // these generic writes before the slot's next fill by TMA (the async proxy)
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            __syncwarp();
+        }
         float ms, ls, as[MAXE];
         slot_attend(Ks, Vs, nk, hd, qs, lane, P.v_unroll, ms, ls, as, NULL);
         __syncwarp();
@@ -1471,13 +1567,33 @@ __global__ void __launch_bounds__(W * 32 + 32, 1)
 // One block a q head, one thread a key for the scores (T <= 1024).
 __global__ void ref_attn(phase P)
 {
-    __shared__ float sc[1024], red[32];
+    __shared__ float sc[1024], red[32], qr[256];
+    __shared__ bf16 kr[256], vr[256];
     const int h = blockIdx.x, hd = P.hd, T = P.T, g = h / (P.n_heads / P.n_kv);
     const bf16 *q = P.vec_in + (size_t)h * hd, *K = P.kc + (size_t)g * T * hd, *V = P.vc + (size_t)g * T * hd;
+    // PL_ROPE: q normed and rotated, and the step's own k and v at T - 1 (made from q|k|v, not read
+    // from the cache, which the probe overwrites with them)
+    for (int i = threadIdx.x; !P.rope && i < hd; i += blockDim.x)
+        qr[i] = __bfloat162float(q[i]);
+    if (P.rope && threadIdx.x < 32) {
+        const int lane = threadIdx.x, E = hd / 32;
+        const size_t kin = (size_t)P.n_heads * hd + (size_t)g * hd, vin = kin + (size_t)P.n_kv * hd;
+        float x[8];
+        rope_row(q, P.qn, hd, P.rope_cs, lane, x);
+        for (int r = 0; r < E; r++)
+            qr[lane + 32 * r] = x[r];
+        rope_row(P.vec_in + kin, P.kn, hd, P.rope_cs, lane, x);
+        for (int r = 0; r < E; r++) {
+            kr[lane + 32 * r] = __float2bfloat16(x[r]);
+            vr[lane + 32 * r] = P.vec_in[vin + lane + 32 * r];
+        }
+    }
+    __syncthreads();
     for (int t = threadIdx.x; t < T; t += blockDim.x) {
+        const bf16 *kt = P.rope && t == T - 1 ? kr : K + (size_t)t * hd;
         float a = 0.f;
         for (int i = 0; i < hd; i++)
-            a += __bfloat162float(q[i]) * rsqrtf((float)hd) * __bfloat162float(K[(size_t)t * hd + i]);
+            a += qr[i] * rsqrtf((float)hd) * __bfloat162float(kt[i]);
         sc[t] = a;
     }
     __syncthreads();
@@ -1493,7 +1609,7 @@ __global__ void ref_attn(phase P)
     for (int i = threadIdx.x; i < hd; i += blockDim.x) {
         float o = 0.f;
         for (int t = 0; t < T; t++)
-            o += sc[t] * __bfloat162float(V[(size_t)t * hd + i]);
+            o += sc[t] * __bfloat162float(P.rope && t == T - 1 ? vr[i] : V[(size_t)t * hd + i]);
         P.out[(size_t)h * hd + i] = __float2bfloat16(o / red[0]);
     }
 }
@@ -1647,6 +1763,20 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
                 at->grp_expect = dexp;
             }
             at->v_unroll = g_vunroll;
+            if (g_rope) { // Llama: no q/k norms, base 500000; Qwen3 and Gemma: q/k norms, base 1e6
+                const bool qkn = !strstr(m.name, "Llama");
+                const double theta = qkn ? 1e6 : 5e5;
+                float2 cs[128];
+                for (int i = 0; i < m.hd / 2; i++) {
+                    const double a = (g_T - 1) * pow(theta, -2.0 * i / m.hd);
+                    cs[i] = make_float2((float)cos(a), (float)sin(a));
+                }
+                float2 *dcs = dev_zeros<float2>(m.hd / 2);
+                CK(cudaMemcpy(dcs, cs, m.hd / 2 * sizeof(float2), cudaMemcpyHostToDevice));
+                at->rope = 1;
+                at->qn = at->kn = qkn ? norm : NULL; // the first hd of the norm weights
+                at->rope_cs = dcs;
+            }
             at->parts = 1;
             if (!g_split && g_parts > 1) { // parts of a head merged by o's input, as PL_SPLIT=1's
                 const int n = (g_T + at->kps - 1) / at->kps;
@@ -2114,6 +2244,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "PL_HEAD_PARTS=%d: only with PL_SPLIT=0 (a block a head)\n", g_parts);
         exit(1);
     }
+    g_rope = env_int("PL_ROPE", 0, 1, 0);
+    if (g_rope && (g_ppl != 5 || g_split || g_groups)) {
+        fprintf(stderr, "PL_ROPE=1: only with PL_ATTN=1 and PL_SPLIT=0, without PL_GROUPS\n");
+        exit(1);
+    }
+    if (g_rope)
+        printf("the step's own token in the attention: q/k norms (Qwen3, Gemma) and RoPE, k and v written\n");
     g_part_merge = env_int("PL_PART_MERGE", 0, 1, 0);
     if (g_part_merge && g_parts < 2) {
         fprintf(stderr, "PL_PART_MERGE=1: only with PL_HEAD_PARTS of 2 or more\n");
