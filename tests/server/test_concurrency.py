@@ -28,7 +28,9 @@ def request_body(i, name):
 def stream(url, body, hang_up_after=None):
     """The text of a streamed completion, or None when this client hung up on purpose."""
     u = urlparse(url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=240)  # queued behind 3 rounds of 32 under ASan
+    # a queued stream's longest wait between two events: 101 s on an idle 2-core machine under ASan
+    # (2026-11-29); 120 s failed there once under load. A hang still ends within the 300 s join.
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=240)
     conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
     resp = conn.getresponse()
     assert resp.status == 200, resp.read()
@@ -99,7 +101,7 @@ def test_sigterm_finishes_the_stream_then_exits(tiny_gguf):
     body = {"model": s.name, "prompt": "Once upon a time", "max_tokens": 200, "temperature": 0, "stream": True,
             "ignore_eos": True}
     u = urlparse(s.url)
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=240)  # queued behind 3 rounds of 32 under ASan
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
     conn.request("POST", "/v1/completions", json.dumps(body), {"Content-Type": "application/json"})
     resp = conn.getresponse()
     assert resp.status == 200
@@ -135,7 +137,7 @@ def test_queue_full_is_429(tiny_gguf):
     held = []
     try:
         for gauge in ("infer_num_requests_running", "infer_num_requests_waiting"):  # one runs, then one waits
-            conn = http.client.HTTPConnection(u.hostname, u.port, timeout=240)  # queued behind 3 rounds of 32 under ASan
+            conn = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
             conn.request("POST", "/v1/completions", long_body, {"Content-Type": "application/json"})
             held.append(conn)
             deadline = time.time() + 30
