@@ -1573,9 +1573,10 @@ __global__ void ref_attn(phase P)
     const bf16 *q = P.vec_in + (size_t)h * hd, *K = P.kc + (size_t)g * T * hd, *V = P.vc + (size_t)g * T * hd;
     // PL_ROPE: q normed and rotated, and the step's own k and v at T - 1 (made from q|k|v, not read
     // from the cache, which the probe overwrites with them)
-    for (int i = threadIdx.x; !P.rope && i < hd; i += blockDim.x)
-        qr[i] = __bfloat162float(q[i]);
-    if (P.rope && threadIdx.x < 32) {
+    if (!P.rope)
+        for (int i = threadIdx.x; i < hd; i += blockDim.x)
+            qr[i] = __bfloat162float(q[i]);
+    else if (threadIdx.x < 32) {
         const int lane = threadIdx.x, E = hd / 32;
         const size_t kin = (size_t)P.n_heads * hd + (size_t)g * hd, vin = kin + (size_t)P.n_kv * hd;
         float x[8];
@@ -1710,6 +1711,19 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
 {
     const int L = m.layers, n_ph = g_ppl * L + 1, qkv = m.qd + 2 * m.kvd;
     phase *ph = (phase *)calloc(n_ph, sizeof(phase));
+    // PL_ROPE: Llama no q/k norms, base 500000; Qwen3 and Gemma q/k norms, base 1e6. One (cos, sin)
+    // table of position T - 1 for every layer.
+    const bool qk_norm = !strstr(m.name, "Llama");
+    float2 *rope_cs = NULL;
+    if (g_rope && g_ppl == 5) {
+        float2 cs[128];
+        for (int i = 0; i < m.hd / 2; i++) {
+            const double a = (g_T - 1) * pow(qk_norm ? 1e6 : 5e5, -2.0 * i / m.hd);
+            cs[i] = make_float2((float)cos(a), (float)sin(a));
+        }
+        rope_cs = dev_zeros<float2>(m.hd / 2);
+        CK(cudaMemcpy(rope_cs, cs, m.hd / 2 * sizeof(float2), cudaMemcpyHostToDevice));
+    }
     const float *x = x0, *ss = ss0;
     const uint64_t *tx = NULL, *tss = NULL;
     for (int l = 0; l < L; l++) {
@@ -1763,19 +1777,10 @@ static phase *build_chain(const model_shape &m, bf16 *const *w, bf16 *const *kv_
                 at->grp_expect = dexp;
             }
             at->v_unroll = g_vunroll;
-            if (g_rope) { // Llama: no q/k norms, base 500000; Qwen3 and Gemma: q/k norms, base 1e6
-                const bool qkn = !strstr(m.name, "Llama");
-                const double theta = qkn ? 1e6 : 5e5;
-                float2 cs[128];
-                for (int i = 0; i < m.hd / 2; i++) {
-                    const double a = (g_T - 1) * pow(theta, -2.0 * i / m.hd);
-                    cs[i] = make_float2((float)cos(a), (float)sin(a));
-                }
-                float2 *dcs = dev_zeros<float2>(m.hd / 2);
-                CK(cudaMemcpy(dcs, cs, m.hd / 2 * sizeof(float2), cudaMemcpyHostToDevice));
+            if (rope_cs) {
                 at->rope = 1;
-                at->qn = at->kn = qkn ? norm : NULL; // the first hd of the norm weights
-                at->rope_cs = dcs;
+                at->qn = at->kn = qk_norm ? norm : NULL; // the first hd of the norm weights
+                at->rope_cs = rope_cs;
             }
             at->parts = 1;
             if (!g_split && g_parts > 1) { // parts of a head merged by o's input, as PL_SPLIT=1's
