@@ -792,28 +792,38 @@ template <int E> // hd / 32, a constant so that x stays in registers
 __device__ __forceinline__ void rope_row_e(const bf16 *src, const float *nw, int hd, const float2 *cs, int lane,
                                            float (&x)[8])
 {
-    float ss = 0.f;
+    // every load first (the row, the norm's weights, the angles): one round trip, not three
+    float w[8];
+    float2 c[4];
 #pragma unroll
     for (int r = 0; r < 8; r++)
         if (r < E) {
             x[r] = __bfloat162float(__ldcg(src + lane + 32 * r));
-            ss += x[r] * x[r];
+            w[r] = nw ? __ldg(nw + lane + 32 * r) : 0.f;
         }
+#pragma unroll
+    for (int r = 0; r < 4; r++)
+        if (r < E / 2)
+            c[r] = __ldg(cs + lane + 32 * r);
+    float ss = 0.f;
+#pragma unroll
+    for (int r = 0; r < 8; r++)
+        if (r < E)
+            ss += x[r] * x[r];
     ss = warp_sum(ss);
     if (nw) {
         const float inv = rsqrtf(ss / hd + 1e-6f);
 #pragma unroll
         for (int r = 0; r < 8; r++)
             if (r < E)
-                x[r] = __bfloat162float(__float2bfloat16(x[r] * inv * nw[lane + 32 * r]));
+                x[r] = __bfloat162float(__float2bfloat16(x[r] * inv * w[r]));
     }
 #pragma unroll
     for (int r = 0; r < 4; r++)
         if (r < E / 2) {
-            const float2 c = __ldg(cs + lane + 32 * r);
             const float a = x[r], b = x[r + E / 2];
-            x[r] = a * c.x - b * c.y;
-            x[r + E / 2] = b * c.x + a * c.y;
+            x[r] = a * c[r].x - b * c[r].y;
+            x[r + E / 2] = b * c[r].x + a * c[r].y;
         }
 #pragma unroll
     for (int r = 0; r < 8; r++)
@@ -834,7 +844,7 @@ __device__ __forceinline__ void rope_row(const bf16 *src, const float *nw, int h
 // online softmax), then the warps merge in shared memory (qs: hd floats, then
 // W * (hd + 2)): no count and no merge through L2. it0: the ring position of
 // the head's first slot; [c0, c1) the slots of the head this part takes.
-// No RoPE and no new token.
+// PL_ROPE=1: q normed and rotated, and the step's own k and v taken in.
 template <int W>
 __device__ void attn_head(const phase &P, int h, int part, int c0, int c1, unsigned it0, const unsigned char *ring,
                           uint64_t *full, uint64_t *empty, int depth, float *qs, int tid)
@@ -852,32 +862,39 @@ __device__ void attn_head(const phase &P, int h, int part, int c0, int c1, unsig
     if (!P.rope) {
         for (int i = tid; i < hd; i += W * 32)
             qs[i] = __bfloat162float(__ldcg(P.vec_in + (size_t)h * hd + i)) * scale;
-    } else if (warp == 0) {
+    } else {
+        // q on warp 0, the step's k on warp 1 and v on warp 2 at the same time (fewer warps: warp 0)
         float x[8];
-        rope_row(P.vec_in + (size_t)h * hd, P.qn, hd, P.rope_cs, lane, x);
+        if (warp == 0) {
+            rope_row(P.vec_in + (size_t)h * hd, P.qn, hd, P.rope_cs, lane, x);
 #pragma unroll
-        for (int r = 0; r < 8; r++)
-            if (r < E)
-                qs[lane + 32 * r] = x[r] * scale;
-        if (holds_new) {
-            const size_t kin = (size_t)P.n_heads * hd + (size_t)kvh * hd, vin = kin + (size_t)P.n_kv * hd;
+            for (int r = 0; r < 8; r++)
+                if (r < E)
+                    qs[lane + 32 * r] = x[r] * scale;
+        }
+        const bool writer = h % G == 0; // one unit a kv head writes the cache
+        const size_t kin = (size_t)P.n_heads * hd + (size_t)kvh * hd, vin = kin + (size_t)P.n_kv * hd;
+        const size_t row = ((size_t)kvh * T + T - 1) * hd;
+        if (holds_new && warp == (W > 1 ? 1 : 0)) {
             rope_row(P.vec_in + kin, P.kn, hd, P.rope_cs, lane, x);
-            const bool writer = h % G == 0; // one unit a kv head writes the cache
-            const size_t row = ((size_t)kvh * T + T - 1) * hd;
 #pragma unroll
             for (int r = 0; r < 8; r++) {
                 if (r >= E)
                     break;
                 const int i = lane + 32 * r;
-                const bf16 kb = __float2bfloat16(x[r]), vb = __ldcg(P.vec_in + vin + i);
+                const bf16 kb = __float2bfloat16(x[r]);
                 knew[i] = kb;
-                vnew[i] = vb;
-                if (writer) {
+                if (writer)
                     const_cast<bf16 *>(P.kc)[row + i] = kb;
-                    const_cast<bf16 *>(P.vc)[row + i] = vb;
-                }
             }
         }
+        if (holds_new && warp == (W > 2 ? 2 : 0))
+            for (int i = lane * 4; i < hd; i += 128) { // 4 values a lane (8 bytes: vnew is 8-aligned)
+                const uint2 vb = __ldcg(reinterpret_cast<const uint2 *>(P.vec_in + vin + i));
+                *reinterpret_cast<uint2 *>(vnew + i) = vb;
+                if (writer)
+                    *reinterpret_cast<uint2 *>(const_cast<bf16 *>(P.vc) + row + i) = vb;
+            }
     }
     consumers_sync<W>();
     enum { MAXE = 8 }; // hd <= 256
