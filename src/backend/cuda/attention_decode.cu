@@ -244,6 +244,23 @@ __global__ void __launch_bounds__(NW * 32)
 
     if (roped) { // the group's query rows rotated, zero-padded to 16 rows x HD; the token's own k and v
         const int w = threadIdx.x >> 5;
+        const bool kv_warp = held >= 0 && w == DEC_WARPS - 1;
+        // The token's k and v rows are loaded before the q rows, all in flight
+        // together: stores to the cache between v's loads would order each
+        // load after the store before it (the pointers may alias), a round
+        // trip an element (2-5 us of the split holding the token).
+        float xk[R];
+        bf16 vk[R];
+        if (kv_warp) {
+            const int64_t in_row = (int64_t)t * rp.kv_stride + (int64_t)kvh * HD;
+            const bf16 *ks = reinterpret_cast<const bf16 *>(rp.k_in) + in_row,
+                       *vs = reinterpret_cast<const bf16 *>(rp.v_in) + in_row;
+#pragma unroll
+            for (int r = 0; r < R; r++) {
+                xk[r] = to_f32(ks[rl + 32 * r]);
+                vk[r] = vs[rl + 32 * r];
+            }
+        }
         for (int row = w; row < 16; row += DEC_WARPS) {
             float x[R] = {};
             if (row < n_rows) {
@@ -258,26 +275,19 @@ __global__ void __launch_bounds__(NW * 32)
             for (int r = 0; r < R; r++)
                 sQ[row * LD + rl + 32 * r] = row < n_rows ? to_bf16(x[r]) : __float2bfloat16(0.f);
         }
-        if (held >= 0 && w == DEC_WARPS - 1) {
-            const int64_t in_row = (int64_t)t * rp.kv_stride + (int64_t)kvh * HD;
-            const bf16 *ks = reinterpret_cast<const bf16 *>(rp.k_in) + in_row,
-                       *vs = reinterpret_cast<const bf16 *>(rp.v_in) + in_row;
-            float x[R];
-#pragma unroll
-            for (int r = 0; r < R; r++)
-                x[r] = to_f32(ks[rl + 32 * r]);
-            rope_head<R>(x, rp.q_norm != nullptr, rwk, rp.eps, rp.plus_one, rsn, rcs);
+        if (kv_warp) {
+            rope_head<R>(xk, rp.q_norm != nullptr, rwk, rp.eps, rp.plus_one, rsn, rcs);
             const bool write = rg == 0 && rslot >= 0; // one CTA of the kv head writes the cache
             bf16 *kw = reinterpret_cast<bf16 *>(rp.k_cache) + (int64_t)rslot * row_stride + head_off,
                  *vw = reinterpret_cast<bf16 *>(rp.v_cache) + (int64_t)rslot * row_stride + head_off;
 #pragma unroll
             for (int r = 0; r < R; r++) {
-                const bf16 kb = to_bf16(x[r]), vb = vs[rl + 32 * r];
+                const bf16 kb = to_bf16(xk[r]);
                 sHK[rl + 32 * r] = kb;
-                sHV[rl + 32 * r] = vb;
+                sHV[rl + 32 * r] = vk[r];
                 if (write) {
                     kw[rl + 32 * r] = kb;
-                    vw[rl + 32 * r] = vb;
+                    vw[rl + 32 * r] = vk[r];
                 }
             }
         }

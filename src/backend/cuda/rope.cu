@@ -97,10 +97,17 @@ __global__ void qk_rope_kv_warp_kernel(bf16 *q_out, const bf16 *q_in, const bf16
         return;
     const bf16 *src = is_q ? q_in + (int64_t)t * q_stride + (int64_t)h * HD
                            : k_in + (int64_t)t * kv_stride + (int64_t)kh * HD;
+    // v's row with k's, not between the cache stores below: a load after a
+    // store that may alias waits for its own round trip, one an element
+    const int64_t v_row = (int64_t)t * kv_stride + (int64_t)kh * HD; // used only for a k head (slot >= 0)
     float x[R];
+    bf16 vv[R];
 #pragma unroll
-    for (int r = 0; r < R; r++)
+    for (int r = 0; r < R; r++) {
         x[r] = to_f32(src[lane + 32 * r]);
+        if (slot >= 0)
+            vv[r] = v_in[v_row + lane + 32 * r];
+    }
     rope_head<R>(x, q_norm != nullptr, wv, eps, plus_one, sn, cs);
     if (is_q) {
         bf16 *dst = q_out + ((int64_t)t * n_heads + h) * HD;
@@ -112,11 +119,10 @@ __global__ void qk_rope_kv_warp_kernel(bf16 *q_out, const bf16 *q_in, const bf16
     if (slot < 0)
         return;
     const int64_t at = (int64_t)slot * n_kv * HD + (int64_t)kh * HD;
-    const bf16 *v = v_in + (int64_t)t * kv_stride + (int64_t)kh * HD;
 #pragma unroll
     for (int r = 0; r < R; r++) {
         k_cache[at + lane + 32 * r] = to_bf16(x[r]);
-        v_cache[at + lane + 32 * r] = v[lane + 32 * r];
+        v_cache[at + lane + 32 * r] = vv[r];
     }
 }
 
