@@ -1,9 +1,10 @@
 /* infer bench --model M [--batch 1,8,32,128] [--input-len 32] [--output-len 256] [--prompt-len 512]
- *             [model and engine flags]
+ *             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [model and engine flags]
  * Speed through the engine, the path `serve` runs (graphs and the draw
  * inside them as configured), one JSON line per measurement:
  * - decode, for each batch B: B requests of input-len random tokens and
- *   output-len greedy tokens (eos ignored) submitted at once to a fresh
+ *   output-len tokens (eos ignored; greedy, or drawn as the sampling flags
+ *   say, request i with seed S + i) submitted at once to a fresh
  *   engine; output tokens per second from the engine's ready to its last
  *   token (what tools/decode_speed.py measures), and the time of one step
  *   after the first token, against the weight-read floor (weight bytes /
@@ -23,6 +24,7 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/model_flags.h"
+#include "cli/sampling_flags.h"
 #include "core/clock.h"
 #include "core/rng.h"
 
@@ -61,7 +63,7 @@ struct run_result {
 /* n requests of prompt_len random tokens (the stream seed picks them) and
  * output_len tokens each, at once, through a fresh engine. */
 static int run_once(struct model *m, const struct engine_opts *o, int n, int prompt_len, int output_len,
-                    uint64_t seed, struct run_result *res, struct err *e)
+                    const struct sampling_params *sp, uint64_t seed, struct run_result *res, struct err *e)
 {
     struct run_clock c = {.expected = n};
     pthread_mutex_init(&c.mu, NULL);
@@ -75,12 +77,13 @@ static int run_once(struct model *m, const struct engine_opts *o, int n, int pro
     const double ready = clock_now(); /* the KV cache is sized and the graphs captured */
     int rc = eng ? 0 : -1;
     for (int i = 0; i < n && !rc; i++) {
-        const struct engine_request req = {.prompt = prompts + (size_t)i * prompt_len,
-                                           .n_prompt = prompt_len,
-                                           .max_tokens = output_len,
-                                           .n = 1,
-                                           .sampling = sampling_params_default(),
-                                           .ignore_eos = 1};
+        struct engine_request req = {.prompt = prompts + (size_t)i * prompt_len,
+                                     .n_prompt = prompt_len,
+                                     .max_tokens = output_len,
+                                     .n = 1,
+                                     .sampling = *sp,
+                                     .ignore_eos = 1};
+        req.sampling.seed = sp->seed + (uint64_t)i;
         rc = engine_submit(eng, &req, e) > 0 ? 0 : -1;
     }
     if (!rc) {
@@ -127,7 +130,8 @@ int cmd_bench(int argc, char **argv)
     int input_len = 32, output_len = 256, prompt_len = 512;
     struct model_flags mf = model_flags_default();
     struct engine_flags f = engine_flags_default();
-    enum { N_OWN = 4 };
+    struct sampling_flags sf = sampling_flags_default();
+    enum { N_OWN = 4 + SAMPLING_FLAGS_N_OPTS };
     struct cli_opt opts[N_OWN + MODEL_FLAGS_N_OPTS + ENGINE_FLAGS_N_OPTS] = {
         {"batch", CLI_OPT_STRING, &batches, 0, 0, 0, "decode batch sizes, comma-separated (0 runs none)", 0},
         {"input-len", CLI_OPT_INT, &input_len, 0, 1, 1 << 20, "prompt tokens of each decode request", 0},
@@ -135,6 +139,8 @@ int cmd_bench(int argc, char **argv)
         {"prompt-len", CLI_OPT_INT, &prompt_len, 0, 0, 1 << 24, "prompt tokens of the prefill run (0: none)",
          0},
     };
+    sampling_flags_opts(&sf, opts + N_OWN - SAMPLING_FLAGS_N_OPTS,
+                        "sampling seed of the first decode request, the next ones count up (default 0)");
     model_flags_opts(&mf, opts + N_OWN);
     engine_flags_opts(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS);
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
@@ -148,7 +154,7 @@ int cmd_bench(int argc, char **argv)
         goto done;
     rc = -1;
     if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e) ||
-        (strcmp(batches, "0") && cli_parse_int_list(batches, "batch", &batch, &n_batch, &e)))
+        sampling_flags_check(&sf, &e) || (strcmp(batches, "0") && cli_parse_int_list(batches, "batch", &batch, &n_batch, &e)))
         goto done;
     const int other_node = model_flags_run_node(&mf, &node_status, &e); /* its ranks of a split model only */
     if (other_node) {
@@ -169,11 +175,12 @@ int cmd_bench(int argc, char **argv)
     const int64_t params = model_config_count_params(&m->cfg);
     const double bytes = (double)params * (double)dtype_size(be->act_dtype);
     const double floor_ms = bytes / m->sh.size / H100_COPY_BYTES_PER_S * 1e3; /* each GPU reads its share */
+    const struct sampling_params sp = sampling_flags_params(&sf), greedy = sampling_params_default();
     for (int i = 0; i < n_batch; i++) {
         struct engine_opts o;
         struct run_result r;
         workload_opts(&flags, opts, n_opts, batch[i], input_len + output_len, &o);
-        if (run_once(m, &o, batch[i], input_len, output_len, 3 + (uint64_t)i, &r, &e))
+        if (run_once(m, &o, batch[i], input_len, output_len, &sp, 3 + (uint64_t)i, &r, &e))
             goto done;
         const double step_ms = r.first_to_last * 1e3 / (output_len - 1);
         /* the engine thread's time a step outside the wait for the device (planning, building, launching,
@@ -189,17 +196,20 @@ int cmd_bench(int argc, char **argv)
             "\"workload\": \"decode\", \"batch\": %d, \"input_len\": %d, \"output_len\": %d, "
             "\"output_tok_s\": %.1f, \"ttft_ms\": %.3f, \"step_ms\": %.3f, \"graph_replays\": %ld, "
             "\"eager_steps\": %ld, \"weight_bytes\": %.0f, \"floor_ms\": %.3f, \"step_over_floor\": %.3f, "
-            "\"host_ms\": %.4f, \"relay_ms\": %.4f, \"enqueue_ms\": %.4f, \"wait_ms\": %.4f}\n",
+            "\"host_ms\": %.4f, \"relay_ms\": %.4f, \"enqueue_ms\": %.4f, \"wait_ms\": %.4f, "
+            "\"temperature\": %g, \"top_p\": %g, \"top_k\": %d, \"min_p\": %g}\n",
             batch[i], input_len, output_len, r.stats.completion_tokens / r.ready_to_last,
             r.submit_to_first * 1e3, step_ms, r.stats.graph_replays, r.stats.eager_steps, bytes, floor_ms,
-            floor_ms > 0 ? step_ms / floor_ms : 0, host_ms, relay_ms, enqueue_ms, wait_ms);
+            floor_ms > 0 ? step_ms / floor_ms : 0, host_ms, relay_ms, enqueue_ms, wait_ms, sf.temperature, sf.top_p,
+            sf.top_k, sf.min_p);
         fflush(stdout);
     }
     if (prompt_len > 0) {
         struct engine_opts o;
         struct run_result warm, r;
         workload_opts(&flags, opts, n_opts, 1, prompt_len + 1, &o);
-        if (run_once(m, &o, 1, prompt_len, 2, 41, &warm, &e) || run_once(m, &o, 1, prompt_len, 2, 42, &r, &e))
+        if (run_once(m, &o, 1, prompt_len, 2, &greedy, 41, &warm, &e) ||
+            run_once(m, &o, 1, prompt_len, 2, &greedy, 42, &r, &e))
             goto done;
         const double s = r.submit_to_first;
         print_common(m, &o);

@@ -18,6 +18,7 @@
 #include "cli/engine_flags.h"
 #include "cli/generate_run.h"
 #include "cli/model_flags.h"
+#include "cli/sampling_flags.h"
 #include "core/fs.h"
 #include "io/gguf.h"
 #include "tokenizer/chat_template.h"
@@ -81,35 +82,6 @@ static int encode_prompt(const struct tokenizer *tok, const char *text, int add_
     return 0;
 }
 
-/* The per-request defaults the flags set. */
-struct sampling_flags {
-    double temperature, top_p, min_p;
-    int top_k;
-    uint64_t seed;
-};
-
-static struct sampling_params sampling_of(const struct sampling_flags *sf)
-{
-    struct sampling_params p = sampling_params_default();
-    p.temperature = (float)sf->temperature;
-    p.top_p = (float)sf->top_p;
-    p.min_p = (float)sf->min_p;
-    p.top_k = sf->top_k;
-    p.seed = sf->seed;
-    return p;
-}
-
-/* The flag named for a sampling field sampling_params_check refused. */
-static int sampling_flag_error(struct err *e)
-{
-    static const char *const names[][2] = {
-        {"temperature", "--temperature"}, {"top_k", "--top-k"}, {"top_p", "--top-p"}, {"min_p", "--min-p"}};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (!strncmp(e->msg, names[i][0], strlen(names[i][0])))
-            return err_prefix(e, "%s", names[i][1]);
-    return -1;
-}
-
 /* The single prompt as a request; ids are handed over. */
 static void single_request(struct generate_request *r, int32_t *ids, int n_ids,
                            const struct generate_defaults *d, char **stop)
@@ -133,8 +105,8 @@ int cmd_generate(int argc, char **argv)
     int node_status = 0;
     struct model_flags mf = model_flags_default();
     struct engine_flags f = engine_flags_default();
-    struct sampling_flags sf = {0.0, 1.0, 0.0, 0, 0};
-    enum { N_OWN = 13 };
+    struct sampling_flags sf = sampling_flags_default();
+    enum { N_OWN = 8 + SAMPLING_FLAGS_N_OPTS };
     struct cli_opt opts[N_OWN + MODEL_FLAGS_N_OPTS + ENGINE_FLAGS_N_OPTS] = {
         {"prompt-ids", CLI_OPT_STRING, &prompt_ids, 0, 0, 0, "prompt as comma-separated token ids", 0},
         {"prompt", CLI_OPT_STRING, &prompt, 0, 0, 0, "prompt text (through the model's tokenizer)", 0},
@@ -146,13 +118,8 @@ int cmd_generate(int argc, char **argv)
         {"ignore-eos", CLI_OPT_FLAG, &ignore_eos, 0, 0, 0, "keep going past end-of-sequence tokens", 0},
         {"stop", CLI_OPT_STRING, &stop, 0, 0, 0, "end the output before this text (needs a tokenizer)", 0},
         {"json", CLI_OPT_FLAG, &as_json, 0, 0, 0, "print the result as one JSON object", 0},
-        {"temperature", CLI_OPT_DOUBLE, &sf.temperature, 0, 0, 0, "sampling temperature (0: greedy)", 0},
-        {"top-p", CLI_OPT_DOUBLE, &sf.top_p, 0, 0, 0, "nucleus sampling mass, in (0, 1] (1: off)", 0},
-        {"top-k", CLI_OPT_INT, &sf.top_k, 0, 0, 1 << 30, "sample from the k most likely tokens (0: off)", 0},
-        {"min-p", CLI_OPT_DOUBLE, &sf.min_p, 0, 0, 0,
-         "drop tokens below min-p times the best, in [0, 1] (0: off)", 0},
-        {"seed", CLI_OPT_U64, &sf.seed, 0, 0, 0, "sampling seed (default: one per request)", 0},
     };
+    sampling_flags_opts(&sf, opts + N_OWN - SAMPLING_FLAGS_N_OPTS, "sampling seed (default: one per request)");
     model_flags_opts(&mf, opts + N_OWN);
     engine_flags_opts(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS);
     const int n_opts = (int)(sizeof opts / sizeof opts[0]);
@@ -165,11 +132,11 @@ int cmd_generate(int argc, char **argv)
     if (rc)
         goto done;
     rc = -1;
-    const struct generate_defaults d = {max_tokens, sampling_of(&sf), cli_given(opts, n_opts, "seed"),
+    const struct generate_defaults d = {max_tokens, sampling_flags_params(&sf), cli_given(opts, n_opts, "seed"),
                                         ignore_eos};
     /* every value on its own first: nothing loads for a bad flag */
     if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e) ||
-        (sampling_params_check(&d.sampling, 1 << 30, &e) && sampling_flag_error(&e)))
+        sampling_flags_check(&sf, &e))
         goto done;
     const int other_node = model_flags_run_node(&mf, &node_status, &e); /* its ranks of a split model only */
     if (other_node) {

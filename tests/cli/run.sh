@@ -359,6 +359,17 @@ else
 fi
 grep SKIP "$TMP/bad_flags" || true
 
+# bench of sampled decoding: the line reports the sampling it ran; greedy without the flags
+bench_line() { "$INFER" bench --model "$FIX/tiny-llama" --batch 2 --input-len 3 --output-len 4 --prompt-len 0 "$@" 2>"$TMP/err"; }
+if bench_line --temperature 0.8 --top-p 0.9 --top-k 5 --seed 7 >"$TMP/bs" &&
+    grep -q '"workload": "decode", "batch": 2' "$TMP/bs" &&
+    grep -q '"temperature": 0.8, "top_p": 0.9, "top_k": 5, "min_p": 0}' "$TMP/bs" &&
+    bench_line >"$TMP/bg" && grep -q '"temperature": 0, "top_p": 1, "top_k": 0, "min_p": 0}' "$TMP/bg"; then
+    ok "bench --temperature --top-p --top-k: sampled decode runs and says so; greedy by default"
+else
+    bad "bench sampling flags: $(cat "$TMP/bs" "$TMP/bg" 2>/dev/null | head -c 400) $(head -c 300 "$TMP/err")"
+fi
+
 # tensor parallelism on the CPU: ranks as processes, equal to one rank
 if INFER="$INFER" python3 "$ROOT/tests/cli/tensor_parallel.py" >"$TMP/tp" 2>&1; then
     ok "tensor parallel: $(grep -c PASS "$TMP/tp") checks (logits over 2, 4 and 8 ranks, batched = alone, a killed rank ends the group, 2 and 4 ranks as 2 machines, the relay through shared memory and TCP, bad relay settings refused)"
