@@ -293,10 +293,37 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         acc += st[b].s * exp((double)st[b].m - (double)mx);
     // A plain greedy row (no bias, no penalties) draws raw_best: z is never needed.
     const bool plain = p.temperature == 0.f && p.n_bias == 0 && p.n_seen == 0;
+    // Tempered with nothing to add first: z = l / T in the copy, its best
+    // token found there too, instead of a second pass over z.
+    const bool direct = p.temperature != 0.f && p.n_bias == 0 && p.n_seen == 0;
+    float dbv = -INFINITY;
+    int dbi = -1;
     if (!plain) {
-#pragma unroll 8
-        for (int t = threadIdx.x; t < vocab; t += NT)
-            z[t] = l[t];
+        // COPY loads in flight before the first store: the compiler orders a
+        // load after a store that may alias it (z and l), so one load, one
+        // store a step costs a round trip an element (a thread's ~125 of
+        // Llama's vocabulary, 256 of Gemma's). The read-only passes below keep
+        // plain loops: the same batching in tally lost 13-24 % of a top-k +
+        // top-p step (docs/kernels/sampling.md).
+        constexpr int COPY = 8;
+        for (int t0 = threadIdx.x; t0 < vocab; t0 += COPY * NT) {
+            float v[COPY];
+#pragma unroll
+            for (int u = 0; u < COPY; u++)
+                v[u] = t0 + u * NT < vocab ? l[t0 + u * NT] : 0.f;
+#pragma unroll
+            for (int u = 0; u < COPY; u++) {
+                const int t = t0 + u * NT;
+                if (t >= vocab)
+                    break;
+                if (direct) {
+                    v[u] = __fdiv_rn(v[u], p.temperature);
+                    if (ahead(v[u], t, dbv, dbi))
+                        dbv = v[u], dbi = t;
+                }
+                z[t] = v[u];
+            }
+        }
     }
     const float lse = __fadd_rn(mx, (float)log(block_sum_t<double>(acc))); // block_sum_t synchronises: z is written
 
@@ -336,14 +363,25 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         block_best(bv, bi);
         token = bi;
     } else {
-        float bv = -INFINITY;
-        int bi = -1;
-        for (int t = threadIdx.x; t < vocab; t += NT) {
-            float v = __fdiv_rn(z[t], p.temperature);
-            z[t] = v;
-            if (ahead(v, t, bv, bi))
-                bv = v, bi = t;
-        }
+        float bv = dbv;
+        int bi = dbi;
+        if (!direct) // after the bias and penalties; loads first, as in the copy
+            for (int t0 = threadIdx.x; t0 < vocab; t0 += 8 * NT) {
+                float v[8];
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    v[u] = t0 + u * NT < vocab ? z[t0 + u * NT] : 0.f;
+#pragma unroll
+                for (int u = 0; u < 8; u++) {
+                    const int t = t0 + u * NT;
+                    if (t >= vocab)
+                        break;
+                    v[u] = __fdiv_rn(v[u], p.temperature);
+                    z[t] = v[u];
+                    if (ahead(v[u], t, bv, bi))
+                        bv = v[u], bi = t;
+                }
+            }
         block_best(bv, bi); // synchronises: z is written
         row_state s = {z, vocab, bv, p.min_p > 0.f ? __fadd_rn(bv, p.log_min_p) : -INFINITY};
         cut ck = {0u, INT_MAX}, cp = {0u, INT_MAX};
