@@ -154,7 +154,8 @@ int cmd_bench(int argc, char **argv)
         goto done;
     rc = -1;
     if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e) ||
-        sampling_flags_check(&sf, &e) || (strcmp(batches, "0") && cli_parse_int_list(batches, "batch", &batch, &n_batch, &e)))
+        sampling_flags_check(&sf, &e) ||
+        (strcmp(batches, "0") && cli_parse_int_list(batches, "batch", &batch, &n_batch, &e)))
         goto done;
     const int other_node = model_flags_run_node(&mf, &node_status, &e); /* its ranks of a split model only */
     if (other_node) {

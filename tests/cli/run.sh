@@ -360,7 +360,9 @@ fi
 grep SKIP "$TMP/bad_flags" || true
 
 # bench of sampled decoding: the line reports the sampling it ran; greedy without the flags
-bench_line() { "$INFER" bench --model "$FIX/tiny-llama" --batch 2 --input-len 3 --output-len 4 --prompt-len 0 "$@" 2>"$TMP/err"; }
+bench_line() {
+    "$INFER" bench --model "$FIX/tiny-llama" --batch 2 --input-len 3 --output-len 4 --prompt-len 0 "$@" 2>"$TMP/err"
+}
 if bench_line --temperature 0.8 --top-p 0.9 --top-k 5 --seed 7 >"$TMP/bs" &&
     grep -q '"workload": "decode", "batch": 2' "$TMP/bs" &&
     grep -q '"temperature": 0.8, "top_p": 0.9, "top_k": 5, "min_p": 0}' "$TMP/bs" &&
