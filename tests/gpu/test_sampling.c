@@ -226,7 +226,33 @@ static float *make_logits(struct gpu_ctx *ctx, int n, int V)
     return l;
 }
 
-static int check_vocab(struct gpu_ctx *ctx, int V, int batches)
+/* Logits shaped like a trained model's: a tail around -12, a middle group
+ * around 0 of 0 to 6000 tokens (by row), a few dozen near 5 and one at 10,
+ * so a top-k or top-p row's candidates (alive, z within 16, 12, 9 or 6 of
+ * the best) are a few dozen to a few thousand: the sampler's candidate path
+ * at full vocabulary sizes, with each span chosen, which make_logits's flat
+ * rows mostly overflow. */
+static float *make_peaked_logits(struct gpu_ctx *ctx, int n, int V)
+{
+    static const int middle[5] = {300, 1500, 6000, 60, 0};
+    float *l = malloc((size_t)n * V * sizeof(float));
+    for (int r = 0; r < n; r++) {
+        float *x = l + (size_t)r * V;
+        for (int t = 0; t < V; t++)
+            x[t] = (float)(-12.0 + 2.0 * rng_normal(&ctx->rng));
+        for (int i = 0; i < middle[r % 5]; i++)
+            x[rng_next(&ctx->rng) % (uint64_t)V] = (float)(2.0 * rng_normal(&ctx->rng));
+        for (int i = 0; i < 48; i++)
+            x[rng_next(&ctx->rng) % (uint64_t)V] = (float)(5.0 + 2.0 * rng_normal(&ctx->rng));
+        x[rng_next(&ctx->rng) % (uint64_t)V] = 10.f;
+        if (r % 2)
+            for (int t = 0; t < V; t++)
+                x[t] = bf16_to_f32(f32_to_bf16(x[t]));
+    }
+    return l;
+}
+
+static int check_logits(struct gpu_ctx *ctx, int V, int batches, float *(*make)(struct gpu_ctx *, int, int))
 {
     if (ensure_init(ctx))
         GPU_FAIL("sample_init failed");
@@ -234,7 +260,7 @@ static int check_vocab(struct gpu_ctx *ctx, int V, int batches)
     static struct row_case cases[MAX_ROWS];
     for (int b = 0; b < batches; b++) {
         int n = b == 0 ? 1 : (b % 2 ? MAX_ROWS : 37);
-        float *l = make_logits(ctx, n, V);
+        float *l = make(ctx, n, V);
         for (int r = 0; r < n; r++)
             make_case(ctx, &cases[r], r + b, V);
         char what[64];
@@ -247,6 +273,8 @@ static int check_vocab(struct gpu_ctx *ctx, int V, int batches)
     return near_ties_ok(ctx, &tl);
 }
 
+static int check_vocab(struct gpu_ctx *ctx, int V, int batches) { return check_logits(ctx, V, batches, make_logits); }
+
 GPU_TEST(sampling_vocab_1000) { return check_vocab(ctx, 1000, 12); }
 GPU_TEST(sampling_vocab_odd_1001) { return check_vocab(ctx, 1001, 6); }
 GPU_TEST(sampling_vocab_odd_50257) { return check_vocab(ctx, 50257, 4); }
@@ -254,6 +282,8 @@ GPU_TEST(sampling_vocab_128256) { return check_vocab(ctx, 128256, 3); }
 GPU_TEST(sampling_vocab_151936) { return check_vocab(ctx, 151936, 2); }
 GPU_TEST(sampling_vocab_262144) { return check_vocab(ctx, 262144, 3); }
 GPU_TEST(sampling_vocab_tiny_7) { return check_vocab(ctx, 7, 8); }
+GPU_TEST(sampling_peaked_128256) { return check_logits(ctx, 128256, 3, make_peaked_logits); }
+GPU_TEST(sampling_peaked_262144) { return check_logits(ctx, 262144, 2, make_peaked_logits); }
 
 /* Integer logits: whole plateaus of equal values, so the top-k and top-p
  * cuts and the greedy choice fall inside ties. */
@@ -346,35 +376,85 @@ static void bench_call(void *a)
     CHECK(sample_rows(b->ctx->cuda, b->dl, b->n, b->V, b->rows, b->out, &e) == 0);
 }
 
-/* Milliseconds per call (upload, kernel, download) for greedy, plain
- * temperature, and top-k + top-p rows of Llama-3's vocabulary. */
-GPU_TEST(bench_sampling_128256)
+/* Milliseconds per call (upload, kernel, download) for greedy, tempered,
+ * top-p 0.9, and top-k 50 + top-p 0.9 rows of MAX_ROWS rows of logits l
+ * (V wide), at 1, 8 and 64 rows, appended to the bench's message. */
+static void bench_rows(struct gpu_ctx *ctx, const float *l, int V, float temperature, const char *shape, char **m)
 {
-    if (ensure_init(ctx))
-        GPU_FAIL("sample_init failed");
-    const int V = 128256;
-    float *l = make_logits(ctx, MAX_ROWS, V);
     float *dl = gpu_upload(ctx, l, (size_t)MAX_ROWS * V * sizeof(float));
-    free(l);
-    static struct sampling_params ps[3];
-    for (int i = 0; i < 3; i++) {
+    static const char *names[4] = {"greedy", "T", "p", "k+p"};
+    static struct sampling_params ps[4];
+    for (int i = 0; i < 4; i++) {
         ps[i] = sampling_params_default();
-        ps[i].temperature = i ? 0.8f : 0.f;
-        if (i == 2)
-            ps[i].top_k = 50, ps[i].top_p = 0.9f;
+        ps[i].temperature = i ? temperature : 0.f;
+        if (i >= 2)
+            ps[i].top_p = 0.9f;
+        if (i == 3)
+            ps[i].top_k = 50;
     }
     static struct sample_row rows[MAX_ROWS];
     static struct sample_result out[MAX_ROWS];
-    char *m = ctx->msg;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         for (int r = 0; r < MAX_ROWS; r++)
             rows[r] = (struct sample_row){&ps[i], (uint64_t)r, NULL, 0};
         for (int n = 1; n <= MAX_ROWS; n *= 8) {
             struct bench_arg a = {ctx, dl, rows, out, n, V};
             double ms = gpu_time_ms(ctx, bench_call, &a, 20);
-            m += snprintf(m, sizeof ctx->msg - (size_t)(m - ctx->msg), "%s%s %d rows %.3f ms",
-                          m == ctx->msg ? "" : "; ", i == 0 ? "greedy" : i == 1 ? "T" : "k+p", n, ms);
+            size_t left = sizeof ctx->msg - (size_t)(*m - ctx->msg);
+            int w = snprintf(*m, left, "%s%s %s %d rows %.3f ms", *m == ctx->msg ? "" : "; ", shape, names[i], n, ms);
+            *m += w > 0 && (size_t)w < left ? w : 0; /* a figure that does not fit is dropped whole */
         }
     }
+}
+
+/* Llama-3's vocabulary: flat rows (random weights' logits) and peaked ones
+ * (shaped like a trained model's), temperature 0.8. */
+GPU_TEST(bench_sampling_128256)
+{
+    if (ensure_init(ctx))
+        GPU_FAIL("sample_init failed");
+    char *m = ctx->msg;
+    float *(*make[2])(struct gpu_ctx *, int, int) = {make_logits, make_peaked_logits};
+    for (int i = 0; i < 2; i++) {
+        float *l = make[i](ctx, MAX_ROWS, 128256);
+        bench_rows(ctx, l, 128256, 0.8f, i ? "peaked" : "flat", &m);
+        free(l);
+    }
+    return 0;
+}
+
+/* A trained model's rows: INFER_BENCH_LOGITS names a file of float32 rows of
+ * INFER_BENCH_VOCAB (default 262144, Gemma 3) logits, e.g. positions of
+ * `infer logits` on a real checkpoint; its rows repeat to fill MAX_ROWS.
+ * Temperature 1, the OpenAI API's default. */
+GPU_TEST(bench_sampling_model_rows)
+{
+    const char *path = getenv("INFER_BENCH_LOGITS");
+    if (!path) {
+        snprintf(ctx->msg, sizeof ctx->msg, "skipped: INFER_BENCH_LOGITS names no file of logits");
+        return 0;
+    }
+    if (ensure_init(ctx))
+        GPU_FAIL("sample_init failed");
+    const char *vs = getenv("INFER_BENCH_VOCAB");
+    const int V = vs ? atoi(vs) : 262144;
+    if (V <= 0 || V > MAX_V)
+        GPU_FAIL("INFER_BENCH_VOCAB %d is not in 1..%d", V, MAX_V);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        GPU_FAIL("INFER_BENCH_LOGITS: cannot open %s", path);
+    float *l = malloc((size_t)MAX_ROWS * V * sizeof(float));
+    size_t got = fread(l, sizeof(float) * (size_t)V, MAX_ROWS, f);
+    fclose(f);
+    if (got == 0) {
+        free(l);
+        GPU_FAIL("INFER_BENCH_LOGITS: %s holds no whole row of %d float32 logits", path, V);
+    }
+    for (size_t r = got; r < MAX_ROWS; r++)
+        memcpy(l + r * (size_t)V, l + (r % got) * (size_t)V, sizeof(float) * (size_t)V);
+    char *m = ctx->msg;
+    m += snprintf(m, sizeof ctx->msg, "%zu rows of %s", got, path);
+    bench_rows(ctx, l, V, 1.f, "model", &m);
+    free(l);
     return 0;
 }

@@ -1,10 +1,11 @@
 # Development machine (numpy from the test venv): a model of the GPU
 # sampler's top-k / top-p cuts (src/backend/cuda/sampling.cu: tally, the
 # bisections, id_cutoff) run over the whole row and over the candidates of
-# docs/wip/sampler-prefilter.patch (alive, within 16 of the best z, at most
-# 4096, taken only where the patch's conditions hold), on model-shaped, flat
-# and plateau rows; prints how many rows took the candidate path and how many
-# cuts differ. Checks the patch's argument, not its CUDA code.
+# sample_kernel's prefilter (alive, within the widest of 16, 12, 9, 6 of the
+# best z that holds at most 4096, taken only where its conditions hold), on
+# model-shaped, flat and plateau rows; prints how many rows took the
+# candidate path and how many cuts differ. Checks the argument, not the CUDA
+# code.
 # Usage: .venv/bin/python tools/dev/sampler_prefilter_model.py [SEED] [VOCAB]
 import numpy as np, sys
 rng = np.random.default_rng(int(sys.argv[1]) if len(sys.argv) > 1 else 0)
@@ -62,17 +63,23 @@ def cuts(z, top_k, top_p, cand):
         cp = (k, 2**31 - 1 if keep >= ties else id_cutoff(ck, k, keep))
     return ck, cp
 def prefilter(z, top_k, top_p):
-    mz = z.max(); lo = np.float32(mz - np.float32(16))
+    mz = z.max()
     w = np.exp((z - mz).astype(np.float32)).astype(np.float64)
-    cand = np.nonzero(z >= lo)[0]
+    for span in (16, 12, 9, 6):
+        cand = np.nonzero(z >= np.float32(mz - np.float32(span)))[0]
+        if len(cand) <= 4096: break
+    else: return None
     n_alive = len(z); cut_k = top_k > 0 and top_k < n_alive
     k_inside = (not cut_k) or len(cand) >= top_k
     p_inside = not (top_p < 1) or cut_k or w[cand].sum() >= top_p * w.sum() * 1.000001
-    return cand if (len(cand) <= 4096 and k_inside and p_inside) else None
+    return cand if (k_inside and p_inside) else None
 V = int(sys.argv[2]) if len(sys.argv) > 2 else 5000; took = diff = 0
 for trial in range(300):
     kind = trial % 3
-    if kind == 0: z = (-12 + 2 * rng.standard_normal(V)); z[rng.integers(0, V, 48)] = 5 + 2 * rng.standard_normal(48); z[rng.integers(V)] = 10
+    if kind == 0:
+        z = (-12 + 2 * rng.standard_normal(V)); mid = int(rng.choice([0, 60, 300, 1500, 6000]))
+        z[rng.integers(0, V, mid)] = 2 * rng.standard_normal(mid)
+        z[rng.integers(0, V, 48)] = 5 + 2 * rng.standard_normal(48); z[rng.integers(V)] = 10
     elif kind == 1: z = 3 * rng.standard_normal(V)
     else: z = np.round(rng.standard_normal(V) * 4)  # plateaus of ties
     z = (z / rng.choice([0.6, 1.0, 1.3])).astype(np.float32)

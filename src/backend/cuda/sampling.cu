@@ -122,6 +122,10 @@ struct row_state {
     int vocab;
     float mz;       // max of z
     float thr;      // min-p threshold (-inf: off)
+    // The row's candidates (prefilter below), or n < 0: passes read the whole row
+    const float *cz; // [n] their z, in shared memory
+    const int *cid;  // [n] their ids
+    int n;
 };
 
 __device__ __forceinline__ bool alive(float zt, const row_state &s) { return zt > -INFINITY && !(zt < s.thr); }
@@ -129,14 +133,16 @@ __device__ __forceinline__ bool alive(float zt, const row_state &s) { return zt 
 // sample_token's top-p weight of an element: exp(z - max)
 __device__ __forceinline__ float weight(float zt, const row_state &s) { return expf(__fsub_rn(zt, s.mz)); }
 
-// Elements alive, inside c and of key >= k (mode 0), > k (1) or == k with id
-// <= id_max (2): their count, or their mass when mass is set.
-__device__ static double tally(const row_state &s, cut c, uint32_t k, int mode, int id_max, bool mass)
+// tally's loop over the candidates (CAND) or the whole row: two loops, not
+// one choosing its source per element, which made the whole row's passes
+// ~1.5x slower (docs/benchmarks.md, "The sampler's candidates").
+template <bool CAND>
+__device__ __forceinline__ void tally_loop(const row_state &s, cut c, uint32_t k, int mode, int id_max, bool mass,
+                                           double &acc, int &n)
 {
-    double acc = 0;
-    int n = 0;
-    for (int t = threadIdx.x; t < s.vocab; t += NT) {
-        float zt = s.z[t];
+    for (int j = threadIdx.x; j < (CAND ? s.n : s.vocab); j += NT) {
+        const float zt = CAND ? s.cz[j] : s.z[j];
+        const int t = CAND ? s.cid[j] : j;
         if (!alive(zt, s))
             continue;
         uint32_t key = okey(zt);
@@ -150,6 +156,18 @@ __device__ static double tally(const row_state &s, cut c, uint32_t k, int mode, 
                 n++;
         }
     }
+}
+
+// Elements alive, inside c and of key >= k (mode 0), > k (1) or == k with id
+// <= id_max (2): their count, or their mass when mass is set.
+__device__ static double tally(const row_state &s, cut c, uint32_t k, int mode, int id_max, bool mass)
+{
+    double acc = 0;
+    int n = 0;
+    if (s.n >= 0)
+        tally_loop<true>(s, c, k, mode, id_max, mass, acc, n);
+    else
+        tally_loop<false>(s, c, k, mode, id_max, mass, acc, n);
     return mass ? block_sum_t<double>(acc) : (double)block_sum_t<int>(n);
 }
 
@@ -186,10 +204,13 @@ __device__ static cut top_k_cut(const row_state &s, int top_k)
 }
 
 // sample_token's top-p inside c: keep elements, in order, while the mass
-// before them is below top_p times the mass of c.
-__device__ static cut top_p_cut(const row_state &s, cut c, float top_p)
+// before them is below top_p times the mass of c. full_total: the whole
+// row's alive mass (tally's loop and order: the same bits), the mass of c
+// when c is every element.
+__device__ static cut top_p_cut(const row_state &s, cut c, float top_p, double full_total)
 {
-    double total = tally(s, c, 0u, 0, 0, true);
+    const bool whole = c.k == 0u && c.id == INT_MAX;
+    double total = whole ? full_total : tally(s, c, 0u, 0, 0, true);
     double want = top_p * total;
     uint64_t lo = 0, hi = 0xFFFFFFFFull; // smallest k with mass(key > k) < want
     while (lo < hi) {
@@ -213,6 +234,116 @@ __device__ static cut top_p_cut(const row_state &s, cut c, float top_p)
             break;
     }
     return cut{k, keep >= ties ? INT_MAX : id_cutoff(s, c, k, keep)};
+}
+
+// ---- the candidates of a top-k / top-p row ----
+//
+// The cuts' bisections take ~35 whole-row passes each (one SM streaming the
+// row, a block reduction a pass: 1.1-2.3 ms a step with both,
+// docs/benchmarks.md). Every element either cut keeps lies within a span of
+// the best z when (a) at least top_k alive elements do and (b) their mass is
+// at least top_p times the row's; then the passes run over those
+// candidates, copied to shared memory in a fixed order, and give the same
+// cuts: for a key below the candidates' lowest, a pass over the row and one
+// over the candidates both find count >= top_k and mass >= the wanted mass
+// (so the bisection steps the same way); at or above it they count the same
+// elements (masses summed in another order: within double rounding).
+// Otherwise, or past PREFILTER_CAP candidates, the whole row.
+//
+// The span is the widest of PREFILTER_SPANS whose candidates fit the cap
+// (the widest is likeliest to hold (a) and (b)): a trained model's rows
+// (Gemma 3 270M, 233 positions of English text) have a median of 5910
+// elements within 16 of the best z at temperature 1, 110 within 8, and
+// 90 % of their mass within 8 in every row (docs/kernels/sampling.md).
+#define PREFILTER_CAP 4096
+#define PREFILTER_SPANS 4
+__constant__ const float prefilter_span[PREFILTER_SPANS] = {16.f, 12.f, 9.f, 6.f};
+// Candidates' mass over the wanted mass: far above the relative difference
+// of two summation orders of up to PREFILTER_CAP positive doubles (~1e-12).
+#define PREFILTER_MARGIN 1.000001
+
+// Exclusive prefix sum of x over the block (thread order), and the total.
+__device__ static int block_scan(int x, int &total)
+{
+    __shared__ int warp_tot[NW];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int inc = x;
+    for (int o = 1; o < 32; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= o)
+            inc += y;
+    }
+    __syncthreads(); // warp_tot may still be read by a previous call
+    if (lane == 31)
+        warp_tot[warp] = inc;
+    __syncthreads();
+    int before = 0;
+    total = 0;
+    for (int w = 0; w < NW; w++) {
+        before += w < warp ? warp_tot[w] : 0;
+        total += warp_tot[w];
+    }
+    return before + inc - x;
+}
+
+// The whole row's alive count and mass (tally's loop and order), and, where
+// (a) and (b) above hold, the candidates copied into cz / cid: s.n set to
+// their count (else left < 0).
+__device__ static void prefilter(row_state &s, int top_k, float top_p, float *cz, int *cid, int &n_alive,
+                                 double &full_total)
+{
+    float lo[PREFILTER_SPANS]; // unrolled: registers
+#pragma unroll
+    for (int w = 0; w < PREFILTER_SPANS; w++)
+        lo[w] = __fsub_rn(s.mz, prefilter_span[w]);
+    double acc = 0;
+    int n = 0, n_in[PREFILTER_SPANS] = {0};
+    for (int t = threadIdx.x; t < s.vocab; t += NT) {
+        const float zt = s.z[t];
+        if (!alive(zt, s))
+            continue;
+        n++;
+        acc += (double)weight(zt, s);
+#pragma unroll
+        for (int w = 0; w < PREFILTER_SPANS; w++)
+            n_in[w] += zt >= lo[w];
+    }
+    n_alive = block_sum_t<int>(n);
+    full_total = block_sum_t<double>(acc);
+    // two spans' counts a sum (each < 2^32): half the block reductions
+    const unsigned long long wide = block_sum_t<unsigned long long>(n_in[0] | (unsigned long long)n_in[1] << 32);
+    const unsigned long long narrow = block_sum_t<unsigned long long>(n_in[2] | (unsigned long long)n_in[3] << 32);
+    const int count_in[PREFILTER_SPANS] = {(int)(wide & 0xFFFFFFFFu), (int)(wide >> 32), (int)(narrow & 0xFFFFFFFFu),
+                                           (int)(narrow >> 32)};
+    int span = 0;
+    while (span < PREFILTER_SPANS && count_in[span] > PREFILTER_CAP)
+        span++;
+    const bool cut_k = top_k > 0 && top_k < n_alive;
+    if (span == PREFILTER_SPANS || (cut_k && count_in[span] < top_k))
+        return; // every thread decides alike: the counts are the block's
+    int mine = n_in[0]; // n_in[span] without indexing by a variable (that puts the array in local memory)
+#pragma unroll
+    for (int w = 1; w < PREFILTER_SPANS; w++)
+        mine = span == w ? n_in[w] : mine;
+    const float lo_c = __fsub_rn(s.mz, prefilter_span[span]);
+    int count;
+    int at = block_scan(mine, count);
+    double acc_c = 0;
+    for (int t = threadIdx.x; t < s.vocab; t += NT) {
+        const float zt = s.z[t];
+        if (alive(zt, s) && zt >= lo_c) {
+            cz[at] = zt, cid[at] = t, at++;
+            acc_c += (double)weight(zt, s);
+        }
+    }
+    // with a top-k cut, top-p's cut lies inside it, so inside the candidates
+    if (top_p < 1.f && !cut_k) {
+        const double mass_c = block_sum_t<double>(acc_c);
+        if (mass_c < (double)top_p * full_total * PREFILTER_MARGIN)
+            return;
+    }
+    __syncthreads();
+    s.cz = cz, s.cid = cid, s.n = count;
 }
 
 // ---- the row's max and log-sum-exp, over many blocks ----
@@ -296,9 +427,14 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     // Tempered with nothing to add first: z = l / T in the copy, its best
     // token found there too, instead of a second pass over z.
     const bool direct = p.temperature != 0.f && p.n_bias == 0 && p.n_seen == 0;
+    // With no top-k or top-p either (min-p aside), z is never needed as a
+    // row: the draw divides l in place (the same bits), and the best z is
+    // max(l) / T at raw_best (division by T > 0 keeps the order; where two
+    // logits round to one quotient, raw_best's draw still bounds the winner's).
+    const bool no_z = direct && p.top_k <= 0 && !(p.top_p < 1.f);
     float dbv = -INFINITY;
     int dbi = -1;
-    if (!plain) {
+    if (!plain && !no_z) {
         // COPY loads in flight before the first store: the compiler orders a
         // load after a store that may alias it (z and l), so one load, one
         // store a step costs a round trip an element (a thread's ~125 of
@@ -363,8 +499,8 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         block_best(bv, bi);
         token = bi;
     } else {
-        float bv = dbv;
-        int bi = dbi;
+        float bv = no_z ? __fdiv_rn(mx, p.temperature) : dbv;
+        int bi = no_z ? raw_best : dbi;
         if (!direct) // after the bias and penalties; loads first, as in the copy
             for (int t0 = threadIdx.x; t0 < vocab; t0 += 8 * NT) {
                 float v[8];
@@ -383,21 +519,25 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
                 }
             }
         block_best(bv, bi); // synchronises: z is written
-        row_state s = {z, vocab, bv, p.min_p > 0.f ? __fadd_rn(bv, p.log_min_p) : -INFINITY};
+        row_state s = {z, vocab, bv, p.min_p > 0.f ? __fadd_rn(bv, p.log_min_p) : -INFINITY, NULL, NULL, -1};
         cut ck = {0u, INT_MAX}, cp = {0u, INT_MAX};
         if (p.top_k > 0 || p.top_p < 1.f) {
-            int n_alive = (int)tally(s, ck, 0u, 0, 0, false);
+            __shared__ float cand_z[PREFILTER_CAP];
+            __shared__ int cand_id[PREFILTER_CAP];
+            int n_alive;
+            double full_total;
+            prefilter(s, p.top_k, p.top_p, cand_z, cand_id, n_alive, full_total);
             if (p.top_k > 0 && p.top_k < n_alive)
                 ck = top_k_cut(s, p.top_k);
             if (p.top_p < 1.f)
-                cp = top_p_cut(s, ck, p.top_p);
+                cp = top_p_cut(s, ck, p.top_p, full_total);
         }
         // Gumbel-max; the best token's draw bounds what others can reach
         const float floor_v = __fadd_rn(bv, gumbel(p.seed, p.step, bi));
         float gv = -INFINITY;
         int gi = -1;
         for (int t = threadIdx.x; t < vocab; t += NT) {
-            float zt = z[t];
+            float zt = no_z ? __fdiv_rn(l[t], p.temperature) : z[t];
             if (!alive(zt, s) || __fadd_rn(zt, GUMBEL_SPREAD) < floor_v)
                 continue;
             uint32_t key = okey(zt);
