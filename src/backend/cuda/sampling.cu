@@ -122,7 +122,8 @@ struct row_state {
     int vocab;
     float mz;       // max of z
     float thr;      // min-p threshold (-inf: off)
-    // The row's candidates (prefilter below), or n < 0: passes read the whole row
+    // The row's candidates (prefilter below; only where a cut bounds the
+    // draw to them), or n < 0: passes read the whole row
     const float *cz; // [n] their z, in shared memory
     const int *cid;  // [n] their ids
     int n;
@@ -319,6 +320,10 @@ __device__ static void prefilter(row_state &s, int top_k, float top_p, float *cz
     while (span < PREFILTER_SPANS && count_in[span] > PREFILTER_CAP)
         span++;
     const bool cut_k = top_k > 0 && top_k < n_alive;
+    // no cut at all (top_k past the alive count, top_p 1): nothing bounds
+    // the draw to the candidates
+    if (!cut_k && !(top_p < 1.f))
+        return;
     if (span == PREFILTER_SPANS || (cut_k && count_in[span] < top_k))
         return; // every thread decides alike: the counts are the block's
     int mine = n_in[0]; // n_in[span] without indexing by a variable (that puts the array in local memory)
@@ -344,6 +349,86 @@ __device__ static void prefilter(row_state &s, int top_k, float top_p, float *cz
     }
     __syncthreads();
     s.cz = cz, s.cid = cid, s.n = count;
+}
+
+// ---- the Gumbel draw ----
+//
+// The elements that can win the draw: alive, inside both cuts, and whose z
+// + GUMBEL_SPREAD reaches the best token's draw. On a trained model's row
+// they are a few thousand of the vocabulary, scattered, so a warp computing
+// the noise wherever one of its lanes passes paid it for nearly every
+// element (0.2 ms a 262144-wide row, docs/benchmarks.md "The Gumbel draw
+// queued by warp"). Each warp queues its passing elements in shared memory
+// instead and draws them 32 at a time (a warp whose lanes all pass draws at
+// once: random weights' flat rows): the same draws, and the same winner (the
+// largest, the lowest id on ties, whatever thread holds it).
+struct gumbel_args {
+    const float *l; // the raw logits (NO_Z: z = l / temperature)
+    float temperature;
+    cut ck, cp;
+    float floor_v; // the best token's draw
+    uint64_t seed, step;
+};
+
+// Lanes below m draw the warp's queued elements.
+__device__ __forceinline__ void draw_queued(const float *qz, const int *qt, int m, const gumbel_args &g, float &gv,
+                                            int &gi)
+{
+    const int lane = threadIdx.x & 31;
+    __syncwarp(); // the queue's stores are visible
+    if (lane < m) {
+        const int t = qt[lane];
+        const float v = __fadd_rn(qz[lane], gumbel(g.seed, g.step, t));
+        if (gi < 0 || v > gv || (v == gv && t < gi))
+            gv = v, gi = t;
+    }
+    __syncwarp(); // read before the queue is refilled
+}
+
+// This thread's best draw over the candidates (CAND) or the whole row, z
+// read from the scratch row or (NO_Z) made from the logits.
+template <bool CAND, bool NO_Z>
+__device__ __forceinline__ void gumbel_best(const row_state &s, const gumbel_args &g, float &gv, int &gi)
+{
+    __shared__ float queue_z[NW][32];
+    __shared__ int queue_t[NW][32];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    float *qz = queue_z[warp];
+    int *qt = queue_t[warp];
+    const int n = CAND ? s.n : s.vocab;
+    int queued = 0; // the same in every lane
+    for (int base = warp * 32; base < n; base += NT) { // a warp's lanes run the same trips
+        const int j = base + lane;
+        float zt = 0.f;
+        int t = j;
+        bool pass = false;
+        if (j < n) {
+            zt = CAND ? s.cz[j] : NO_Z ? __fdiv_rn(g.l[j], g.temperature) : s.z[j];
+            t = CAND ? s.cid[j] : j;
+            if (alive(zt, s) && !(__fadd_rn(zt, GUMBEL_SPREAD) < g.floor_v)) {
+                const uint32_t key = okey(zt);
+                pass = in_cut(key, t, g.ck) && in_cut(key, t, g.cp);
+            }
+        }
+        const unsigned ballot = __ballot_sync(0xffffffffu, pass);
+        if (ballot == 0xffffffffu) { // every lane passes (flat rows): drawn where they are
+            const float v = __fadd_rn(zt, gumbel(g.seed, g.step, t));
+            if (gi < 0 || v > gv || (v == gv && t < gi))
+                gv = v, gi = t;
+            continue;
+        }
+        const int count = __popc(ballot);
+        if (queued + count > 32) {
+            draw_queued(qz, qt, queued, g, gv, gi);
+            queued = 0;
+        }
+        if (pass) {
+            const int at = queued + __popc(ballot & ((1u << lane) - 1u));
+            qz[at] = zt, qt[at] = t;
+        }
+        queued += count;
+    }
+    draw_queued(qz, qt, queued, g, gv, gi);
 }
 
 // ---- the row's max and log-sum-exp, over many blocks ----
@@ -536,17 +621,13 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         const float floor_v = __fadd_rn(bv, gumbel(p.seed, p.step, bi));
         float gv = -INFINITY;
         int gi = -1;
-        for (int t = threadIdx.x; t < vocab; t += NT) {
-            float zt = no_z ? __fdiv_rn(l[t], p.temperature) : z[t];
-            if (!alive(zt, s) || __fadd_rn(zt, GUMBEL_SPREAD) < floor_v)
-                continue;
-            uint32_t key = okey(zt);
-            if (!in_cut(key, t, ck) || !in_cut(key, t, cp))
-                continue;
-            float v = __fadd_rn(zt, gumbel(p.seed, p.step, t));
-            if (gi < 0 || v > gv || (v == gv && t < gi))
-                gv = v, gi = t;
-        }
+        const gumbel_args g = {l, p.temperature, ck, cp, floor_v, p.seed, p.step};
+        if (s.n >= 0) // every element inside the cuts is a candidate (prefilter)
+            gumbel_best<true, false>(s, g, gv, gi);
+        else if (no_z)
+            gumbel_best<false, true>(s, g, gv, gi);
+        else
+            gumbel_best<false, false>(s, g, gv, gi);
         block_best(gv, gi);
         token = gi >= 0 ? gi : raw_best;
     }
