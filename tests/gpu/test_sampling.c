@@ -377,24 +377,27 @@ static void bench_call(void *a)
 }
 
 /* Milliseconds per call (upload, kernel, download) for greedy, tempered,
- * top-p 0.9, and top-k 50 + top-p 0.9 rows of MAX_ROWS rows of logits l
+ * top-p 0.9, top-k 50 + top-p 0.9, and greedy rows with 5 and 20 top
+ * log-probabilities, of MAX_ROWS rows of logits l
  * (V wide), at 1, 8 and 64 rows, appended to the bench's message. */
 static void bench_rows(struct gpu_ctx *ctx, const float *l, int V, float temperature, const char *shape, char **m)
 {
     float *dl = gpu_upload(ctx, l, (size_t)MAX_ROWS * V * sizeof(float));
-    static const char *names[4] = {"greedy", "T", "p", "k+p"};
-    static struct sampling_params ps[4];
-    for (int i = 0; i < 4; i++) {
+    static const char *names[6] = {"greedy", "T", "p", "k+p", "greedy+top5", "greedy+top20"};
+    static struct sampling_params ps[6];
+    for (int i = 0; i < 6; i++) {
         ps[i] = sampling_params_default();
-        ps[i].temperature = i ? temperature : 0.f;
-        if (i >= 2)
+        ps[i].temperature = i && i < 4 ? temperature : 0.f;
+        if (i == 2 || i == 3)
             ps[i].top_p = 0.9f;
         if (i == 3)
             ps[i].top_k = 50;
+        if (i >= 4)
+            ps[i].top_logprobs = i == 4 ? 5 : 20;
     }
     static struct sample_row rows[MAX_ROWS];
     static struct sample_result out[MAX_ROWS];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 6; i++) {
         for (int r = 0; r < MAX_ROWS; r++)
             rows[r] = (struct sample_row){&ps[i], (uint64_t)r, NULL, 0};
         for (int n = 1; n <= MAX_ROWS; n *= 8) {
