@@ -1,5 +1,6 @@
 /* infer bench --model M [--batch 1,8,32,128] [--input-len 32] [--output-len 256] [--prompt-len 512]
- *             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [model and engine flags]
+ *             [--temperature T] [--top-p P] [--top-k K] [--min-p P] [--seed S] [--top-logprobs N]
+ *             [model and engine flags]
  * Speed through the engine, the path `serve` runs (graphs and the draw
  * inside them as configured), one JSON line per measurement:
  * - decode, for each batch B: B requests of input-len random tokens and
@@ -127,17 +128,19 @@ static void print_common(const struct model *m, const struct engine_opts *o)
 int cmd_bench(int argc, char **argv)
 {
     const char *batches = "1,8,32,128";
-    int input_len = 32, output_len = 256, prompt_len = 512;
+    int input_len = 32, output_len = 256, prompt_len = 512, top_logprobs = 0;
     struct model_flags mf = model_flags_default();
     struct engine_flags f = engine_flags_default();
     struct sampling_flags sf = sampling_flags_default();
-    enum { N_OWN = 4 + SAMPLING_FLAGS_N_OPTS };
+    enum { N_OWN = 5 + SAMPLING_FLAGS_N_OPTS };
     struct cli_opt opts[N_OWN + MODEL_FLAGS_N_OPTS + ENGINE_FLAGS_N_OPTS] = {
         {"batch", CLI_OPT_STRING, &batches, 0, 0, 0, "decode batch sizes, comma-separated (0 runs none)", 0},
         {"input-len", CLI_OPT_INT, &input_len, 0, 1, 1 << 20, "prompt tokens of each decode request", 0},
         {"output-len", CLI_OPT_INT, &output_len, 0, 2, 1 << 20, "output tokens of each decode request", 0},
         {"prompt-len", CLI_OPT_INT, &prompt_len, 0, 0, 1 << 24, "prompt tokens of the prefill run (0: none)",
          0},
+        {"top-logprobs", CLI_OPT_INT, &top_logprobs, 0, 0, 20,
+         "top log-probabilities each decode token reports, as the API's top_logprobs (0-20)", 0},
     };
     sampling_flags_opts(&sf, opts + N_OWN - SAMPLING_FLAGS_N_OPTS,
                         "sampling seed of the first decode request, the next ones count up (default 0)");
@@ -176,7 +179,9 @@ int cmd_bench(int argc, char **argv)
     const int64_t params = model_config_count_params(&m->cfg);
     const double bytes = (double)params * (double)dtype_size(be->act_dtype);
     const double floor_ms = bytes / m->sh.size / H100_COPY_BYTES_PER_S * 1e3; /* each GPU reads its share */
-    const struct sampling_params sp = sampling_flags_params(&sf), greedy = sampling_params_default();
+    struct sampling_params sp = sampling_flags_params(&sf);
+    sp.top_logprobs = top_logprobs;
+    const struct sampling_params greedy = sampling_params_default();
     for (int i = 0; i < n_batch; i++) {
         struct engine_opts o;
         struct run_result r;
@@ -198,11 +203,11 @@ int cmd_bench(int argc, char **argv)
             "\"output_tok_s\": %.1f, \"ttft_ms\": %.3f, \"step_ms\": %.3f, \"graph_replays\": %ld, "
             "\"eager_steps\": %ld, \"weight_bytes\": %.0f, \"floor_ms\": %.3f, \"step_over_floor\": %.3f, "
             "\"host_ms\": %.4f, \"relay_ms\": %.4f, \"enqueue_ms\": %.4f, \"wait_ms\": %.4f, "
-            "\"temperature\": %g, \"top_p\": %g, \"top_k\": %d, \"min_p\": %g}\n",
+            "\"temperature\": %g, \"top_p\": %g, \"top_k\": %d, \"min_p\": %g, \"top_logprobs\": %d}\n",
             batch[i], input_len, output_len, r.stats.completion_tokens / r.ready_to_last,
             r.submit_to_first * 1e3, step_ms, r.stats.graph_replays, r.stats.eager_steps, bytes, floor_ms,
             floor_ms > 0 ? step_ms / floor_ms : 0, host_ms, relay_ms, enqueue_ms, wait_ms, sf.temperature, sf.top_p,
-            sf.top_k, sf.min_p);
+            sf.top_k, sf.min_p, top_logprobs);
         fflush(stdout);
     }
     if (prompt_len > 0) {

@@ -29,6 +29,7 @@ BAD = {
     "top-k": ["-1", "1.5", "99999999999"] + NUMBER,
     "min-p": ["-0.5", "1.5", "nan"] + NUMBER,
     "seed": ["-1", "1.5", "99999999999999999999999"] + NUMBER,
+    "top-logprobs": ["-1", "21", "1.5"] + NUMBER,
     "threads": ["-1", "5000", "1.5"] + NUMBER,
     "device": ["tpu", "CUDA", ""],
     "max-num-batched-tokens": ["-1", "0", "99999999999"] + NUMBER,

@@ -363,11 +363,13 @@ grep SKIP "$TMP/bad_flags" || true
 bench_line() {
     "$INFER" bench --model "$FIX/tiny-llama" --batch 2 --input-len 3 --output-len 4 --prompt-len 0 "$@" 2>"$TMP/err"
 }
-if bench_line --temperature 0.8 --top-p 0.9 --top-k 5 --seed 7 >"$TMP/bs" &&
+if bench_line --temperature 0.8 --top-p 0.9 --top-k 5 --seed 7 --top-logprobs 5 >"$TMP/bs" &&
     grep -q '"workload": "decode", "batch": 2' "$TMP/bs" &&
-    grep -q '"temperature": 0.8, "top_p": 0.9, "top_k": 5, "min_p": 0}' "$TMP/bs" &&
-    bench_line >"$TMP/bg" && grep -q '"temperature": 0, "top_p": 1, "top_k": 0, "min_p": 0}' "$TMP/bg"; then
-    ok "bench --temperature --top-p --top-k: sampled decode runs and says so; greedy by default"
+    grep -q '"temperature": 0.8, "top_p": 0.9, "top_k": 5, "min_p": 0, "top_logprobs": 5}' "$TMP/bs" &&
+    bench_line >"$TMP/bg" &&
+    grep -q '"temperature": 0, "top_p": 1, "top_k": 0, "min_p": 0, "top_logprobs": 0}' "$TMP/bg" &&
+    ! bench_line --top-logprobs 21 >/dev/null && grep -q -- "--top-logprobs" "$TMP/err"; then
+    ok "bench --temperature --top-p --top-k --top-logprobs: sampled decode runs and says so; greedy by default; 21 refused"
 else
     bad "bench sampling flags: $(cat "$TMP/bs" "$TMP/bg" 2>/dev/null | head -c 400) $(head -c 300 "$TMP/err")"
 fi
