@@ -369,7 +369,7 @@ if bench_line --temperature 0.8 --top-p 0.9 --top-k 5 --seed 7 --top-logprobs 5 
     bench_line >"$TMP/bg" &&
     grep -q '"temperature": 0, "top_p": 1, "top_k": 0, "min_p": 0, "top_logprobs": 0}' "$TMP/bg" &&
     ! bench_line --top-logprobs 21 >/dev/null && grep -q -- "--top-logprobs" "$TMP/err"; then
-    ok "bench --temperature --top-p --top-k --top-logprobs: sampled decode runs and says so; greedy by default; 21 refused"
+    ok "bench --temperature --top-p --top-k --top-logprobs: sampled decode says so; greedy by default; 21 refused"
 else
     bad "bench sampling flags: $(cat "$TMP/bs" "$TMP/bg" 2>/dev/null | head -c 400) $(head -c 300 "$TMP/err")"
 fi

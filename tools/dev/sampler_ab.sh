@@ -38,7 +38,8 @@ for i in range(10):
     print(json.dumps(r))
 PY
 for n in $MODELS; do
-    [ -f /tmp/m/$n/model.safetensors ] || build-gpu/infer mkmodel --config "$C/$n/config.json" --out /tmp/m/$n --seed 0 >/dev/null
+    [ -f /tmp/m/$n/model.safetensors ] ||
+        build-gpu/infer mkmodel --config "$C/$n/config.json" --out /tmp/m/$n --seed 0 >/dev/null
     for b in infer-base infer; do
         build-gpu/$b generate --model /tmp/m/$n --device cuda --input /tmp/same/sampler_req.jsonl --json \
             --cuda-graph-mode full >/tmp/same/$n.$b 2>/tmp/same/$n.$b.err || tail -3 /tmp/same/$n.$b.err
