@@ -19,14 +19,10 @@ TEXT
 build/infer tokenize --model "$MODEL" --text "$(cat "$TMP/text.txt")" >"$TMP/ids.json"
 build/infer logits --model "$MODEL" --ids-file "$TMP/ids.json" --out "$TMP/logits.safetensors" --device cpu
 $PY - "$TMP/logits.safetensors" "$OUTF" <<'PYEOF'
-import json, struct, sys
+import sys
 import numpy as np
-with open(sys.argv[1], "rb") as f:
-    n = struct.unpack("<Q", f.read(8))[0]
-    h = json.loads(f.read(n))
-    a, b = h["logits"]["data_offsets"]
-    f.seek(8 + n + a)
-    x = np.frombuffer(f.read(b - a), dtype=np.float32).reshape(h["logits"]["shape"])
+from safetensors.numpy import load_file
+x = load_file(sys.argv[1])["logits"]
 rows = x[[15, 45, 75, 105, 135, 165, 195, 225]]
 rows.astype(np.float32).tofile(sys.argv[2])
 m = rows.max(1, keepdims=True)
