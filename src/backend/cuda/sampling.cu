@@ -370,6 +370,14 @@ struct gumbel_args {
     uint64_t seed, step;
 };
 
+// Keeps the draw v of token t where it beats this thread's best (gv, gi):
+// larger, or equal with a lower id.
+__device__ __forceinline__ void keep_better_draw(float v, int t, float &gv, int &gi)
+{
+    if (gi < 0 || v > gv || (v == gv && t < gi))
+        gv = v, gi = t;
+}
+
 // Lanes below m draw the warp's queued elements.
 __device__ __forceinline__ void draw_queued(const float *qz, const int *qt, int m, const gumbel_args &g, float &gv,
                                             int &gi)
@@ -378,9 +386,7 @@ __device__ __forceinline__ void draw_queued(const float *qz, const int *qt, int 
     __syncwarp(); // the queue's stores are visible
     if (lane < m) {
         const int t = qt[lane];
-        const float v = __fadd_rn(qz[lane], gumbel(g.seed, g.step, t));
-        if (gi < 0 || v > gv || (v == gv && t < gi))
-            gv = v, gi = t;
+        keep_better_draw(__fadd_rn(qz[lane], gumbel(g.seed, g.step, t)), t, gv, gi);
     }
     __syncwarp(); // read before the queue is refilled
 }
@@ -412,9 +418,7 @@ __device__ __forceinline__ void gumbel_best(const row_state &s, const gumbel_arg
         }
         const unsigned ballot = __ballot_sync(0xffffffffu, pass);
         if (ballot == 0xffffffffu) { // every lane passes (flat rows): drawn where they are
-            const float v = __fadd_rn(zt, gumbel(g.seed, g.step, t));
-            if (gi < 0 || v > gv || (v == gv && t < gi))
-                gv = v, gi = t;
+            keep_better_draw(__fadd_rn(zt, gumbel(g.seed, g.step, t)), t, gv, gi);
             continue;
         }
         const int count = __popc(ballot);
