@@ -403,34 +403,45 @@ __device__ __forceinline__ void gumbel_best(const row_state &s, const gumbel_arg
     int *qt = queue_t[warp];
     const int n = CAND ? s.n : s.vocab;
     int queued = 0; // the same in every lane
-    for (int base = warp * 32; base < n; base += NT) { // a warp's lanes run the same trips
-        const int j = base + lane;
-        float zt = 0.f;
-        int t = j;
-        bool pass = false;
-        if (j < n) {
-            zt = CAND ? s.cz[j] : NO_Z ? __fdiv_rn(g.l[j], g.temperature) : s.z[j];
-            t = CAND ? s.cid[j] : j;
-            if (alive(zt, s) && !(__fadd_rn(zt, GUMBEL_SPREAD) < g.floor_v)) {
+    // LOADS elements a lane in flight before the first ballot: a ballot
+    // each 32 elements otherwise holds a lane to one load at a time (a round
+    // trip each of Gemma's 256 elements a lane: ~0.13 ms a row)
+    constexpr int LOADS = 8;
+    for (int base = warp * 32; base < n; base += LOADS * NT) { // a warp's lanes run the same trips
+        float zs[LOADS];
+#pragma unroll
+        for (int u = 0; u < LOADS; u++) {
+            const int j = base + u * NT + lane;
+            zs[u] = j < n ? (CAND ? s.cz[j] : NO_Z ? g.l[j] : s.z[j]) : 0.f;
+        }
+#pragma unroll
+        for (int u = 0; u < LOADS; u++) {
+            if (base + u * NT >= n) // the same in every lane
+                break;
+            const int j = base + u * NT + lane;
+            const float zt = NO_Z ? __fdiv_rn(zs[u], g.temperature) : zs[u];
+            const int t = CAND ? s.cid[j < n ? j : 0] : j;
+            bool pass = false;
+            if (j < n && alive(zt, s) && !(__fadd_rn(zt, GUMBEL_SPREAD) < g.floor_v)) {
                 const uint32_t key = okey(zt);
                 pass = in_cut(key, t, g.ck) && in_cut(key, t, g.cp);
             }
+            const unsigned ballot = __ballot_sync(0xffffffffu, pass);
+            if (ballot == 0xffffffffu) { // every lane passes (flat rows): drawn where they are
+                keep_better_draw(__fadd_rn(zt, gumbel(g.seed, g.step, t)), t, gv, gi);
+                continue;
+            }
+            const int count = __popc(ballot);
+            if (queued + count > 32) {
+                draw_queued(qz, qt, queued, g, gv, gi);
+                queued = 0;
+            }
+            if (pass) {
+                const int at = queued + __popc(ballot & ((1u << lane) - 1u));
+                qz[at] = zt, qt[at] = t;
+            }
+            queued += count;
         }
-        const unsigned ballot = __ballot_sync(0xffffffffu, pass);
-        if (ballot == 0xffffffffu) { // every lane passes (flat rows): drawn where they are
-            keep_better_draw(__fadd_rn(zt, gumbel(g.seed, g.step, t)), t, gv, gi);
-            continue;
-        }
-        const int count = __popc(ballot);
-        if (queued + count > 32) {
-            draw_queued(qz, qt, queued, g, gv, gi);
-            queued = 0;
-        }
-        if (pass) {
-            const int at = queued + __popc(ballot & ((1u << lane) - 1u));
-            qz[at] = zt, qt[at] = t;
-        }
-        queued += count;
     }
     draw_queued(qz, qt, queued, g, gv, gi);
 }
