@@ -493,6 +493,75 @@ __global__ void __launch_bounds__(NT) stats_kernel(const float *logits, size_t p
         stats[(size_t)r * stride + b] = sample_stats{mv, mi < 0 ? mi : mi + id_base, acc};
 }
 
+// ---- the top log-probabilities' candidates ----
+//
+// k of them (OpenAI's top_logprobs, up to 20) took k whole-row passes, each
+// ending in a block reduction. The first k of the raw order all lie at or
+// above any value that at least k elements reach, so where the widest of
+// TOP_SPANS below the max holding at most PREFILTER_CAP elements holds at
+// least k, the passes run over those, copied to shared memory: the same
+// elements, found in another order (the order's ties broken by id alike).
+#define TOP_CANDIDATES_FROM 3 // below, the whole row costs as few passes
+#define TOP_SPANS 4
+__constant__ const float top_span[TOP_SPANS] = {16.f, 8.f, 4.f, 2.f};
+
+// Their count (copied into cz / cid), or -1: the whole row.
+__device__ static int top_candidates(const float *l, int vocab, float mx, int k, float *cz, int *cid)
+{
+    float lo[TOP_SPANS];
+#pragma unroll
+    for (int w = 0; w < TOP_SPANS; w++)
+        lo[w] = __fsub_rn(mx, top_span[w]);
+    int n_in[TOP_SPANS] = {0};
+    for (int t = threadIdx.x; t < vocab; t += NT) {
+        const float v = l[t];
+#pragma unroll
+        for (int w = 0; w < TOP_SPANS; w++)
+            n_in[w] += v >= lo[w];
+    }
+    // two spans' counts a sum (each < 2^32): half the block reductions
+    const unsigned long long wide = block_sum_t<unsigned long long>(n_in[0] | (unsigned long long)n_in[1] << 32);
+    const unsigned long long narrow = block_sum_t<unsigned long long>(n_in[2] | (unsigned long long)n_in[3] << 32);
+    const int count_in[TOP_SPANS] = {(int)(wide & 0xFFFFFFFFu), (int)(wide >> 32), (int)(narrow & 0xFFFFFFFFu),
+                                     (int)(narrow >> 32)};
+    int span = 0;
+    while (span < TOP_SPANS && count_in[span] > PREFILTER_CAP)
+        span++;
+    if (span == TOP_SPANS || count_in[span] < k)
+        return -1; // every thread decides alike: the counts are the block's
+    int mine = n_in[0]; // n_in[span] without indexing by a variable
+#pragma unroll
+    for (int w = 1; w < TOP_SPANS; w++)
+        mine = span == w ? n_in[w] : mine;
+    const float lo_c = __fsub_rn(mx, top_span[span]);
+    int count;
+    int at = block_scan(mine, count);
+    __syncthreads(); // cz / cid may still be read by the draw over a top-k / top-p row's candidates
+    for (int t = threadIdx.x; t < vocab; t += NT) {
+        const float v = l[t];
+        if (v >= lo_c)
+            cz[at] = v, cid[at] = t, at++;
+    }
+    __syncthreads();
+    return count;
+}
+
+// This thread's first element after (pv, pi) in the raw order, over the
+// candidates (CAND: values v, ids id) or the row (v, ids their places): two
+// loops, as in tally.
+template <bool CAND>
+__device__ __forceinline__ void next_in_order(const float *v, const int *id, int n, float pv, int pi, float &bv,
+                                              int &bi)
+{
+    for (int c = threadIdx.x; c < n; c += NT) {
+        const float x = v[c];
+        const int t = CAND ? id[c] : c;
+        const bool after = pi < 0 || x < pv || (x == pv && t > pi);
+        if (after && ahead(x, t, bv, bi))
+            bv = x, bi = t;
+    }
+}
+
 // ---- the kernel ----
 
 __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *scratch, int vocab,
@@ -532,6 +601,9 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     // max(l) / T at raw_best (division by T > 0 keeps the order; where two
     // logits round to one quotient, raw_best's draw still bounds the winner's).
     const bool no_z = direct && p.top_k <= 0 && !(p.top_p < 1.f);
+    // a top-k / top-p row's candidates (prefilter), then the top log-probs'
+    __shared__ float cand_z[PREFILTER_CAP];
+    __shared__ int cand_id[PREFILTER_CAP];
     float dbv = -INFINITY;
     int dbi = -1;
     if (!plain && !no_z) {
@@ -622,8 +694,6 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         row_state s = {z, vocab, bv, p.min_p > 0.f ? __fadd_rn(bv, p.log_min_p) : -INFINITY, NULL, NULL, -1};
         cut ck = {0u, INT_MAX}, cp = {0u, INT_MAX};
         if (p.top_k > 0 || p.top_p < 1.f) {
-            __shared__ float cand_z[PREFILTER_CAP];
-            __shared__ int cand_id[PREFILTER_CAP];
             int n_alive;
             double full_total;
             prefilter(s, p.top_k, p.top_p, cand_z, cand_id, n_alive, full_total);
@@ -647,21 +717,22 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         token = gi >= 0 ? gi : raw_best;
     }
 
-    // top_logprobs: the next element of the raw order, k times
+    // top_logprobs: the next element of the raw order, k times, over the
+    // raw row's candidates where at least k of them hold it (then they hold
+    // its first k: two passes over the row instead of k)
     __shared__ int top_ids[20];
     __shared__ float top_vals[20];
     const int k = p.top_logprobs < vocab ? p.top_logprobs : vocab;
+    const int n_top = k >= TOP_CANDIDATES_FROM ? top_candidates(l, vocab, mx, k, cand_z, cand_id) : -1;
     float pv = INFINITY;
     int pi = -1;
     for (int j = 0; j < k; j++) {
         float bv = -INFINITY;
         int bi = -1;
-        for (int t = threadIdx.x; t < vocab; t += NT) {
-            float v = l[t];
-            bool after = pi < 0 || v < pv || (v == pv && t > pi);
-            if (after && ahead(v, t, bv, bi))
-                bv = v, bi = t;
-        }
+        if (n_top >= 0)
+            next_in_order<true>(cand_z, cand_id, n_top, pv, pi, bv, bi);
+        else
+            next_in_order<false>(l, NULL, vocab, pv, pi, bv, bi);
         block_best(bv, bi);
         if (threadIdx.x == 0)
             top_ids[j] = bi, top_vals[j] = bv;
