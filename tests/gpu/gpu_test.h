@@ -18,7 +18,7 @@ struct gpu_ctx {
     struct backend *cpu;
     struct backend *cuda;
     struct rng rng;
-    char msg[2048]; /* failure message set by the test (or a bench's figures) */
+    char msg[4096]; /* failure message set by the test (or a bench's figures) */
 };
 
 typedef int (*gpu_test_fn)(struct gpu_ctx *ctx);

@@ -5,9 +5,12 @@
  * over the gathered row (shards = ranks), for plain greedy rows and for
  * every other kind (temperature, top-k/p, bias, top log-probs), and within
  * float rounding of one rank's sampler (shards = 1: other spans, another
- * order of the sums); the token of a greedy row the same. 2, 4 and 8
- * shards of Llama's and Gemma's vocabularies, 1 and 64 rows, and of 2^20
- * logits (one row), where the shards take fewer spans each. */
+ * order of the sums); the token of a greedy row the same. The two
+ * gathered-row samplers draw a plainly tempered row with the statistics
+ * (draws), the ranks' with sample_kernel: the same token. 2, 4 and 8
+ * shards of Llama's and Gemma's vocabularies, 1, 32 (the most drawn with the
+ * statistics) and 64 rows, and of 2^20 logits (one row), where the shards
+ * take fewer spans each. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdlib.h>
@@ -43,8 +46,10 @@ static int same_result(const struct sample_result *a, const struct sample_result
 }
 
 /* The results of a draw over logits[rows, vocab]: have_stats (each shard's
- * statistics made first, as the ranks do), or the sampler's own. */
-static int draw(const float *logits, float *z, struct sample_stats *stats, int per_rank, int shards, int rows,
+ * statistics made first, as the ranks do; sample_kernel draws every row), or
+ * the sampler's own (with draws: a plainly tempered row drawn with them). */
+static int draw(const float *logits, float *z, struct sample_stats *stats, struct sample_draw *draws, int per_rank,
+                int shards, int rows,
                 int vocab, const struct sample_row_dev *dev_rows, struct sample_result *dev_out,
                 struct sample_result *out)
 {
@@ -54,7 +59,7 @@ static int draw(const float *logits, float *z, struct sample_stats *stats, int p
         if (launch_logit_stats(logits + (size_t)r * cols, (size_t)vocab, rows, cols, 1, shards, r * cols,
                                stats + r * splits, 0) != cudaSuccess)
             return -1;
-    if (launch_sample(logits, z, stats, per_rank, shards, rows, vocab, dev_rows, NULL, NULL, dev_out, 0) !=
+    if (launch_sample(logits, z, stats, per_rank, shards, draws, rows, vocab, dev_rows, NULL, NULL, dev_out, 0) !=
             cudaSuccess ||
         cudaDeviceSynchronize() != cudaSuccess)
         return -1;
@@ -65,12 +70,13 @@ static int draw(const float *logits, float *z, struct sample_stats *stats, int p
 GPU_TEST(sample_from_rank_statistics)
 {
     /* 2^20 logits over 8 shards: more spans than the statistics hold, so fewer a shard */
-    static const int vocabs[] = {128256, 262144, 1 << 20}, shard_counts[] = {2, 4, 8}, row_counts[] = {1, 64};
+    static const int vocabs[] = {128256, 262144, 1 << 20}, shard_counts[] = {2, 4, 8}, row_counts[] = {1, 32, 64};
     const int max_rows = 64, max_v = 262144;
     float *h = gpu_rand_f32(ctx, (size_t)max_rows * max_v, 3.f), *logits, *z;
     for (size_t i = 0; i + 1 < (size_t)max_rows * max_v; i += 4099)
         h[i] = h[i + 1]; /* ties, some across a shard's edge */
     struct sample_stats *stats;
+    struct sample_draw *draws;
     struct sample_row_dev rows_h[64], *rows_d;
     struct sample_result *out_d, *a = malloc(64 * sizeof *a), *b = malloc(64 * sizeof *b),
                                  *one = malloc(64 * sizeof *one);
@@ -80,6 +86,8 @@ GPU_TEST(sample_from_rank_statistics)
           cudaMalloc((void **)&z, (size_t)max_rows * max_v * 4) == cudaSuccess &&
           cudaMalloc((void **)&stats, (size_t)max_rows * SAMPLE_STATS_MAX_SPLITS * sizeof *stats) ==
               cudaSuccess &&
+          cudaMalloc((void **)&draws, (size_t)max_rows * SAMPLE_STATS_MAX_SPLITS * sizeof *draws) ==
+              cudaSuccess &&
           cudaMalloc((void **)&rows_d, sizeof rows_h) == cudaSuccess &&
           cudaMalloc((void **)&out_d, 64 * sizeof *out_d) == cudaSuccess);
     CHECK(cudaMemcpy(logits, h, (size_t)max_rows * max_v * 4, cudaMemcpyHostToDevice) == cudaSuccess &&
@@ -87,7 +95,7 @@ GPU_TEST(sample_from_rank_statistics)
     int failed = 0, cases = 0;
     for (size_t v = 0; v < 3 && !failed; v++)
         for (size_t k = 0; k < 3 && !failed; k++)
-            for (size_t n = 0; n < 2 && !failed; n++) {
+            for (size_t n = 0; n < 3 && !failed; n++) {
                 const int V = vocabs[v], N = shard_counts[k], R = row_counts[n];
                 if ((size_t)R * V > (size_t)max_rows * max_v)
                     continue; /* the buffers hold 64 rows of 2^18 */
@@ -95,9 +103,9 @@ GPU_TEST(sample_from_rank_statistics)
                 for (int r = 1; r < R; r++)
                     CHECK(cudaMemcpy(logits + (size_t)r * V, h + (size_t)r * max_v, (size_t)V * 4,
                                      cudaMemcpyHostToDevice) == cudaSuccess);
-                if (draw(logits, z, stats, 1, N, R, V, rows_d, out_d, a) ||
-                    draw(logits, z, stats, 0, N, R, V, rows_d, out_d, b) ||
-                    draw(logits, z, stats, 0, 1, R, V, rows_d, out_d, one))
+                if (draw(logits, z, stats, NULL, 1, N, R, V, rows_d, out_d, a) ||
+                    draw(logits, z, stats, draws, 0, N, R, V, rows_d, out_d, b) ||
+                    draw(logits, z, stats, draws, 0, 1, R, V, rows_d, out_d, one))
                     GPU_FAIL("vocabulary %d, %d shards, %d rows: a launch failed", V, N, R);
                 for (int r = 0; r < R && !failed; r++) {
                     if (!same_result(&a[r], &b[r]))
@@ -118,7 +126,7 @@ GPU_TEST(sample_from_rank_statistics)
                  "%d cases (3 vocabularies x 2, 4, 8 shards x 1, 64 rows, 5 kinds of row): bit-equal to the "
                  "gathered row's statistics, within 1e-5 of one rank's",
                  cases);
-    cudaFree(logits), cudaFree(z), cudaFree(stats), cudaFree(rows_d), cudaFree(out_d);
+    cudaFree(logits), cudaFree(z), cudaFree(stats), cudaFree(draws), cudaFree(rows_d), cudaFree(out_d);
     free(h), free(a), free(b), free(one);
     return failed;
 }

@@ -379,7 +379,7 @@ static void bench_call(void *a)
 /* Milliseconds per call (upload, kernel, download) for greedy, tempered,
  * top-p 0.9, top-k 50 + top-p 0.9, and greedy rows with 5 and 20 top
  * log-probabilities, of MAX_ROWS rows of logits l
- * (V wide), at 1, 8 and 64 rows, appended to the bench's message. */
+ * (V wide), at 1, 8, 16, 32 and 64 rows, appended to the bench's message. */
 static void bench_rows(struct gpu_ctx *ctx, const float *l, int V, float temperature, const char *shape, char **m)
 {
     float *dl = gpu_upload(ctx, l, (size_t)MAX_ROWS * V * sizeof(float));
@@ -400,7 +400,7 @@ static void bench_rows(struct gpu_ctx *ctx, const float *l, int V, float tempera
     for (int i = 0; i < 6; i++) {
         for (int r = 0; r < MAX_ROWS; r++)
             rows[r] = (struct sample_row){&ps[i], (uint64_t)r, NULL, 0};
-        for (int n = 1; n <= MAX_ROWS; n *= 8) {
+        for (int n = 1; n <= MAX_ROWS; n = n == 1 ? 8 : 2 * n) {
             struct bench_arg a = {ctx, dl, rows, out, n, V};
             double ms = gpu_time_ms(ctx, bench_call, &a, 20);
             size_t left = sizeof ctx->msg - (size_t)(*m - ctx->msg);

@@ -9,7 +9,7 @@
  *         sorted by token, stable: the kernel applies a token's biases in order)
  *   out   [max_rows] struct sample_result
  * and on the device only z, [max_rows, vocab] floats of scratch, and the
- * rows' spans' statistics, [max_rows, SAMPLE_STATS_MAX_SPLITS].
+ * rows' spans' statistics and draws, [max_rows, SAMPLE_STATS_MAX_SPLITS] each.
  * A call is three parts, so that a graph can hold the middle one:
  * - stage packs the rows (padding rows up to the graph bucket's count draw
  *   greedily and are ignored) — the previous call has finished, so nothing
@@ -34,9 +34,10 @@ struct cuda_sampler {
     size_t at_seen, at_bias, at_out, staged; /* byte offsets; staged: bytes of the staged part */
     char *host;                              /* pinned and mapped, staged bytes */
     char *host_dev;                          /* the same memory as the device addresses it */
-    char *dev;                               /* z, then stats */
+    char *dev;                               /* z, then stats, then draws */
     float *z;
     struct sample_stats *stats;
+    struct sample_draw *draws;
 };
 
 static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
@@ -56,7 +57,8 @@ int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err 
     s->at_out = s->at_bias + align256(R * SAMPLE_MAX_BIAS * sizeof(struct logit_bias));
     s->staged = s->at_out + align256(R * sizeof(struct sample_result));
     const size_t z_bytes = align256(R * (size_t)vocab * sizeof(float));
-    size_t bytes = z_bytes + R * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_stats);
+    const size_t stats_bytes = R * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_stats);
+    size_t bytes = z_bytes + stats_bytes + R * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_draw);
     cudaError_t rc = cudaMalloc((void **)&s->dev, bytes);
     if (rc != cudaSuccess) {
         free(s);
@@ -65,6 +67,7 @@ int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err 
     cb->n_device_allocs++;
     s->z = (float *)s->dev;
     s->stats = (struct sample_stats *)(s->dev + z_bytes);
+    s->draws = (struct sample_draw *)(s->dev + z_bytes + stats_bytes);
     rc = cudaHostAlloc((void **)&s->host, s->staged, cudaHostAllocMapped);
     if (rc == cudaSuccess)
         rc = cudaHostGetDevicePointer((void **)&s->host_dev, s->host, 0);
@@ -165,7 +168,7 @@ int cuda_op_sample_enqueue(struct backend *be, const float *logits, const void *
         return 0;
     const int shards = stats ? be->comm->size : 1;
     CUDA_TRY(launch_sample(logits, s->z, stats ? (struct sample_stats *)stats : s->stats, stats != NULL, shards,
-                           pad_rows, vocab, (const struct sample_row_dev *)s->host_dev,
+                           s->draws, pad_rows, vocab, (const struct sample_row_dev *)s->host_dev,
                            (const struct sample_seen *)(s->host_dev + s->at_seen),
                            (const struct logit_bias *)(s->host_dev + s->at_bias),
                            (struct sample_result *)(s->host_dev + s->at_out), cuda_stream(be)),

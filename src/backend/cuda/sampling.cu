@@ -464,15 +464,54 @@ __device__ __forceinline__ void gumbel_best(const row_state &s, const gumbel_arg
 
 __device__ __forceinline__ int stats_span(int cols, int splits) { return (cols + splits - 1) / splits; }
 
+// A row whose Gumbel-max draw stats_kernel makes: tempered, with nothing to
+// add or cut (sample_kernel's no_z rows without min-p, whose threshold
+// needs the row's max first). One block a row drew it over the whole row,
+// Philox and two logf an element that can win: 0.1-0.2 ms a step on one SM
+// (docs/benchmarks.md, "The draw with the statistics"); spread over the
+// statistics' blocks it is a few microseconds.
+// Past SAMPLE_DRAW_MAX_ROWS rows a call leaves the draw to sample_kernel:
+// each span prunes with its own best's draw, far below the row's on a
+// trained model's rows, so the spans compute many times the noise one
+// block does, and past ~32 rows a block a row fills the SMs as well (Gemma 3
+// 270M's rows, one H200: 8 rows 0.14 ms in sample_kernel, 0.07 here; 16
+// rows 0.15 / 0.10; 32 rows 0.19 / 0.17; 64 rows 0.24 / 0.31).
+#ifndef SAMPLE_DRAW_MAX_ROWS
+#define SAMPLE_DRAW_MAX_ROWS 32
+#endif
+__device__ __forceinline__ bool draws_with_stats(const sample_row_dev &p)
+{
+    return p.temperature != 0.f && p.n_bias == 0 && p.n_seen == 0 && p.top_k <= 0 && !(p.top_p < 1.f) &&
+           !(p.min_p > 0.f);
+}
+
 // Block (b, r): row r's span b % splits of shard b / splits, of l's rows of
 // `pitch` floats holding shards x cols logits; ids from id_base; into
-// stats[r * stride + b].
-__global__ void __launch_bounds__(NT) stats_kernel(const float *logits, size_t pitch, int cols, int splits,
-                                                   int id_base, sample_stats *stats, int stride)
+// stats[r * stride + b]. With rows, a row that draws_with_stats also gets
+// its span's best draw in draws[r * stride + b]: sample_kernel's draw over
+// the span (z = l / T; an element is drawn where z + GUMBEL_SPREAD reaches
+// the draw of the span's best, which bounds the span's winner as the row's
+// best bounds the row's), so the best of the spans' draws is its token.
+__global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_t pitch, int cols, int splits,
+                                                   int id_base, sample_stats *stats, int stride,
+                                                   const sample_row_dev *rows, sample_draw *draws)
 {
     const int b = blockIdx.x, r = blockIdx.y, span = stats_span(cols, splits);
     const int shard = b / splits, t0 = shard * cols + (b % splits) * span, t1 = min(shard * cols + cols, t0 + span);
     const float *l = logits + (size_t)r * pitch;
+    // The row's parameters: host memory no kernel writes (staged before the
+    // step), read by one thread (every block's warps reading it over the
+    // link cost a batch-64 step ~1 %) before waiting, shared after.
+    __shared__ float row_temp;
+    __shared__ uint64_t row_seed, row_step;
+    if (threadIdx.x == 0) {
+        row_temp = 0.f;
+        if (rows) {
+            const sample_row_dev p = rows[r];
+            if (draws_with_stats(p))
+                row_temp = p.temperature, row_seed = p.seed, row_step = p.step;
+        }
+    }
     pdl_wait(); // the logits are the previous kernel's output
     pdl_launch_dependents();
     float mv = -INFINITY;
@@ -483,14 +522,47 @@ __global__ void __launch_bounds__(NT) stats_kernel(const float *logits, size_t p
         if (ahead(v, t, mv, mi))
             mv = v, mi = t;
     }
-    block_best(mv, mi);
+    block_best(mv, mi); // synchronises: the row's parameters are shared
+    const float temp = row_temp;
     double acc = 0;
+    float gv = -INFINITY;
+    int gi = -1;
+    if (temp == 0.f) {
 #pragma unroll 8
-    for (int t = t0 + threadIdx.x; t < t1; t += NT)
-        acc += (double)expf(__fsub_rn(l[t], mv));
+        for (int t = t0 + threadIdx.x; t < t1; t += NT)
+            acc += (double)expf(__fsub_rn(l[t], mv));
+    } else {
+        // Which of this thread's elements can win is marked in the sum's
+        // pass (its loads together, no noise yet: Philox in that loop needs
+        // more registers than two blocks an SM leave, and one load at a time
+        // is a round trip an element); the noise only for those after.
+        const uint64_t seed = row_seed, step = row_step;
+        const float floor_v = mi >= 0 ? __fadd_rn(__fdiv_rn(mv, temp), gumbel(seed, step, mi + id_base)) : INFINITY;
+        uint32_t can_win = 0; // bit k: the thread's element k (past 31: checked again below)
+#pragma unroll 8
+        for (int t = t0 + threadIdx.x, k = 0; t < t1; t += NT, k++) {
+            const float v = l[t];
+            acc += (double)expf(__fsub_rn(v, mv));
+            const float zt = __fdiv_rn(v, temp);
+            if (zt > -INFINITY && !(__fadd_rn(zt, GUMBEL_SPREAD) < floor_v))
+                can_win |= 1u << (k & 31);
+        }
+#pragma unroll 1
+        for (int t = t0 + threadIdx.x, k = 0; t < t1; t += NT, k++) {
+            if (k < 32 && !(can_win >> k & 1u))
+                continue;
+            const float zt = __fdiv_rn(l[t], temp);
+            if (zt > -INFINITY && !(__fadd_rn(zt, GUMBEL_SPREAD) < floor_v))
+                keep_better_draw(__fadd_rn(zt, gumbel(seed, step, t + id_base)), t + id_base, gv, gi);
+        }
+        block_best(gv, gi);
+    }
     acc = block_sum_t<double>(acc);
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
         stats[(size_t)r * stride + b] = sample_stats{mv, mi < 0 ? mi : mi + id_base, acc};
+        if (temp != 0.f)
+            draws[(size_t)r * stride + b] = sample_draw{gv, gi};
+    }
 }
 
 // ---- the top log-probabilities' candidates ----
@@ -566,8 +638,8 @@ __device__ __forceinline__ void next_in_order(const float *v, const int *id, int
 
 __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *scratch, int vocab,
                                                     const sample_row_dev *rows, const sample_seen *seen,
-                                                    const logit_bias *bias, const sample_stats *stats, int splits,
-                                                    sample_result *out)
+                                                    const logit_bias *bias, const sample_stats *stats,
+                                                    const sample_draw *draws, int splits, sample_result *out)
 {
     // The row's parameters are host memory that no kernel writes (the
     // host staged them before the step): read before waiting, so the
@@ -670,6 +742,15 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
                 bv = z[t], bi = t;
         block_best(bv, bi);
         token = bi;
+    } else if (draws && draws_with_stats(p)) { // drawn by stats_kernel: the best of its spans' draws
+        const sample_draw *dr = draws + (size_t)blockIdx.x * SAMPLE_STATS_MAX_SPLITS;
+        float gv = -INFINITY;
+        int gi = -1;
+        for (int b = threadIdx.x; b < splits; b += NT)
+            if (ahead(dr[b].v, dr[b].t, gv, gi))
+                gv = dr[b].v, gi = dr[b].t;
+        block_best(gv, gi);
+        token = gi >= 0 ? gi : raw_best;
     } else {
         float bv = no_z ? __fdiv_rn(mx, p.temperature) : dbv;
         int bi = no_z ? raw_best : dbi;
@@ -749,8 +830,10 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     }
 }
 
-extern "C" cudaError_t launch_logit_stats(const float *logits, size_t pitch, int rows, int cols, int shards,
-                                          int ranks, int id_base, struct sample_stats *stats, cudaStream_t stream)
+// launch_logit_stats, with rows and draws for the rows that draw there (or NULL).
+static cudaError_t launch_stats(const float *logits, size_t pitch, int rows, int cols, int shards, int ranks,
+                                int id_base, sample_stats *stats, const sample_row_dev *row_params,
+                                sample_draw *draws, cudaStream_t stream)
 {
     if (rows <= 0)
         return cudaSuccess;
@@ -760,14 +843,21 @@ extern "C" cudaError_t launch_logit_stats(const float *logits, size_t pitch, int
     if (rows > 65535 || shards < 1 || shards * splits > SAMPLE_STATS_MAX_SPLITS)
         return cudaErrorInvalidValue;
     cudaError_t rc = launch_pdl(stats_kernel, dim3((unsigned)(shards * splits), (unsigned)rows), NT, 0, stream,
-                                logits, pitch, cols, splits, id_base, stats, SAMPLE_STATS_MAX_SPLITS);
+                                logits, pitch, cols, splits, id_base, stats, SAMPLE_STATS_MAX_SPLITS,
+                                draws ? row_params : nullptr, draws);
     return rc != cudaSuccess ? rc : cudaGetLastError();
 }
 
+extern "C" cudaError_t launch_logit_stats(const float *logits, size_t pitch, int rows, int cols, int shards,
+                                          int ranks, int id_base, struct sample_stats *stats, cudaStream_t stream)
+{
+    return launch_stats(logits, pitch, rows, cols, shards, ranks, id_base, stats, nullptr, nullptr, stream);
+}
+
 extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct sample_stats *stats, int have_stats,
-                                     int shards, int n_rows, int vocab, const struct sample_row_dev *rows,
-                                     const struct sample_seen *seen, const struct logit_bias *bias,
-                                     struct sample_result *out, cudaStream_t stream)
+                                     int shards, struct sample_draw *draws, int n_rows, int vocab,
+                                     const struct sample_row_dev *rows, const struct sample_seen *seen,
+                                     const struct logit_bias *bias, struct sample_result *out, cudaStream_t stream)
 {
     if (n_rows <= 0)
         return cudaSuccess;
@@ -777,11 +867,13 @@ extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct
     // draw while the statistics do; rows, seen, bias and out may be mapped
     // host memory (cuda_sampling.c), which the kernels read and write in place.
     const int cols = vocab / shards, splits = shards * SAMPLE_STATS_SHARD_SPLITS(cols, shards);
+    if (have_stats || n_rows > SAMPLE_DRAW_MAX_ROWS) // the ranks made them, without the rows; or many rows
+        draws = nullptr;
     cudaError_t rc = have_stats ? cudaSuccess
-                                : launch_logit_stats(logits, (size_t)vocab, n_rows, cols, shards, shards, 0, stats,
-                                                     stream);
+                                : launch_stats(logits, (size_t)vocab, n_rows, cols, shards, shards, 0, stats, rows,
+                                               draws, stream);
     if (rc == cudaSuccess)
         rc = launch_pdl(sample_kernel, n_rows, NT, 0, stream, logits, scratch, vocab, rows, seen, bias,
-                        (const sample_stats *)stats, splits, out);
+                        (const sample_stats *)stats, (const sample_draw *)draws, splits, out);
     return rc != cudaSuccess ? rc : cudaGetLastError();
 }

@@ -30,6 +30,14 @@ struct sample_stats {
     double s;
 };
 
+/* A span's best Gumbel-max draw (sampling.cu: stats_kernel, for a row that
+ * draws there): its value and token, t = -1 where no element of the span
+ * can be drawn. */
+struct sample_draw {
+    float v;
+    int32_t t;
+};
+
 /* Spans a row of vocab logits is cut into for the stats (each ~8192 logits, at most 64). */
 #define SAMPLE_STATS_MAX_SPLITS 64
 #define SAMPLE_STATS_SPLITS(vocab)                                                                                     \
@@ -62,15 +70,20 @@ cudaError_t launch_logit_stats(const float *logits, size_t pitch, int rows, int 
  * log-sum-exp from its spans' statistics (have_stats: already in stats, as
  * a split model's gather leaves them; else launch_logit_stats with this
  * shards count first), then one block per row, with z (the penalised,
- * tempered logits) kept in scratch[n_rows, vocab]. A plain greedy row
+ * tempered logits) kept in scratch[n_rows, vocab]. draws (n_rows *
+ * SAMPLE_STATS_MAX_SPLITS of them, or NULL): where the statistics are found
+ * here, a plainly tempered row (no bias, penalties, top-k, top-p or min-p:
+ * the OpenAI API's defaults) makes its Gumbel-max draw with them, over all
+ * their blocks, instead of in its one block (the same token). A plain greedy row
  * (temperature 0, no bias, no seen tokens, no top log-probs) never reads
  * its logits, so a split model's rank 0 need not gather them. Both kernels
  * launch with PDL; rows, seen, bias and out may be mapped host memory (no
  * kernel may write rows, seen or bias: the draw reads its row before
  * waiting). */
 cudaError_t launch_sample(const float *logits, float *scratch, struct sample_stats *stats, int have_stats, int shards,
-                          int n_rows, int vocab, const struct sample_row_dev *rows, const struct sample_seen *seen,
-                          const struct logit_bias *bias, struct sample_result *out, cudaStream_t stream);
+                          struct sample_draw *draws, int n_rows, int vocab, const struct sample_row_dev *rows,
+                          const struct sample_seen *seen, const struct logit_bias *bias, struct sample_result *out,
+                          cudaStream_t stream);
 
 #ifdef __cplusplus
 }
