@@ -7,7 +7,8 @@
 //     max and log-sum-exp from stats_kernel's partials, see below)
 //   z = logits (scratch); bias, penalties on the listed tokens only
 //   greedy: argmax z, lowest id on ties
-//   else: z /= T; min-p mask; top-k and top-p cuts; Gumbel-max draw
+//   else: z /= T; min-p mask; top-k and top-p cuts; Gumbel-max draw (a row
+//     with T alone, in calls of up to 32 rows: drawn by stats_kernel's spans)
 // The cuts are found without sorting: an element's place in sample_token's
 // order (z descending, id ascending) is a monotone function of
 // (ordered bits of z, id), so the k-th element, and the element where the
