@@ -494,8 +494,8 @@ __device__ __forceinline__ bool draws_with_stats(const sample_row_dev &p)
 // the draw of the span's best, which bounds the span's winner as the row's
 // best bounds the row's), so the best of the spans' draws is its token.
 __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_t pitch, int cols, int splits,
-                                                   int id_base, sample_stats *stats, int stride,
-                                                   const sample_row_dev *rows, sample_draw *draws)
+                                                      int id_base, sample_stats *stats, int stride,
+                                                      const sample_row_dev *rows, sample_draw *draws)
 {
     const int b = blockIdx.x, r = blockIdx.y, span = stats_span(cols, splits);
     const int shard = b / splits, t0 = shard * cols + (b % splits) * span, t1 = min(shard * cols + cols, t0 + span);
