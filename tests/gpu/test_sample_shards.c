@@ -49,8 +49,7 @@ static int same_result(const struct sample_result *a, const struct sample_result
  * statistics made first, as the ranks do; sample_kernel draws every row), or
  * the sampler's own (with draws: a plainly tempered row drawn with them). */
 static int draw(const float *logits, float *z, struct sample_stats *stats, struct sample_draw *draws, int per_rank,
-                int shards, int rows,
-                int vocab, const struct sample_row_dev *dev_rows, struct sample_result *dev_out,
+                int shards, int rows, int vocab, const struct sample_row_dev *dev_rows, struct sample_result *dev_out,
                 struct sample_result *out)
 {
     const int cols = vocab / shards, splits = SAMPLE_STATS_SHARD_SPLITS(cols, shards);

@@ -74,9 +74,10 @@ cudaError_t launch_logit_stats(const float *logits, size_t pitch, int rows, int 
  * SAMPLE_STATS_MAX_SPLITS of them, or NULL): where the statistics are found
  * here, a plainly tempered row (no bias, penalties, top-k, top-p or min-p:
  * the OpenAI API's defaults) makes its Gumbel-max draw with them, over all
- * their blocks, instead of in its one block (the same token). A plain greedy row
- * (temperature 0, no bias, no seen tokens, no top log-probs) never reads
- * its logits, so a split model's rank 0 need not gather them. Both kernels
+ * their blocks, instead of in its one block (the same token; calls of up
+ * to 32 rows). A plain greedy row (temperature 0, no bias, no seen tokens,
+ * no top log-probs) never reads its logits, so a split model's rank 0 need
+ * not gather them. Both kernels
  * launch with PDL; rows, seen, bias and out may be mapped host memory (no
  * kernel may write rows, seen or bias: the draw reads its row before
  * waiting). */
