@@ -252,14 +252,14 @@ __device__ static cut top_p_cut(const row_state &s, cut c, float top_p, double f
 // elements (masses summed in another order: within double rounding).
 // Otherwise, or past PREFILTER_CAP candidates, the whole row.
 //
-// The span is the widest of PREFILTER_SPANS whose candidates fit the cap
+// The span is the widest of the SPANS widths whose candidates fit the cap
 // (the widest is likeliest to hold (a) and (b)): a trained model's rows
 // (Gemma 3 270M, 233 positions of English text) have a median of 5910
 // elements within 16 of the best z at temperature 1, 110 within 8, and
 // 90 % of their mass within 8 in every row (docs/kernels/sampling.md).
 #define PREFILTER_CAP 4096
-#define PREFILTER_SPANS 4
-__constant__ const float prefilter_span[PREFILTER_SPANS] = {16.f, 12.f, 9.f, 6.f};
+#define SPANS 4 // widths of the candidates, here and for the top log-probabilities below
+__constant__ const float prefilter_span[SPANS] = {16.f, 12.f, 9.f, 6.f};
 // Candidates' mass over the wanted mass: far above the relative difference
 // of two summation orders of up to PREFILTER_CAP positive doubles (~1e-12).
 #define PREFILTER_MARGIN 1.000001
@@ -288,18 +288,43 @@ __device__ static int block_scan(int x, int &total)
     return before + inc - x;
 }
 
+// The block's counts of four spans from each thread's n_in (count_in), and
+// the widest span holding at most PREFILTER_CAP of them (SPANS: none).
+__device__ __forceinline__ int widest_fitting(const int (&n_in)[SPANS], int (&count_in)[SPANS])
+{
+    // two spans' counts a sum (each < 2^32): half the block reductions
+    const unsigned long long wide = block_sum_t<unsigned long long>(n_in[0] | (unsigned long long)n_in[1] << 32);
+    const unsigned long long narrow = block_sum_t<unsigned long long>(n_in[2] | (unsigned long long)n_in[3] << 32);
+    count_in[0] = (int)(wide & 0xFFFFFFFFu), count_in[1] = (int)(wide >> 32);
+    count_in[2] = (int)(narrow & 0xFFFFFFFFu), count_in[3] = (int)(narrow >> 32);
+    int span = 0;
+    while (span < SPANS && count_in[span] > PREFILTER_CAP)
+        span++;
+    return span;
+}
+
+// n_in[span] without indexing by a variable (that puts the array in local memory).
+__device__ __forceinline__ int span_entry(const int (&n_in)[SPANS], int span)
+{
+    int v = n_in[0];
+#pragma unroll
+    for (int w = 1; w < SPANS; w++)
+        v = span == w ? n_in[w] : v;
+    return v;
+}
+
 // The whole row's alive count and mass (tally's loop and order), and, where
 // (a) and (b) above hold, the candidates copied into cz / cid: s.n set to
 // their count (else left < 0).
 __device__ static void prefilter(row_state &s, int top_k, float top_p, float *cz, int *cid, int &n_alive,
                                  double &full_total)
 {
-    float lo[PREFILTER_SPANS]; // unrolled: registers
+    float lo[SPANS]; // unrolled: registers
 #pragma unroll
-    for (int w = 0; w < PREFILTER_SPANS; w++)
+    for (int w = 0; w < SPANS; w++)
         lo[w] = __fsub_rn(s.mz, prefilter_span[w]);
     double acc = 0;
-    int n = 0, n_in[PREFILTER_SPANS] = {0};
+    int n = 0, n_in[SPANS] = {0};
     for (int t = threadIdx.x; t < s.vocab; t += NT) {
         const float zt = s.z[t];
         if (!alive(zt, s))
@@ -307,30 +332,21 @@ __device__ static void prefilter(row_state &s, int top_k, float top_p, float *cz
         n++;
         acc += (double)weight(zt, s);
 #pragma unroll
-        for (int w = 0; w < PREFILTER_SPANS; w++)
+        for (int w = 0; w < SPANS; w++)
             n_in[w] += zt >= lo[w];
     }
     n_alive = block_sum_t<int>(n);
     full_total = block_sum_t<double>(acc);
-    // two spans' counts a sum (each < 2^32): half the block reductions
-    const unsigned long long wide = block_sum_t<unsigned long long>(n_in[0] | (unsigned long long)n_in[1] << 32);
-    const unsigned long long narrow = block_sum_t<unsigned long long>(n_in[2] | (unsigned long long)n_in[3] << 32);
-    const int count_in[PREFILTER_SPANS] = {(int)(wide & 0xFFFFFFFFu), (int)(wide >> 32), (int)(narrow & 0xFFFFFFFFu),
-                                           (int)(narrow >> 32)};
-    int span = 0;
-    while (span < PREFILTER_SPANS && count_in[span] > PREFILTER_CAP)
-        span++;
+    int count_in[SPANS];
+    const int span = widest_fitting(n_in, count_in);
     const bool cut_k = top_k > 0 && top_k < n_alive;
     // no cut at all (top_k past the alive count, top_p 1): nothing bounds
     // the draw to the candidates
     if (!cut_k && !(top_p < 1.f))
         return;
-    if (span == PREFILTER_SPANS || (cut_k && count_in[span] < top_k))
+    if (span == SPANS || (cut_k && count_in[span] < top_k))
         return; // every thread decides alike: the counts are the block's
-    int mine = n_in[0]; // n_in[span] without indexing by a variable (that puts the array in local memory)
-#pragma unroll
-    for (int w = 1; w < PREFILTER_SPANS; w++)
-        mine = span == w ? n_in[w] : mine;
+    const int mine = span_entry(n_in, span);
     const float lo_c = __fsub_rn(s.mz, prefilter_span[span]);
     int count;
     int at = block_scan(mine, count);
@@ -571,41 +587,31 @@ __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_
 // k of them (OpenAI's top_logprobs, up to 20) took k whole-row passes, each
 // ending in a block reduction. The first k of the raw order all lie at or
 // above any value that at least k elements reach, so where the widest of
-// TOP_SPANS below the max holding at most PREFILTER_CAP elements holds at
+// the SPANS widths below the max holding at most PREFILTER_CAP elements holds at
 // least k, the passes run over those, copied to shared memory: the same
 // elements, found in another order (the order's ties broken by id alike).
 #define TOP_CANDIDATES_FROM 3 // below, the whole row costs as few passes
-#define TOP_SPANS 4
-__constant__ const float top_span[TOP_SPANS] = {16.f, 8.f, 4.f, 2.f};
+__constant__ const float top_span[SPANS] = {16.f, 8.f, 4.f, 2.f};
 
 // Their count (copied into cz / cid), or -1: the whole row.
 __device__ static int top_candidates(const float *l, int vocab, float mx, int k, float *cz, int *cid)
 {
-    float lo[TOP_SPANS];
+    float lo[SPANS];
 #pragma unroll
-    for (int w = 0; w < TOP_SPANS; w++)
+    for (int w = 0; w < SPANS; w++)
         lo[w] = __fsub_rn(mx, top_span[w]);
-    int n_in[TOP_SPANS] = {0};
+    int n_in[SPANS] = {0};
     for (int t = threadIdx.x; t < vocab; t += NT) {
         const float v = l[t];
 #pragma unroll
-        for (int w = 0; w < TOP_SPANS; w++)
+        for (int w = 0; w < SPANS; w++)
             n_in[w] += v >= lo[w];
     }
-    // two spans' counts a sum (each < 2^32): half the block reductions
-    const unsigned long long wide = block_sum_t<unsigned long long>(n_in[0] | (unsigned long long)n_in[1] << 32);
-    const unsigned long long narrow = block_sum_t<unsigned long long>(n_in[2] | (unsigned long long)n_in[3] << 32);
-    const int count_in[TOP_SPANS] = {(int)(wide & 0xFFFFFFFFu), (int)(wide >> 32), (int)(narrow & 0xFFFFFFFFu),
-                                     (int)(narrow >> 32)};
-    int span = 0;
-    while (span < TOP_SPANS && count_in[span] > PREFILTER_CAP)
-        span++;
-    if (span == TOP_SPANS || count_in[span] < k)
+    int count_in[SPANS];
+    const int span = widest_fitting(n_in, count_in);
+    if (span == SPANS || count_in[span] < k)
         return -1; // every thread decides alike: the counts are the block's
-    int mine = n_in[0]; // n_in[span] without indexing by a variable
-#pragma unroll
-    for (int w = 1; w < TOP_SPANS; w++)
-        mine = span == w ? n_in[w] : mine;
+    const int mine = span_entry(n_in, span);
     const float lo_c = __fsub_rn(mx, top_span[span]);
     int count;
     int at = block_scan(mine, count);
