@@ -40,6 +40,9 @@
 // spread far wider than this, which makes the draw cheap).
 #define GUMBEL_SPREAD 17.5f
 
+// Whether an element of value zt can still beat the draw floor_v (its noise is below GUMBEL_SPREAD).
+__device__ __forceinline__ bool may_win(float zt, float floor_v) { return !(__fadd_rn(zt, GUMBEL_SPREAD) < floor_v); }
+
 __device__ static float gumbel(uint64_t seed, uint64_t step, int32_t token)
 {
     uint32_t r[4];
@@ -439,7 +442,7 @@ __device__ __forceinline__ void gumbel_best(const row_state &s, const gumbel_arg
             const float zt = NO_Z ? __fdiv_rn(zs[u], g.temperature) : zs[u];
             const int t = CAND ? s.cid[j < n ? j : 0] : j;
             bool pass = false;
-            if (j < n && alive(zt, s) && !(__fadd_rn(zt, GUMBEL_SPREAD) < g.floor_v)) {
+            if (j < n && alive(zt, s) && may_win(zt, g.floor_v)) {
                 const uint32_t key = okey(zt);
                 pass = in_cut(key, t, g.ck) && in_cut(key, t, g.cp);
             }
@@ -493,9 +496,7 @@ __device__ __forceinline__ int stats_span(int cols, int splits) { return (cols +
 // block does, and past ~32 rows a block a row fills the SMs as well (Gemma 3
 // 270M's rows, one H200: 8 rows 0.14 ms in sample_kernel, 0.07 here; 16
 // rows 0.15 / 0.10; 32 rows 0.19 / 0.17; 64 rows 0.24 / 0.31).
-#ifndef SAMPLE_DRAW_MAX_ROWS
 #define SAMPLE_DRAW_MAX_ROWS 32
-#endif
 __device__ __forceinline__ bool draws_with_stats(const sample_row_dev &p)
 {
     return p.temperature != 0.f && p.n_bias == 0 && p.n_seen == 0 && p.top_k <= 0 && !(p.top_p < 1.f) &&
@@ -561,7 +562,7 @@ __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_
             const float v = l[t];
             acc += (double)expf(__fsub_rn(v, mv));
             const float zt = __fdiv_rn(v, temp);
-            if (zt > -INFINITY && !(__fadd_rn(zt, GUMBEL_SPREAD) < floor_v))
+            if (zt > -INFINITY && may_win(zt, floor_v))
                 can_win |= 1u << (k & 31);
         }
 #pragma unroll 1
@@ -569,7 +570,7 @@ __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_
             if (k < 32 && !(can_win >> k & 1u))
                 continue;
             const float zt = __fdiv_rn(l[t], temp);
-            if (zt > -INFINITY && !(__fadd_rn(zt, GUMBEL_SPREAD) < floor_v))
+            if (zt > -INFINITY && may_win(zt, floor_v))
                 keep_better_draw(__fadd_rn(zt, gumbel(seed, step, t + id_base)), t + id_base, gv, gi);
         }
         block_best(gv, gi);
