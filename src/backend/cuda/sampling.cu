@@ -642,6 +642,17 @@ __device__ __forceinline__ void next_in_order(const float *v, const int *id, int
     }
 }
 
+// The best (value descending, id ascending) of n spans' bests (their m and
+// i: sample_stats or sample_draw), in every thread.
+template <typename SPAN> __device__ __forceinline__ void best_of_spans(const SPAN *sp, int n, float &v, int &i)
+{
+    v = -INFINITY, i = -1;
+    for (int b = threadIdx.x; b < n; b += NT)
+        if (ahead(sp[b].m, sp[b].i, v, i))
+            v = sp[b].m, i = sp[b].i;
+    block_best(v, i);
+}
+
 // ---- the kernel ----
 
 __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *scratch, int vocab,
@@ -660,12 +671,9 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     pdl_launch_dependents();
 
     // the model's distribution: max, log-sum-exp (stats_kernel's spans combined)
-    float mv = -INFINITY;
-    int mi = -1;
-    for (int b = threadIdx.x; b < splits; b += NT)
-        if (ahead(st[b].m, st[b].i, mv, mi))
-            mv = st[b].m, mi = st[b].i;
-    block_best(mv, mi);
+    float mv;
+    int mi;
+    best_of_spans(st, splits, mv, mi);
     const int raw_best = mi;
     const float mx = mv;
     double acc = 0;
@@ -751,13 +759,9 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         block_best(bv, bi);
         token = bi;
     } else if (draws && draws_with_stats(p)) { // drawn by stats_kernel: the best of its spans' draws
-        const sample_draw *dr = draws + (size_t)blockIdx.x * SAMPLE_STATS_MAX_SPLITS;
-        float gv = -INFINITY;
-        int gi = -1;
-        for (int b = threadIdx.x; b < splits; b += NT)
-            if (ahead(dr[b].v, dr[b].t, gv, gi))
-                gv = dr[b].v, gi = dr[b].t;
-        block_best(gv, gi);
+        float gv;
+        int gi;
+        best_of_spans(draws + (size_t)blockIdx.x * SAMPLE_STATS_MAX_SPLITS, splits, gv, gi);
         token = gi >= 0 ? gi : raw_best;
     } else {
         float bv = no_z ? __fdiv_rn(mx, p.temperature) : dbv;

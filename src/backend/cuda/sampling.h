@@ -31,11 +31,11 @@ struct sample_stats {
 };
 
 /* A span's best Gumbel-max draw (sampling.cu: stats_kernel, for a row that
- * draws there): its value and token, t = -1 where no element of the span
- * can be drawn. */
+ * draws there): its value m and token i (named as sample_stats' best), i =
+ * -1 where no element of the span can be drawn. */
 struct sample_draw {
-    float v;
-    int32_t t;
+    float m;
+    int32_t i;
 };
 
 /* Spans a row of vocab logits is cut into for the stats (each ~8192 logits, at most 64). */
