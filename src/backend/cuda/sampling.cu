@@ -347,7 +347,7 @@ __device__ static void prefilter(row_state &s, int top_k, float top_p, float *cz
     // the draw to the candidates
     if (!cut_k && !(top_p < 1.f))
         return;
-    if (span == SPANS || (cut_k && count_in[span] < top_k))
+    if (span == SPANS || (cut_k && span_entry(count_in, span) < top_k))
         return; // every thread decides alike: the counts are the block's
     const int mine = span_entry(n_in, span);
     const float lo_c = __fsub_rn(s.mz, prefilter_span[span]);
@@ -610,7 +610,7 @@ __device__ static int top_candidates(const float *l, int vocab, float mx, int k,
     }
     int count_in[SPANS];
     const int span = widest_fitting(n_in, count_in);
-    if (span == SPANS || count_in[span] < k)
+    if (span == SPANS || span_entry(count_in, span) < k)
         return -1; // every thread decides alike: the counts are the block's
     const int mine = span_entry(n_in, span);
     const float lo_c = __fsub_rn(mx, top_span[span]);
