@@ -252,14 +252,15 @@ static float *make_peaked_logits(struct gpu_ctx *ctx, int n, int V)
     return l;
 }
 
-static int check_logits(struct gpu_ctx *ctx, int V, int batches, float *(*make)(struct gpu_ctx *, int, int))
+/* rows: every batch's (0: one row, then MAX_ROWS and 37 in turn) */
+static int check_rows(struct gpu_ctx *ctx, int V, int batches, int rows, float *(*make)(struct gpu_ctx *, int, int))
 {
     if (ensure_init(ctx))
         GPU_FAIL("sample_init failed");
     struct tally tl = {0};
     static struct row_case cases[MAX_ROWS];
     for (int b = 0; b < batches; b++) {
-        int n = b == 0 ? 1 : (b % 2 ? MAX_ROWS : 37);
+        int n = rows ? rows : b == 0 ? 1 : (b % 2 ? MAX_ROWS : 37);
         float *l = make(ctx, n, V);
         for (int r = 0; r < n; r++)
             make_case(ctx, &cases[r], r + b, V);
@@ -273,6 +274,11 @@ static int check_logits(struct gpu_ctx *ctx, int V, int batches, float *(*make)(
     return near_ties_ok(ctx, &tl);
 }
 
+static int check_logits(struct gpu_ctx *ctx, int V, int batches, float *(*make)(struct gpu_ctx *, int, int))
+{
+    return check_rows(ctx, V, batches, 0, make);
+}
+
 static int check_vocab(struct gpu_ctx *ctx, int V, int batches) { return check_logits(ctx, V, batches, make_logits); }
 
 GPU_TEST(sampling_vocab_1000) { return check_vocab(ctx, 1000, 12); }
@@ -284,6 +290,12 @@ GPU_TEST(sampling_vocab_262144) { return check_vocab(ctx, 262144, 3); }
 GPU_TEST(sampling_vocab_tiny_7) { return check_vocab(ctx, 7, 8); }
 GPU_TEST(sampling_peaked_128256) { return check_logits(ctx, 128256, 3, make_peaked_logits); }
 GPU_TEST(sampling_peaked_262144) { return check_logits(ctx, 262144, 2, make_peaked_logits); }
+/* Calls of at most SAMPLE_DRAW_MAX_ROWS rows (16: each configuration once a
+ * batch), where the statistics also make a top-p row's mass over z and the
+ * draw of a row with a temperature alone: peaked rows (candidates), and flat
+ * ones (the whole row after the candidates overflow). */
+GPU_TEST(sampling_few_rows_peaked) { return check_rows(ctx, 262144, 3, 16, make_peaked_logits); }
+GPU_TEST(sampling_few_rows_flat) { return check_rows(ctx, 128256, 2, 16, make_logits); }
 
 /* Integer logits: whole plateaus of equal values, so the top-k and top-p
  * cuts and the greedy choice fall inside ties. */

@@ -9,8 +9,11 @@
 //   greedy: argmax z, lowest id on ties
 //   else: z /= T; min-p mask; top-k and top-p cuts; Gumbel-max draw (a row
 //     with T alone, in calls of up to 32 rows: drawn by stats_kernel's spans)
-// The cuts are found without sorting: an element's place in sample_token's
-// order (z descending, id ascending) is a monotone function of
+// The cuts: where the row's candidates (the elements near its best z)
+// provably hold them, the candidates are sorted in shared memory into
+// sample_token's order (z descending, id ascending) and the cuts are
+// places in it. Otherwise they are found over the whole row without
+// sorting: an element's place in that order is a monotone function of
 // (ordered bits of z, id), so the k-th element, and the element where the
 // running mass of that order crosses top_p * total, are found by bisection
 // over the 32-bit key (one block reduction a step: counts for top-k, masses
@@ -118,6 +121,10 @@ template <typename T> __device__ static T block_sum_t(T x)
     return s;
 }
 
+
+// exp in double, not inlined: sample_kernel combines spans' sums with it in
+// two places, and each inlined copy cost it ~150 bytes of spill.
+__device__ __noinline__ static double exp_double(double x) { return exp(x); }
 
 // ---- the row's state and the passes over it ----
 
@@ -247,16 +254,15 @@ __device__ static cut top_p_cut(const row_state &s, cut c, float top_p, double f
 // row, a block reduction a pass: 1.1-2.3 ms a step with both,
 // docs/benchmarks.md). Every element either cut keeps lies within a span of
 // the best z when (a) at least top_k alive elements do and (b) their mass is
-// at least top_p times the row's; then the passes run over those
-// candidates, copied to shared memory in a fixed order, and give the same
-// cuts: for a key below the candidates' lowest, a pass over the row and one
-// over the candidates both find count >= top_k and mass >= the wanted mass
-// (so the bisection steps the same way); at or above it they count the same
-// elements (masses summed in another order: within double rounding).
-// Otherwise, or past PREFILTER_CAP candidates, the whole row.
+// at least top_p times the row's; then those candidates, copied to shared
+// memory and sorted, give the same cuts as the whole row: the top-k cut is
+// the top_k-th of them, and the running mass reaches top_p times the total
+// inside them (masses summed in another order: within double rounding).
+// Otherwise, or past PREFILTER_CAP candidates, the whole row's bisections.
 //
-// The span is the widest of the SPANS widths whose candidates fit the cap
-// (the widest is likeliest to hold (a) and (b)): a trained model's rows
+// The copy takes the widest of the SPANS widths whose candidates fit the
+// cap (the likeliest to hold (a) and (b)); the narrowest of them that still
+// holds them is what gets sorted (narrow_and_sort): a trained model's rows
 // (Gemma 3 270M, 233 positions of English text) have a median of 5910
 // elements within 16 of the best z at temperature 1, 110 within 8, and
 // 90 % of their mass within 8 in every row (docs/kernels/sampling.md).
@@ -266,6 +272,12 @@ __constant__ const float prefilter_span[SPANS] = {16.f, 12.f, 9.f, 6.f};
 // Candidates' mass over the wanted mass: far above the relative difference
 // of two summation orders of up to PREFILTER_CAP positive doubles (~1e-12).
 #define PREFILTER_MARGIN 1.000001
+// Elements a thread loads before it uses them in the copy and the
+// candidates' passes over the row: one at a time, a pass waits a round trip
+// an element (the compiler will not hoist a load above a store that may
+// alias it). tally's passes keep plain loops: the same batching there lost
+// 13-24 % of a top-k + top-p step on the whole row (docs/kernels/sampling.md).
+#define ROW_LOADS 8
 
 // Exclusive prefix sum of x over the block (thread order), and the total.
 __device__ static int block_scan(int x, int &total)
@@ -291,34 +303,209 @@ __device__ static int block_scan(int x, int &total)
     return before + inc - x;
 }
 
-// The block's counts of four spans from each thread's n_in (count_in), and
-// the widest span holding at most PREFILTER_CAP of them (SPANS: none).
-__device__ __forceinline__ int widest_fitting(const int (&n_in)[SPANS], int (&count_in)[SPANS])
+// The block's counts of the four spans from each thread's n_in.
+__device__ __forceinline__ void span_counts(const int (&n_in)[SPANS], int (&count_in)[SPANS])
 {
     // two spans' counts a sum (each < 2^32): half the block reductions
     const unsigned long long wide = block_sum_t<unsigned long long>(n_in[0] | (unsigned long long)n_in[1] << 32);
     const unsigned long long narrow = block_sum_t<unsigned long long>(n_in[2] | (unsigned long long)n_in[3] << 32);
     count_in[0] = (int)(wide & 0xFFFFFFFFu), count_in[1] = (int)(wide >> 32);
     count_in[2] = (int)(narrow & 0xFFFFFFFFu), count_in[3] = (int)(narrow >> 32);
-    int span = 0;
-    while (span < SPANS && count_in[span] > PREFILTER_CAP)
-        span++;
+}
+
+// The narrowest span (spans run widest first) holding at least `need` and
+// at most PREFILTER_CAP elements (SPANS: none): the fewest to sort.
+__device__ __forceinline__ int narrowest_holding(const int (&count_in)[SPANS], int need)
+{
+    int span = SPANS;
+#pragma unroll
+    for (int w = 0; w < SPANS; w++) // unrolled: count_in stays in registers
+        if (count_in[w] <= PREFILTER_CAP && count_in[w] >= need)
+            span = w;
     return span;
 }
 
-// n_in[span] without indexing by a variable (that puts the array in local memory).
-__device__ __forceinline__ int span_entry(const int (&n_in)[SPANS], int span)
+// The widest such span: the likeliest to hold a top-p row's mass, which
+// only the copy measures (narrow_and_sort then narrows it).
+__device__ __forceinline__ int widest_holding(const int (&count_in)[SPANS], int need)
 {
-    int v = n_in[0];
+    int span = SPANS;
+#pragma unroll
+    for (int w = SPANS - 1; w >= 0; w--)
+        if (count_in[w] <= PREFILTER_CAP && count_in[w] >= need)
+            span = w;
+    return span;
+}
+
+// v[span] without indexing by a variable (that puts the array in local memory).
+template <typename T> __device__ __forceinline__ T span_entry(const T (&v)[SPANS], int span)
+{
+    T x = v[0];
 #pragma unroll
     for (int w = 1; w < SPANS; w++)
-        v = span == w ? n_in[w] : v;
-    return v;
+        x = span == w ? v[w] : x;
+    return x;
+}
+
+// ---- the candidates in order ----
+//
+// Candidates (at most PREFILTER_CAP, in shared memory) sorted into
+// sample_token's order, z descending, id ascending (bitonic: log2(N) *
+// (log2(N) + 1) / 2 steps of one compare-exchange a pair and one barrier).
+// The cuts are then places in that order, found by one scan instead of
+// ~35 count or mass passes each ending in a block reduction (most of a
+// trained row's top-k + top-p time; docs/kernels/sampling.md).
+
+// (za, ia) comes before (zb, ib) in sample_token's order.
+__device__ __forceinline__ bool before(float za, int ia, float zb, int ib)
+{
+    const uint32_t ka = okey(za), kb = okey(zb);
+    return ka > kb || (ka == kb && ia < ib);
+}
+
+// Sorts cz / cid[0, n) in place; [n, N) (N the power of two from 64 up
+// holding n) hold -inf padding, after every real element.
+__device__ static void sort_candidates(float *cz, int *cid, int n)
+{
+    int N = 64;
+    while (N < n)
+        N <<= 1;
+    __syncthreads(); // the candidates are stored
+    for (int j = n + threadIdx.x; j < N; j += NT)
+        cz[j] = -INFINITY, cid[j] = INT_MAX;
+    __syncthreads();
+    for (int k = 2; k <= N; k <<= 1)
+        for (int j = k >> 1; j > 0; j >>= 1) {
+            for (int q = threadIdx.x; q < N / 2; q += NT) {
+                const int i = ((q & ~(j - 1)) << 1) | (q & (j - 1)), o = i + j;
+                const float zi = cz[i], zo = cz[o];
+                const int ii = cid[i], io = cid[o];
+                // runs with (i & k) == 0 in order, the others reversed
+                if (before(zo, io, zi, ii) == ((i & k) == 0))
+                    cz[i] = zo, cz[o] = zi, cid[i] = io, cid[o] = ii;
+            }
+            __syncthreads();
+        }
+}
+
+// The cut keeping the first m of the sorted candidates (m >= 1).
+__device__ __forceinline__ cut cut_at(const row_state &s, int m)
+{
+    return cut{okey(s.cz[m - 1]), s.cid[m - 1]};
+}
+
+// Exclusive prefix sum over the block (thread order) of doubles, and the total.
+__device__ static double block_scan_double(double x, double &total)
+{
+    __shared__ double warp_tot[NW];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    double inc = x;
+    for (int o = 1; o < 32; o <<= 1) {
+        const double y = __shfl_up_sync(0xffffffffu, inc, o);
+        if (lane >= o)
+            inc += y;
+    }
+    __syncthreads(); // warp_tot may still be read by a previous call
+    if (lane == 31)
+        warp_tot[warp] = inc;
+    __syncthreads();
+    double before_w = 0;
+    total = 0;
+    for (int w = 0; w < NW; w++) {
+        before_w += w < warp ? warp_tot[w] : 0;
+        total += warp_tot[w];
+    }
+    return before_w + inc - x;
+}
+
+// sample_token's top-p over the first `keep` sorted candidates: the number
+// of them whose mass before them (in order) is below top_p * total, where
+// total is their mass (with_total) or full_total (the row's). Each thread
+// sums a run of consecutive places, so the masses are sums in the order's
+// runs (within double rounding of the CPU's one running sum).
+__device__ static int sorted_top_p(const row_state &s, int keep, float top_p, bool with_total, double full_total)
+{
+    constexpr int RUN = (PREFILTER_CAP + NT - 1) / NT;
+    const int first = threadIdx.x * RUN;
+    double w[RUN], mine = 0;
+#pragma unroll
+    for (int r = 0; r < RUN; r++) {
+        w[r] = first + r < keep ? (double)weight(s.cz[first + r], s) : 0.0;
+        mine += w[r];
+    }
+    double total;
+    double cum = block_scan_double(mine, total);
+    const double want = top_p * (with_total ? total : full_total);
+    int kept = 0;
+#pragma unroll
+    for (int r = 0; r < RUN; r++) {
+        kept += first + r < keep && cum < want;
+        cum += w[r];
+    }
+    return block_sum_t<int>(kept);
+}
+
+// The candidates cz / cid[0, n), copied from span `from`, cut down to the
+// narrowest span that still holds what the cuts need ((a) top_k elements
+// with a top-k cut, else (b) a mass of want), then sorted: their count. The
+// sort's cost grows with the count (4096 elements cost more than ten passes
+// over them), and a trained row's top-p mass mostly lies much closer to the
+// best z than its widest span reaches.
+__device__ static int narrow_and_sort(const row_state &s, float *cz, int *cid, int n, int from, bool cut_k,
+                                      int top_k, double want)
+{
+    int span = from;
+    for (int w = SPANS - 1; w > from; w--) { // narrowest first
+        const float lo = __fsub_rn(s.mz, prefilter_span[w]);
+        int c = 0;
+        double m = 0;
+        for (int j = threadIdx.x; j < n; j += NT)
+            if (cz[j] >= lo) {
+                c++;
+                m += (double)weight(cz[j], s);
+            }
+        if (cut_k ? block_sum_t<int>(c) >= top_k : block_sum_t<double>(m) >= want * PREFILTER_MARGIN) {
+            span = w;
+            break; // every thread decides alike: the sums are the block's
+        }
+    }
+    if (span != from) { // keep the narrower span's: read, then written back compacted
+        constexpr int RUN = PREFILTER_CAP / NT;
+        const float lo = __fsub_rn(s.mz, prefilter_span[span]);
+        float z[RUN];
+        int id[RUN], mine = 0;
+#pragma unroll
+        for (int r = 0; r < RUN; r++) {
+            const int j = threadIdx.x + r * NT;
+            z[r] = j < n ? cz[j] : -INFINITY;
+            id[r] = j < n ? cid[j] : 0;
+            mine += z[r] >= lo;
+        }
+        int at = block_scan(mine, n); // synchronises: every thread has read its candidates
+#pragma unroll
+        for (int r = 0; r < RUN; r++)
+            if (z[r] >= lo)
+                cz[at] = z[r], cid[at] = id[r], at++;
+    }
+    sort_candidates(cz, cid, n);
+    return n;
+}
+
+// The cuts of a row whose candidates are sorted (holding top_k of them
+// where a top-k cut applies): places in the order.
+__device__ static void sorted_cuts(const row_state &s, bool cut_k, int top_k, float top_p, double full_total,
+                                   cut &ck, cut &cp)
+{
+    const int keep = cut_k ? top_k : s.n;
+    if (cut_k)
+        ck = cut_at(s, keep);
+    if (top_p < 1.f)
+        cp = cut_at(s, sorted_top_p(s, keep, top_p, cut_k, full_total));
 }
 
 // The whole row's alive count and mass (tally's loop and order), and, where
-// (a) and (b) above hold, the candidates copied into cz / cid: s.n set to
-// their count (else left < 0).
+// (a) and (b) above hold, the candidates copied into cz / cid and sorted:
+// s.n set to their count (else left < 0).
 __device__ static void prefilter(row_state &s, int top_k, float top_p, float *cz, int *cid, int &n_alive,
                                  double &full_total)
 {
@@ -328,47 +515,158 @@ __device__ static void prefilter(row_state &s, int top_k, float top_p, float *cz
         lo[w] = __fsub_rn(s.mz, prefilter_span[w]);
     double acc = 0;
     int n = 0, n_in[SPANS] = {0};
-    for (int t = threadIdx.x; t < s.vocab; t += NT) {
-        const float zt = s.z[t];
-        if (!alive(zt, s))
-            continue;
-        n++;
-        acc += (double)weight(zt, s);
+    for (int t0 = threadIdx.x; t0 < s.vocab; t0 += ROW_LOADS * NT) {
+        float v[ROW_LOADS]; // each thread's elements still in tally's order
 #pragma unroll
-        for (int w = 0; w < SPANS; w++)
-            n_in[w] += zt >= lo[w];
+        for (int u = 0; u < ROW_LOADS; u++)
+            v[u] = t0 + u * NT < s.vocab ? s.z[t0 + u * NT] : -INFINITY;
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++) {
+            const float zt = v[u];
+            if (!alive(zt, s))
+                continue;
+            n++;
+            acc += (double)weight(zt, s);
+#pragma unroll
+            for (int w = 0; w < SPANS; w++)
+                n_in[w] += zt >= lo[w];
+        }
     }
     n_alive = block_sum_t<int>(n);
     full_total = block_sum_t<double>(acc);
     int count_in[SPANS];
-    const int span = widest_fitting(n_in, count_in);
+    span_counts(n_in, count_in);
     const bool cut_k = top_k > 0 && top_k < n_alive;
     // no cut at all (top_k past the alive count, top_p 1): nothing bounds
     // the draw to the candidates
     if (!cut_k && !(top_p < 1.f))
         return;
-    if (span == SPANS || (cut_k && span_entry(count_in, span) < top_k))
+    const int span = widest_holding(count_in, cut_k ? top_k : 1);
+    if (span == SPANS)
         return; // every thread decides alike: the counts are the block's
-    const int mine = span_entry(n_in, span);
     const float lo_c = __fsub_rn(s.mz, prefilter_span[span]);
     int count;
-    int at = block_scan(mine, count);
+    int at = block_scan(span_entry(n_in, span), count);
     double acc_c = 0;
-    for (int t = threadIdx.x; t < s.vocab; t += NT) {
-        const float zt = s.z[t];
-        if (alive(zt, s) && zt >= lo_c) {
-            cz[at] = zt, cid[at] = t, at++;
-            acc_c += (double)weight(zt, s);
+    for (int t0 = threadIdx.x; t0 < s.vocab; t0 += ROW_LOADS * NT) {
+        float v[ROW_LOADS]; // loaded before the stores, which may alias them
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++)
+            v[u] = t0 + u * NT < s.vocab ? s.z[t0 + u * NT] : -INFINITY;
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++)
+            if (alive(v[u], s) && v[u] >= lo_c) {
+                cz[at] = v[u], cid[at] = t0 + u * NT, at++;
+                acc_c += (double)weight(v[u], s);
+            }
+    }
+    const double want = (double)top_p * full_total;
+    // with a top-k cut, top-p's cut lies inside it, so inside the candidates
+    if (top_p < 1.f && !cut_k && block_sum_t<double>(acc_c) < want * PREFILTER_MARGIN)
+        return;
+    s.n = narrow_and_sort(s, cz, cid, count, span, cut_k, top_k, want);
+    s.cz = cz, s.cid = cid;
+}
+
+// The least float l with l / T (rounded to nearest) >= tau, for T > 0:
+// division by T is monotone in l, so z >= tau <=> l >= it. NaN where a
+// few steps from tau * T do not find it (the caller then copies z).
+__device__ static float l_threshold(float tau, float T)
+{
+    if (!(tau > -INFINITY))
+        return -INFINITY;
+    float x = __fmul_rn(tau, T);
+    for (int i = 0; i < 16; i++) {
+        if (__fdiv_rn(x, T) >= tau) {
+            const float down = nextafterf(x, -INFINITY);
+            if (!(__fdiv_rn(down, T) >= tau))
+                return x;
+            x = down;
+        } else {
+            x = nextafterf(x, INFINITY);
         }
     }
-    // with a top-k cut, top-p's cut lies inside it, so inside the candidates
-    if (top_p < 1.f && !cut_k) {
-        const double mass_c = block_sum_t<double>(acc_c);
-        if (mass_c < (double)top_p * full_total * PREFILTER_MARGIN)
-            return;
+    return NAN;
+}
+
+// prefilter for a tempered row with nothing added (z = l / T), without a
+// copy of z: its passes compare l with the spans' bounds carried back
+// through the division, and only the candidates are divided (the copy and
+// the mass of every element were most of a trained top-p row's time on its
+// one SM). The row's mass, which top-p without top-k needs, comes from
+// stats_kernel's spans (z_mass; NULL: not made for this row). Returns
+// whether the candidates hold the cuts (s.n set, sorted); if not, the
+// caller copies z and runs prefilter.
+__device__ static bool prefilter_tempered(row_state &s, const float *l, float T, int top_k, float top_p,
+                                          const sample_stats *st, const sample_draw *z_mass, int splits,
+                                          float *cz, int *cid, int &n_alive, double &full_total)
+{
+    // alive: z > -inf (z >= -FLT_MAX) and not below the min-p threshold
+    const float l_alive = l_threshold(s.thr > -INFINITY ? s.thr : -FLT_MAX, T);
+    float l_in[SPANS];
+    bool bounds = !isnan(l_alive);
+#pragma unroll
+    for (int w = 0; w < SPANS; w++) {
+        const float b = l_threshold(__fsub_rn(s.mz, prefilter_span[w]), T);
+        bounds = bounds && !isnan(b);
+        l_in[w] = fmaxf(b, l_alive);
     }
-    __syncthreads();
-    s.cz = cz, s.cid = cid, s.n = count;
+    if (!bounds)
+        return false; // alike in every thread: the same arithmetic
+    int n = 0, n_in[SPANS] = {0};
+    for (int t0 = threadIdx.x; t0 < s.vocab; t0 += ROW_LOADS * NT) {
+        float v[ROW_LOADS];
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++)
+            v[u] = t0 + u * NT < s.vocab ? l[t0 + u * NT] : -INFINITY;
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++) {
+            n += v[u] >= l_alive;
+#pragma unroll
+            for (int w = 0; w < SPANS; w++)
+                n_in[w] += v[u] >= l_in[w];
+        }
+    }
+    n_alive = block_sum_t<int>(n);
+    int count_in[SPANS];
+    span_counts(n_in, count_in);
+    const bool cut_k = top_k > 0 && top_k < n_alive;
+    if (!cut_k && (!(top_p < 1.f) || !z_mass))
+        return false;
+    full_total = 0;
+    if (!cut_k) { // sum_b z_mass_b * exp(z_b - max z), z_b = the span's best l / T: in a fixed order
+        double acc = 0;
+        for (int b = threadIdx.x; b < splits; b += NT)
+            if (st[b].i >= 0)
+                acc += z_mass[b].z_mass * exp_double((double)__fdiv_rn(st[b].m, T) - (double)s.mz);
+        full_total = block_sum_t<double>(acc);
+    }
+    const int span = widest_holding(count_in, cut_k ? top_k : 1);
+    if (span == SPANS)
+        return false;
+    const float lo_c = span_entry(l_in, span);
+    int count;
+    int at = block_scan(span_entry(n_in, span), count);
+    double acc_c = 0;
+    for (int t0 = threadIdx.x; t0 < s.vocab; t0 += ROW_LOADS * NT) {
+        float v[ROW_LOADS]; // loaded before the stores, which may alias them
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++)
+            v[u] = t0 + u * NT < s.vocab ? l[t0 + u * NT] : -INFINITY;
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++)
+            if (v[u] >= lo_c) {
+                const float zt = __fdiv_rn(v[u], T);
+                cz[at] = zt, cid[at] = t0 + u * NT, at++;
+                acc_c += (double)weight(zt, s);
+            }
+    }
+    const double want = (double)top_p * full_total;
+    if (top_p < 1.f && !cut_k && block_sum_t<double>(acc_c) < want * PREFILTER_MARGIN)
+        return false;
+    s.n = narrow_and_sort(s, cz, cid, count, span, cut_k, top_k, want);
+    s.cz = cz, s.cid = cid;
+    return true;
 }
 
 // ---- the Gumbel draw ----
@@ -503,6 +801,17 @@ __device__ __forceinline__ bool draws_with_stats(const sample_row_dev &p)
            !(p.min_p > 0.f);
 }
 
+// A row whose mass over z stats_kernel sums, span by span (z_mass: the sum
+// of exp(z - the span's best z)): top-p without top-k, where
+// prefilter_tempered needs the whole row's mass and one block made it at
+// ~60 us a trained row (an expf an element on one SM). Not with min-p,
+// whose threshold needs the row's max.
+__device__ __forceinline__ bool z_mass_with_stats(const sample_row_dev &p)
+{
+    return p.temperature != 0.f && p.n_bias == 0 && p.n_seen == 0 && p.top_k <= 0 && p.top_p < 1.f &&
+           !(p.min_p > 0.f);
+}
+
 // Block (b, r): row r's span b % splits of shard b / splits, of l's rows of
 // `pitch` floats holding shards x cols logits; ids from id_base; into
 // stats[r * stride + b]. With rows, a row that draws_with_stats also gets
@@ -521,13 +830,16 @@ __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_
     // step), read by one thread (every block's warps reading it over the
     // link cost a batch-64 step ~1 %) before waiting, shared after.
     __shared__ float row_temp;
+    __shared__ bool row_mass;
     __shared__ uint64_t row_seed, row_step;
     if (threadIdx.x == 0) {
-        row_temp = 0.f;
+        row_temp = 0.f, row_mass = false;
         if (rows) {
             const sample_row_dev p = rows[r];
             if (draws_with_stats(p))
                 row_temp = p.temperature, row_seed = p.seed, row_step = p.step;
+            else if (z_mass_with_stats(p))
+                row_temp = p.temperature, row_mass = true;
         }
     }
     pdl_wait(); // the logits are the previous kernel's output
@@ -545,10 +857,20 @@ __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_
     double acc = 0;
     float gv = -INFINITY;
     int gi = -1;
+    double z_mass = 0;
     if (temp == 0.f) {
 #pragma unroll 8
         for (int t = t0 + threadIdx.x; t < t1; t += NT)
             acc += (double)expf(__fsub_rn(l[t], mv));
+    } else if (row_mass) { // sample_kernel's weight of z = l / T, from the span's best z
+        const float zb = __fdiv_rn(mv, temp);
+#pragma unroll 8
+        for (int t = t0 + threadIdx.x; t < t1; t += NT) {
+            const float v = l[t];
+            acc += (double)expf(__fsub_rn(v, mv));
+            z_mass += (double)expf(__fsub_rn(__fdiv_rn(v, temp), zb));
+        }
+        z_mass = block_sum_t<double>(z_mass);
     } else {
         // Which of this thread's elements can win is marked in the sum's
         // pass (its loads together, no noise yet: Philox in that loop needs
@@ -579,7 +901,7 @@ __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_
     if (threadIdx.x == 0) {
         stats[(size_t)r * stride + b] = sample_stats{mv, mi < 0 ? mi : mi + id_base, acc};
         if (temp != 0.f)
-            draws[(size_t)r * stride + b] = sample_draw{gv, gi};
+            draws[(size_t)r * stride + b] = sample_draw{gv, gi, z_mass};
     }
 }
 
@@ -594,7 +916,8 @@ __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_
 #define TOP_CANDIDATES_FROM 3 // below, the whole row costs as few passes
 __constant__ const float top_span[SPANS] = {16.f, 8.f, 4.f, 2.f};
 
-// Their count (copied into cz / cid), or -1: the whole row.
+// Their count (copied into cz / cid), or -1: the whole row. The narrowest
+// span holding k, since they are sorted.
 __device__ static int top_candidates(const float *l, int vocab, float mx, int k, float *cz, int *cid)
 {
     float lo[SPANS];
@@ -602,40 +925,45 @@ __device__ static int top_candidates(const float *l, int vocab, float mx, int k,
     for (int w = 0; w < SPANS; w++)
         lo[w] = __fsub_rn(mx, top_span[w]);
     int n_in[SPANS] = {0};
-    for (int t = threadIdx.x; t < vocab; t += NT) {
-        const float v = l[t];
+    for (int t0 = threadIdx.x; t0 < vocab; t0 += ROW_LOADS * NT) {
+        float v[ROW_LOADS];
 #pragma unroll
-        for (int w = 0; w < SPANS; w++)
-            n_in[w] += v >= lo[w];
+        for (int u = 0; u < ROW_LOADS; u++)
+            v[u] = t0 + u * NT < vocab ? l[t0 + u * NT] : -INFINITY;
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++)
+#pragma unroll
+            for (int w = 0; w < SPANS; w++)
+                n_in[w] += v[u] >= lo[w];
     }
     int count_in[SPANS];
-    const int span = widest_fitting(n_in, count_in);
-    if (span == SPANS || span_entry(count_in, span) < k)
+    span_counts(n_in, count_in);
+    const int span = narrowest_holding(count_in, k);
+    if (span == SPANS)
         return -1; // every thread decides alike: the counts are the block's
-    const int mine = span_entry(n_in, span);
     const float lo_c = __fsub_rn(mx, top_span[span]);
     int count;
-    int at = block_scan(mine, count);
+    int at = block_scan(span_entry(n_in, span), count);
     __syncthreads(); // cz / cid may still be read by the draw over a top-k / top-p row's candidates
-    for (int t = threadIdx.x; t < vocab; t += NT) {
-        const float v = l[t];
-        if (v >= lo_c)
-            cz[at] = v, cid[at] = t, at++;
+    for (int t0 = threadIdx.x; t0 < vocab; t0 += ROW_LOADS * NT) {
+        float v[ROW_LOADS]; // loaded before the stores, which may alias them
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++)
+            v[u] = t0 + u * NT < vocab ? l[t0 + u * NT] : -INFINITY;
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++)
+            if (v[u] >= lo_c)
+                cz[at] = v[u], cid[at] = t0 + u * NT, at++;
     }
     __syncthreads();
     return count;
 }
 
-// This thread's first element after (pv, pi) in the raw order, over the
-// candidates (CAND: values v, ids id) or the row (v, ids their places): two
-// loops, as in tally.
-template <bool CAND>
-__device__ __forceinline__ void next_in_order(const float *v, const int *id, int n, float pv, int pi, float &bv,
-                                              int &bi)
+// This thread's first element after (pv, pi) in the raw order of the row.
+__device__ __forceinline__ void next_in_order(const float *v, int n, float pv, int pi, float &bv, int &bi)
 {
-    for (int c = threadIdx.x; c < n; c += NT) {
-        const float x = v[c];
-        const int t = CAND ? id[c] : c;
+    for (int t = threadIdx.x; t < n; t += NT) {
+        const float x = v[t];
         const bool after = pi < 0 || x < pv || (x == pv && t > pi);
         if (after && ahead(x, t, bv, bi))
             bv = x, bi = t;
@@ -651,6 +979,35 @@ template <typename SPAN> __device__ __forceinline__ void best_of_spans(const SPA
         if (ahead(sp[b].m, sp[b].i, v, i))
             v = sp[b].m, i = sp[b].i;
     block_best(v, i);
+}
+
+// z = l into scratch (direct: z = l / T, and its best (dbv, dbi) found on
+// the way, instead of a second pass). COPY loads in flight before the first
+// store: the compiler orders a load after a store that may alias it (z and
+// l), so one load, one store a step costs a round trip an element (a
+// thread's ~125 of Llama's vocabulary, 256 of Gemma's). The caller
+// synchronises before z is read.
+__device__ static void copy_z(const float *l, float *z, int vocab, bool direct, float T, float &dbv, int &dbi)
+{
+    constexpr int COPY = ROW_LOADS;
+    for (int t0 = threadIdx.x; t0 < vocab; t0 += COPY * NT) {
+        float v[COPY];
+#pragma unroll
+        for (int u = 0; u < COPY; u++)
+            v[u] = t0 + u * NT < vocab ? l[t0 + u * NT] : 0.f;
+#pragma unroll
+        for (int u = 0; u < COPY; u++) {
+            const int t = t0 + u * NT;
+            if (t >= vocab)
+                break;
+            if (direct) {
+                v[u] = __fdiv_rn(v[u], T);
+                if (ahead(v[u], t, dbv, dbi))
+                    dbv = v[u], dbi = t;
+            }
+            z[t] = v[u];
+        }
+    }
 }
 
 // ---- the kernel ----
@@ -678,7 +1035,7 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     const float mx = mv;
     double acc = 0;
     for (int b = threadIdx.x; b < splits; b += NT)
-        acc += st[b].s * exp((double)st[b].m - (double)mx);
+        acc += st[b].s * exp_double((double)st[b].m - (double)mx);
     // A plain greedy row (no bias, no penalties) draws raw_best: z is never needed.
     const bool plain = p.temperature == 0.f && p.n_bias == 0 && p.n_seen == 0;
     // Tempered with nothing to add first: z = l / T in the copy, its best
@@ -694,33 +1051,10 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     __shared__ int cand_id[PREFILTER_CAP];
     float dbv = -INFINITY;
     int dbi = -1;
-    if (!plain && !no_z) {
-        // COPY loads in flight before the first store: the compiler orders a
-        // load after a store that may alias it (z and l), so one load, one
-        // store a step costs a round trip an element (a thread's ~125 of
-        // Llama's vocabulary, 256 of Gemma's). The read-only passes below keep
-        // plain loops: the same batching in tally lost 13-24 % of a top-k +
-        // top-p step (docs/kernels/sampling.md).
-        constexpr int COPY = 8;
-        for (int t0 = threadIdx.x; t0 < vocab; t0 += COPY * NT) {
-            float v[COPY];
-#pragma unroll
-            for (int u = 0; u < COPY; u++)
-                v[u] = t0 + u * NT < vocab ? l[t0 + u * NT] : 0.f;
-#pragma unroll
-            for (int u = 0; u < COPY; u++) {
-                const int t = t0 + u * NT;
-                if (t >= vocab)
-                    break;
-                if (direct) {
-                    v[u] = __fdiv_rn(v[u], p.temperature);
-                    if (ahead(v[u], t, dbv, dbi))
-                        dbv = v[u], dbi = t;
-                }
-                z[t] = v[u];
-            }
-        }
-    }
+    // a tempered cut row with nothing added finds its candidates without z (prefilter_tempered)
+    const bool tempered_cut = direct && !no_z;
+    if (!plain && !no_z && !tempered_cut)
+        copy_z(l, z, vocab, direct, p.temperature, dbv, dbi);
     const float lse = __fadd_rn(mx, (float)log(block_sum_t<double>(acc))); // block_sum_t synchronises: z is written
 
     // logit bias (a token's entries in list order), then the penalties
@@ -764,36 +1098,60 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         best_of_spans(draws + (size_t)blockIdx.x * SAMPLE_STATS_MAX_SPLITS, splits, gv, gi);
         token = gi >= 0 ? gi : raw_best;
     } else {
-        float bv = no_z ? __fdiv_rn(mx, p.temperature) : dbv;
-        int bi = no_z ? raw_best : dbi;
-        if (!direct) // after the bias and penalties; loads first, as in the copy
-            for (int t0 = threadIdx.x; t0 < vocab; t0 += 8 * NT) {
-                float v[8];
+        const float mz = __fdiv_rn(mx, p.temperature); // the best z where nothing is added
+        row_state s = {z, vocab, mz, p.min_p > 0.f ? __fadd_rn(mz, p.log_min_p) : -INFINITY, NULL, NULL, -1};
+        cut ck = {0u, INT_MAX}, cp = {0u, INT_MAX};
+        float bv = mz;
+        int bi = raw_best;
+        int n_alive;
+        double full_total;
+        bool cut_done = false;
+        if (tempered_cut) {
+            const sample_draw *z_mass = draws && z_mass_with_stats(p) ? draws + (size_t)blockIdx.x * SAMPLE_STATS_MAX_SPLITS
+                                                               : nullptr;
+            cut_done = prefilter_tempered(s, l, p.temperature, p.top_k, p.top_p, st, z_mass, splits, cand_z, cand_id,
+                                          n_alive, full_total);
+            if (cut_done) {
+                bi = cand_id[0]; // the best z's lowest id: the first in order
+                sorted_cuts(s, p.top_k > 0 && p.top_k < n_alive, p.top_k, p.top_p, full_total, ck, cp);
+            } else {
+                copy_z(l, z, vocab, true, p.temperature, dbv, dbi); // synchronised by block_best below
+            }
+        }
+        if (!cut_done) {
+            bv = no_z ? mz : dbv;
+            bi = no_z ? raw_best : dbi;
+            if (!direct) // after the bias and penalties; loads first, as in the copy
+                for (int t0 = threadIdx.x; t0 < vocab; t0 += ROW_LOADS * NT) {
+                    float v[ROW_LOADS];
 #pragma unroll
-                for (int u = 0; u < 8; u++)
-                    v[u] = t0 + u * NT < vocab ? z[t0 + u * NT] : 0.f;
+                    for (int u = 0; u < ROW_LOADS; u++)
+                        v[u] = t0 + u * NT < vocab ? z[t0 + u * NT] : 0.f;
 #pragma unroll
-                for (int u = 0; u < 8; u++) {
-                    const int t = t0 + u * NT;
-                    if (t >= vocab)
-                        break;
-                    v[u] = __fdiv_rn(v[u], p.temperature);
-                    z[t] = v[u];
-                    if (ahead(v[u], t, bv, bi))
-                        bv = v[u], bi = t;
+                    for (int u = 0; u < ROW_LOADS; u++) {
+                        const int t = t0 + u * NT;
+                        if (t >= vocab)
+                            break;
+                        v[u] = __fdiv_rn(v[u], p.temperature);
+                        z[t] = v[u];
+                        if (ahead(v[u], t, bv, bi))
+                            bv = v[u], bi = t;
+                    }
+                }
+            block_best(bv, bi); // synchronises: z is written
+            s = row_state{z, vocab, bv, p.min_p > 0.f ? __fadd_rn(bv, p.log_min_p) : -INFINITY, NULL, NULL, -1};
+            if (p.top_k > 0 || p.top_p < 1.f) {
+                prefilter(s, p.top_k, p.top_p, cand_z, cand_id, n_alive, full_total);
+                const bool cut_k = p.top_k > 0 && p.top_k < n_alive;
+                if (s.n >= 0) {
+                    sorted_cuts(s, cut_k, p.top_k, p.top_p, full_total, ck, cp);
+                } else {
+                    if (cut_k)
+                        ck = top_k_cut(s, p.top_k);
+                    if (p.top_p < 1.f)
+                        cp = top_p_cut(s, ck, p.top_p, full_total);
                 }
             }
-        block_best(bv, bi); // synchronises: z is written
-        row_state s = {z, vocab, bv, p.min_p > 0.f ? __fadd_rn(bv, p.log_min_p) : -INFINITY, NULL, NULL, -1};
-        cut ck = {0u, INT_MAX}, cp = {0u, INT_MAX};
-        if (p.top_k > 0 || p.top_p < 1.f) {
-            int n_alive;
-            double full_total;
-            prefilter(s, p.top_k, p.top_p, cand_z, cand_id, n_alive, full_total);
-            if (p.top_k > 0 && p.top_k < n_alive)
-                ck = top_k_cut(s, p.top_k);
-            if (p.top_p < 1.f)
-                cp = top_p_cut(s, ck, p.top_p, full_total);
         }
         // Gumbel-max; the best token's draw bounds what others can reach
         const float floor_v = __fadd_rn(bv, gumbel(p.seed, p.step, bi));
@@ -810,22 +1168,25 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         token = gi >= 0 ? gi : raw_best;
     }
 
-    // top_logprobs: the next element of the raw order, k times, over the
-    // raw row's candidates where at least k of them hold it (then they hold
-    // its first k: two passes over the row instead of k)
+    // top_logprobs: the raw row's candidates sorted where at least k of them
+    // hold them (then they hold its first k: two passes over the row and a
+    // sort instead of k passes), else the next element of the raw order, k times
     __shared__ int top_ids[20];
     __shared__ float top_vals[20];
     const int k = p.top_logprobs < vocab ? p.top_logprobs : vocab;
     const int n_top = k >= TOP_CANDIDATES_FROM ? top_candidates(l, vocab, mx, k, cand_z, cand_id) : -1;
+    if (n_top >= 0) { // sorted, the first k are the answer
+        sort_candidates(cand_z, cand_id, n_top);
+        if (threadIdx.x < k)
+            top_ids[threadIdx.x] = cand_id[threadIdx.x], top_vals[threadIdx.x] = cand_z[threadIdx.x];
+        __syncthreads();
+    }
     float pv = INFINITY;
     int pi = -1;
-    for (int j = 0; j < k; j++) {
+    for (int j = 0; j < (n_top >= 0 ? 0 : k); j++) {
         float bv = -INFINITY;
         int bi = -1;
-        if (n_top >= 0)
-            next_in_order<true>(cand_z, cand_id, n_top, pv, pi, bv, bi);
-        else
-            next_in_order<false>(l, NULL, vocab, pv, pi, bv, bi);
+        next_in_order(l, vocab, pv, pi, bv, bi);
         block_best(bv, bi);
         if (threadIdx.x == 0)
             top_ids[j] = bi, top_vals[j] = bv;

@@ -32,10 +32,12 @@ struct sample_stats {
 
 /* A span's best Gumbel-max draw (sampling.cu: stats_kernel, for a row that
  * draws there): its value m and token i (named as sample_stats' best), i =
- * -1 where no element of the span can be drawn. */
+ * -1 where no element of the span can be drawn; for a top-p row, z_mass: the
+ * sum over the span of exp(z - the span's best z), z = l / T. */
 struct sample_draw {
     float m;
     int32_t i;
+    double z_mass;
 };
 
 /* Spans a row of vocab logits is cut into for the stats (each ~8192 logits, at most 64). */
