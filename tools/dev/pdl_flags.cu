@@ -15,20 +15,7 @@
 //
 // Build and run (GPU machine):
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o /tmp/pf tools/dev/pdl_flags.cu && /tmp/pf
-#include <cuda_runtime.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#define CK(x)                                                                                              \
-    do {                                                                                                   \
-        cudaError_t e_ = (x);                                                                              \
-        if (e_ != cudaSuccess) {                                                                           \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));             \
-            exit(1);                                                                                       \
-        }                                                                                                  \
-    } while (0)
+#include "probe.cuh"
 
 enum { THREADS = 128, VEC = 2048 };
 enum { MODE_PLAIN, MODE_WAIT, MODE_FLAG, MODE_FLAG_LATE, MODE_WAIT_EARLY };

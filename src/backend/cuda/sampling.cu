@@ -279,14 +279,15 @@ __constant__ const float prefilter_span[SPANS] = {16.f, 12.f, 9.f, 6.f};
 // 13-24 % of a top-k + top-p step on the whole row (docs/kernels/sampling.md).
 #define ROW_LOADS 8
 
-// Exclusive prefix sum of x over the block (thread order), and the total.
-__device__ static int block_scan(int x, int &total)
+// Exclusive prefix sum of x over the block (thread order), and the total
+// (each in every thread: a fixed order of additions, so deterministic).
+template <typename T> __device__ static T block_scan_t(T x, T &total)
 {
-    __shared__ int warp_tot[NW];
+    __shared__ T warp_tot[NW];
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    int inc = x;
+    T inc = x;
     for (int o = 1; o < 32; o <<= 1) {
-        const int y = __shfl_up_sync(0xffffffffu, inc, o);
+        const T y = __shfl_up_sync(0xffffffffu, inc, o);
         if (lane >= o)
             inc += y;
     }
@@ -294,7 +295,7 @@ __device__ static int block_scan(int x, int &total)
     if (lane == 31)
         warp_tot[warp] = inc;
     __syncthreads();
-    int before = 0;
+    T before = 0;
     total = 0;
     for (int w = 0; w < NW; w++) {
         before += w < warp ? warp_tot[w] : 0;
@@ -394,30 +395,6 @@ __device__ __forceinline__ cut cut_at(const row_state &s, int m)
     return cut{okey(s.cz[m - 1]), s.cid[m - 1]};
 }
 
-// Exclusive prefix sum over the block (thread order) of doubles, and the total.
-__device__ static double block_scan_double(double x, double &total)
-{
-    __shared__ double warp_tot[NW];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    double inc = x;
-    for (int o = 1; o < 32; o <<= 1) {
-        const double y = __shfl_up_sync(0xffffffffu, inc, o);
-        if (lane >= o)
-            inc += y;
-    }
-    __syncthreads(); // warp_tot may still be read by a previous call
-    if (lane == 31)
-        warp_tot[warp] = inc;
-    __syncthreads();
-    double before_w = 0;
-    total = 0;
-    for (int w = 0; w < NW; w++) {
-        before_w += w < warp ? warp_tot[w] : 0;
-        total += warp_tot[w];
-    }
-    return before_w + inc - x;
-}
-
 // sample_token's top-p over the first `keep` sorted candidates: the number
 // of them whose mass before them (in order) is below top_p * total, where
 // total is their mass (with_total) or full_total (the row's). Each thread
@@ -434,7 +411,7 @@ __device__ static int sorted_top_p(const row_state &s, int keep, float top_p, bo
         mine += w[r];
     }
     double total;
-    double cum = block_scan_double(mine, total);
+    double cum = block_scan_t<double>(mine, total);
     const double want = top_p * (with_total ? total : full_total);
     int kept = 0;
 #pragma unroll
@@ -481,7 +458,7 @@ __device__ static int narrow_and_sort(const row_state &s, float *cz, int *cid, i
             id[r] = j < n ? cid[j] : 0;
             mine += z[r] >= lo;
         }
-        int at = block_scan(mine, n); // synchronises: every thread has read its candidates
+        int at = block_scan_t<int>(mine, n); // synchronises: every thread has read its candidates
 #pragma unroll
         for (int r = 0; r < RUN; r++)
             if (z[r] >= lo)
@@ -546,7 +523,7 @@ __device__ static void prefilter(row_state &s, int top_k, float top_p, float *cz
         return; // every thread decides alike: the counts are the block's
     const float lo_c = __fsub_rn(s.mz, prefilter_span[span]);
     int count;
-    int at = block_scan(span_entry(n_in, span), count);
+    int at = block_scan_t<int>(span_entry(n_in, span), count);
     double acc_c = 0;
     for (int t0 = threadIdx.x; t0 < s.vocab; t0 += ROW_LOADS * NT) {
         float v[ROW_LOADS]; // loaded before the stores, which may alias them
@@ -646,7 +623,7 @@ __device__ static bool prefilter_tempered(row_state &s, const float *l, float T,
         return false;
     const float lo_c = span_entry(l_in, span);
     int count;
-    int at = block_scan(span_entry(n_in, span), count);
+    int at = block_scan_t<int>(span_entry(n_in, span), count);
     double acc_c = 0;
     for (int t0 = threadIdx.x; t0 < s.vocab; t0 += ROW_LOADS * NT) {
         float v[ROW_LOADS]; // loaded before the stores, which may alias them
@@ -943,7 +920,7 @@ __device__ static int top_candidates(const float *l, int vocab, float mx, int k,
         return -1; // every thread decides alike: the counts are the block's
     const float lo_c = __fsub_rn(mx, top_span[span]);
     int count;
-    int at = block_scan(span_entry(n_in, span), count);
+    int at = block_scan_t<int>(span_entry(n_in, span), count);
     __syncthreads(); // cz / cid may still be read by the draw over a top-k / top-p row's candidates
     for (int t0 = threadIdx.x; t0 < vocab; t0 += ROW_LOADS * NT) {
         float v[ROW_LOADS]; // loaded before the stores, which may alias them
