@@ -480,6 +480,40 @@ __device__ static void sorted_cuts(const row_state &s, bool cut_k, int top_k, fl
         cp = cut_at(s, sorted_top_p(s, keep, top_p, cut_k, full_total));
 }
 
+// The candidates of span `span` (this thread's count of them: mine) copied
+// from the row into cz / cid: z elements alive and at least `bound`, or
+// (TEMPERED) logits at least `bound` (alive included), divided by T. Where
+// top-p alone cuts, their mass must reach top_p * full_total; then they are
+// narrowed and sorted into s. Whether they hold the cuts (else s is left).
+template <bool TEMPERED>
+__device__ static bool take_candidates(row_state &s, const float *row, float T, float bound, int mine, int span,
+                                       bool cut_k, int top_k, float top_p, double full_total, float *cz, int *cid)
+{
+    int count;
+    int at = block_scan_t<int>(mine, count);
+    double acc_c = 0;
+    for (int t0 = threadIdx.x; t0 < s.vocab; t0 += ROW_LOADS * NT) {
+        float v[ROW_LOADS]; // loaded before the stores, which may alias them
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++)
+            v[u] = t0 + u * NT < s.vocab ? row[t0 + u * NT] : -INFINITY;
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++)
+            if (TEMPERED ? v[u] >= bound : alive(v[u], s) && v[u] >= bound) {
+                const float zt = TEMPERED ? __fdiv_rn(v[u], T) : v[u];
+                cz[at] = zt, cid[at] = t0 + u * NT, at++;
+                acc_c += (double)weight(zt, s);
+            }
+    }
+    const double want = (double)top_p * full_total;
+    // with a top-k cut, top-p's cut lies inside it, so inside the candidates
+    if (top_p < 1.f && !cut_k && block_sum_t<double>(acc_c) < want * PREFILTER_MARGIN)
+        return false;
+    s.n = narrow_and_sort(s, cz, cid, count, span, cut_k, top_k, want);
+    s.cz = cz, s.cid = cid;
+    return true;
+}
+
 // The whole row's alive count and mass (tally's loop and order), and, where
 // (a) and (b) above hold, the candidates copied into cz / cid and sorted:
 // s.n set to their count (else left < 0).
@@ -521,28 +555,8 @@ __device__ static void prefilter(row_state &s, int top_k, float top_p, float *cz
     const int span = widest_holding(count_in, cut_k ? top_k : 1);
     if (span == SPANS)
         return; // every thread decides alike: the counts are the block's
-    const float lo_c = __fsub_rn(s.mz, prefilter_span[span]);
-    int count;
-    int at = block_scan_t<int>(span_entry(n_in, span), count);
-    double acc_c = 0;
-    for (int t0 = threadIdx.x; t0 < s.vocab; t0 += ROW_LOADS * NT) {
-        float v[ROW_LOADS]; // loaded before the stores, which may alias them
-#pragma unroll
-        for (int u = 0; u < ROW_LOADS; u++)
-            v[u] = t0 + u * NT < s.vocab ? s.z[t0 + u * NT] : -INFINITY;
-#pragma unroll
-        for (int u = 0; u < ROW_LOADS; u++)
-            if (alive(v[u], s) && v[u] >= lo_c) {
-                cz[at] = v[u], cid[at] = t0 + u * NT, at++;
-                acc_c += (double)weight(v[u], s);
-            }
-    }
-    const double want = (double)top_p * full_total;
-    // with a top-k cut, top-p's cut lies inside it, so inside the candidates
-    if (top_p < 1.f && !cut_k && block_sum_t<double>(acc_c) < want * PREFILTER_MARGIN)
-        return;
-    s.n = narrow_and_sort(s, cz, cid, count, span, cut_k, top_k, want);
-    s.cz = cz, s.cid = cid;
+    take_candidates<false>(s, s.z, 1.f, __fsub_rn(s.mz, prefilter_span[span]), span_entry(n_in, span), span, cut_k,
+                           top_k, top_p, full_total, cz, cid);
 }
 
 // The least float l with l / T (rounded to nearest) >= tau, for T > 0:
@@ -621,29 +635,8 @@ __device__ static bool prefilter_tempered(row_state &s, const float *l, float T,
     const int span = widest_holding(count_in, cut_k ? top_k : 1);
     if (span == SPANS)
         return false;
-    const float lo_c = span_entry(l_in, span);
-    int count;
-    int at = block_scan_t<int>(span_entry(n_in, span), count);
-    double acc_c = 0;
-    for (int t0 = threadIdx.x; t0 < s.vocab; t0 += ROW_LOADS * NT) {
-        float v[ROW_LOADS]; // loaded before the stores, which may alias them
-#pragma unroll
-        for (int u = 0; u < ROW_LOADS; u++)
-            v[u] = t0 + u * NT < s.vocab ? l[t0 + u * NT] : -INFINITY;
-#pragma unroll
-        for (int u = 0; u < ROW_LOADS; u++)
-            if (v[u] >= lo_c) {
-                const float zt = __fdiv_rn(v[u], T);
-                cz[at] = zt, cid[at] = t0 + u * NT, at++;
-                acc_c += (double)weight(zt, s);
-            }
-    }
-    const double want = (double)top_p * full_total;
-    if (top_p < 1.f && !cut_k && block_sum_t<double>(acc_c) < want * PREFILTER_MARGIN)
-        return false;
-    s.n = narrow_and_sort(s, cz, cid, count, span, cut_k, top_k, want);
-    s.cz = cz, s.cid = cid;
-    return true;
+    return take_candidates<true>(s, l, T, span_entry(l_in, span), span_entry(n_in, span), span, cut_k, top_k, top_p,
+                                 full_total, cz, cid);
 }
 
 // ---- the Gumbel draw ----
@@ -959,7 +952,7 @@ template <typename SPAN> __device__ __forceinline__ void best_of_spans(const SPA
 }
 
 // z = l into scratch (direct: z = l / T, and its best (dbv, dbi) found on
-// the way, instead of a second pass). COPY loads in flight before the first
+// the way, instead of a second pass; l may be z itself). COPY loads in flight before the first
 // store: the compiler orders a load after a store that may alias it (z and
 // l), so one load, one store a step costs a round trip an element (a
 // thread's ~125 of Llama's vocabulary, 256 of Gemma's). The caller
@@ -1098,23 +1091,8 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         if (!cut_done) {
             bv = no_z ? mz : dbv;
             bi = no_z ? raw_best : dbi;
-            if (!direct) // after the bias and penalties; loads first, as in the copy
-                for (int t0 = threadIdx.x; t0 < vocab; t0 += ROW_LOADS * NT) {
-                    float v[ROW_LOADS];
-#pragma unroll
-                    for (int u = 0; u < ROW_LOADS; u++)
-                        v[u] = t0 + u * NT < vocab ? z[t0 + u * NT] : 0.f;
-#pragma unroll
-                    for (int u = 0; u < ROW_LOADS; u++) {
-                        const int t = t0 + u * NT;
-                        if (t >= vocab)
-                            break;
-                        v[u] = __fdiv_rn(v[u], p.temperature);
-                        z[t] = v[u];
-                        if (ahead(v[u], t, bv, bi))
-                            bv = v[u], bi = t;
-                    }
-                }
+            if (!direct) // after the bias and penalties: z /= T in place
+                copy_z(z, z, vocab, true, p.temperature, bv, bi);
             block_best(bv, bi); // synchronises: z is written
             s = row_state{z, vocab, bv, p.min_p > 0.f ? __fadd_rn(bv, p.log_min_p) : -INFINITY, NULL, NULL, -1};
             if (p.top_k > 0 || p.top_p < 1.f) {
