@@ -297,6 +297,48 @@ GPU_TEST(sampling_peaked_262144) { return check_logits(ctx, 262144, 2, make_peak
 GPU_TEST(sampling_few_rows_peaked) { return check_rows(ctx, 262144, 3, 16, make_peaked_logits); }
 GPU_TEST(sampling_few_rows_flat) { return check_rows(ctx, 128256, 2, 16, make_logits); }
 
+/* A row's result must not depend on how many rows its call holds (batched =
+ * alone): calls of up to 32 rows take a temperature row's draw and a top-p
+ * row's mass from the statistics' spans, larger calls make them in the
+ * row's own block. The first 16 of 48 peaked rows, sampled in both. */
+GPU_TEST(sampling_same_in_any_call)
+{
+    enum { N = 48, FEW = 16, V = 262144 };
+    if (ensure_init(ctx))
+        GPU_FAIL("sample_init failed");
+    static struct row_case cases[N];
+    struct sample_row rows[N];
+    for (int r = 0; r < N; r++) {
+        struct sampling_params *p = &cases[r].p;
+        *p = sampling_params_default();
+        p->seed = rng_next(&ctx->rng);
+        cases[r].step = rng_next(&ctx->rng) % 1000;
+        switch (r % 5) {
+        case 0: p->temperature = 1.f, p->top_p = 0.9f; break;
+        case 1: p->temperature = 0.7f, p->top_p = 0.95f, p->top_logprobs = 5; break;
+        case 2: p->temperature = 1.f, p->top_k = 40, p->top_p = 0.9f; break;
+        case 3: p->temperature = 0.8f; break;
+        case 4: p->temperature = 1.2f, p->top_p = 0.5f, p->min_p = 0.02f; break;
+        }
+        rows[r] = (struct sample_row){p, cases[r].step, NULL, 0};
+    }
+    float *l = make_peaked_logits(ctx, N, V);
+    float *dl = gpu_upload(ctx, l, (size_t)N * V * sizeof(float));
+    free(l);
+    struct err e = {{0}};
+    struct sample_result all[N], few[FEW];
+    memset(all, 0xa5, sizeof all);
+    memset(few, 0x5a, sizeof few);
+    if (sample_rows(ctx->cuda, dl, N, V, rows, all, &e) || sample_rows(ctx->cuda, dl, FEW, V, rows, few, &e))
+        GPU_FAIL("sample failed: %.400s", e.msg);
+    for (int r = 0; r < FEW; r++)
+        if (memcmp(&all[r], &few[r], sizeof few[r]))
+            GPU_FAIL("row %d (T %g k %d p %g): token %d logprob %.9g in a call of %d rows, %d %.9g in one of %d", r,
+                     cases[r].p.temperature, cases[r].p.top_k, cases[r].p.top_p, all[r].token, all[r].logprob, N,
+                     few[r].token, few[r].logprob, FEW);
+    return 0;
+}
+
 /* Integer logits: whole plateaus of equal values, so the top-k and top-p
  * cuts and the greedy choice fall inside ties. */
 GPU_TEST(sampling_ties_at_the_cuts)

@@ -580,17 +580,58 @@ __device__ static float l_threshold(float tau, float T)
     return NAN;
 }
 
+// Logits a statistics span holds (the last of a shard may hold fewer).
+__device__ __forceinline__ int stats_span(int cols, int splits) { return (cols + splits - 1) / splits; }
+
+// Each statistics span's sum of exp(z - the span's best z) as stats_kernel
+// makes it (the same elements a thread, in the same order, and block_sum_t's
+// sum: each warp's by shuffles, then the warps' in order; the same bits),
+// for a row whose statistics did not (a call of more than
+// SAMPLE_DRAW_MAX_ROWS rows, or a split model's): a row's draw must not
+// depend on how many rows its call holds. The warps' partial sums of every
+// span wait in `part` ([splits][NW] doubles: the candidates' space, unused
+// yet), so the spans take one barrier, not two each. Into mass[b].
+__device__ static void span_z_masses(const float *l, float T, const sample_stats *st, int vocab, int shards,
+                                     int splits, double *part, double *mass)
+{
+    const int cols = vocab / shards, per = splits / shards, span = stats_span(cols, per);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads(); // part may still be read (the candidates of an earlier pass)
+    for (int b = 0; b < splits; b++) {
+        const int shard = b / per, t0 = shard * cols + (b % per) * span;
+        const int t1 = min(shard * cols + cols, t0 + span);
+        const float zb = __fdiv_rn(st[b].m, T);
+        double m = 0;
+#pragma unroll 8
+        for (int t = t0 + threadIdx.x; t < t1; t += NT)
+            m += (double)expf(__fsub_rn(__fdiv_rn(l[t], T), zb));
+        for (int o = 16; o > 0; o >>= 1)
+            m += __shfl_down_sync(0xffffffffu, m, o);
+        if (lane == 0)
+            part[b * NW + warp] = m;
+    }
+    __syncthreads();
+    for (int b = threadIdx.x; b < splits; b += NT) {
+        double sum = 0;
+        for (int w = 0; w < NW; w++)
+            sum += part[b * NW + w];
+        mass[b] = sum;
+    }
+    __syncthreads();
+}
+
 // prefilter for a tempered row with nothing added (z = l / T), without a
 // copy of z: its passes compare l with the spans' bounds carried back
 // through the division, and only the candidates are divided (the copy and
 // the mass of every element were most of a trained top-p row's time on its
 // one SM). The row's mass, which top-p without top-k needs, comes from
-// stats_kernel's spans (z_mass; NULL: not made for this row). Returns
+// stats_kernel's spans (z_mass; NULL: not made for this row, then made
+// here the same way: span_z_masses). Returns
 // whether the candidates hold the cuts (s.n set, sorted); if not, the
 // caller copies z and runs prefilter.
 __device__ static bool prefilter_tempered(row_state &s, const float *l, float T, int top_k, float top_p,
-                                          const sample_stats *st, const sample_draw *z_mass, int splits,
-                                          float *cz, int *cid, int &n_alive, double &full_total)
+                                          const sample_stats *st, const sample_draw *z_mass, int shards,
+                                          int splits, float *cz, int *cid, int &n_alive, double &full_total)
 {
     // alive: z > -inf (z >= -FLT_MAX) and not below the min-p threshold
     const float l_alive = l_threshold(s.thr > -INFINITY ? s.thr : -FLT_MAX, T);
@@ -622,19 +663,28 @@ __device__ static bool prefilter_tempered(row_state &s, const float *l, float T,
     int count_in[SPANS];
     span_counts(n_in, count_in);
     const bool cut_k = top_k > 0 && top_k < n_alive;
-    if (!cut_k && (!(top_p < 1.f) || !z_mass))
+    // top-p alone needs the row's mass; with min-p, of the alive elements only (the old path's pass)
+    if (!cut_k && (!(top_p < 1.f) || s.thr > -INFINITY))
         return false;
+    const int span = widest_holding(count_in, cut_k ? top_k : 1);
+    if (span == SPANS)
+        return false; // before the mass: flat rows overflow every span
     full_total = 0;
-    if (!cut_k) { // sum_b z_mass_b * exp(z_b - max z), z_b = the span's best l / T: in a fixed order
+    if (!cut_k) { // sum_b mass_b * exp(z_b - max z), z_b = the span's best l / T: in a fixed order
+        __shared__ double mass[SAMPLE_STATS_MAX_SPLITS];
+        if (z_mass) {
+            for (int b = threadIdx.x; b < splits; b += NT)
+                mass[b] = z_mass[b].z_mass;
+            __syncthreads();
+        } else {
+            span_z_masses(l, T, st, s.vocab, shards, splits, (double *)cz, mass);
+        }
         double acc = 0;
         for (int b = threadIdx.x; b < splits; b += NT)
             if (st[b].i >= 0)
-                acc += z_mass[b].z_mass * exp_double((double)__fdiv_rn(st[b].m, T) - (double)s.mz);
+                acc += mass[b] * exp_double((double)__fdiv_rn(st[b].m, T) - (double)s.mz);
         full_total = block_sum_t<double>(acc);
     }
-    const int span = widest_holding(count_in, cut_k ? top_k : 1);
-    if (span == SPANS)
-        return false;
     return take_candidates<true>(s, l, T, span_entry(l_in, span), span_entry(n_in, span), span, cut_k, top_k, top_p,
                                  full_total, cz, cid);
 }
@@ -750,7 +800,6 @@ __device__ __forceinline__ void gumbel_best(const row_state &s, const gumbel_arg
 // per-rank statistics (stats_kernel over one shard) and rank 0's over the
 // gathered row are the same numbers in the same order.
 
-__device__ __forceinline__ int stats_span(int cols, int splits) { return (cols + splits - 1) / splits; }
 
 // A row whose Gumbel-max draw stats_kernel makes: tempered, with nothing to
 // add or cut (sample_kernel's no_z rows without min-p, whose threshold
@@ -985,7 +1034,8 @@ __device__ static void copy_z(const float *l, float *z, int vocab, bool direct, 
 __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *scratch, int vocab,
                                                     const sample_row_dev *rows, const sample_seen *seen,
                                                     const logit_bias *bias, const sample_stats *stats,
-                                                    const sample_draw *draws, int splits, sample_result *out)
+                                                    const sample_draw *draws, int shards, int splits,
+                                                    sample_result *out)
 {
     // The row's parameters are host memory that no kernel writes (the
     // host staged them before the step): read before waiting, so the
@@ -1017,7 +1067,8 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     // logits round to one quotient, raw_best's draw still bounds the winner's).
     const bool no_z = direct && p.top_k <= 0 && !(p.top_p < 1.f);
     // a top-k / top-p row's candidates (prefilter), then the top log-probs'
-    __shared__ float cand_z[PREFILTER_CAP];
+    __shared__ __align__(8) float cand_z[PREFILTER_CAP]; // also span_z_masses' partial sums
+    static_assert(SAMPLE_STATS_MAX_SPLITS * NW * sizeof(double) <= sizeof cand_z, "span_z_masses' part");
     __shared__ int cand_id[PREFILTER_CAP];
     float dbv = -INFINITY;
     int dbi = -1;
@@ -1079,8 +1130,8 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         if (tempered_cut) {
             const sample_draw *z_mass = draws && z_mass_with_stats(p) ? draws + (size_t)blockIdx.x * SAMPLE_STATS_MAX_SPLITS
                                                                : nullptr;
-            cut_done = prefilter_tempered(s, l, p.temperature, p.top_k, p.top_p, st, z_mass, splits, cand_z, cand_id,
-                                          n_alive, full_total);
+            cut_done = prefilter_tempered(s, l, p.temperature, p.top_k, p.top_p, st, z_mass, shards, splits, cand_z,
+                                          cand_id, n_alive, full_total);
             if (cut_done) {
                 bi = cand_id[0]; // the best z's lowest id: the first in order
                 sorted_cuts(s, p.top_k > 0 && p.top_k < n_alive, p.top_k, p.top_p, full_total, ck, cp);
@@ -1202,6 +1253,6 @@ extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct
                                                draws, stream);
     if (rc == cudaSuccess)
         rc = launch_pdl(sample_kernel, n_rows, NT, 0, stream, logits, scratch, vocab, rows, seen, bias,
-                        (const sample_stats *)stats, (const sample_draw *)draws, splits, out);
+                        (const sample_stats *)stats, (const sample_draw *)draws, shards, splits, out);
     return rc != cudaSuccess ? rc : cudaGetLastError();
 }
