@@ -279,6 +279,51 @@ __constant__ const float prefilter_span[SPANS] = {16.f, 12.f, 9.f, 6.f};
 // 13-24 % of a top-k + top-p step on the whole row (docs/kernels/sampling.md).
 #define ROW_LOADS 8
 
+// Calls f(v, t) for each element t of row[0, n) this thread visits (in
+// order; every pass over the same row visits the same ones): the scalar
+// loop's elements (ROW_LOADS loads in flight), or, where the row is 16-byte
+// aligned and n a multiple of 4, VEC_LOADS float4s in flight (a pass of one
+// block over a row is bound by its loads' latency: four times the bytes a
+// load, a trained top-p row's two passes 57 -> ~25 us).
+// The passes that use it are not inlined into sample_kernel: inlined, its
+// float4s pushed the kernel's other live values to ~1.4 KB of spill loads.
+#define VEC_LOADS 4
+template <typename F> __device__ __forceinline__ void for_row(const float *row, int n, F f)
+{
+    if ((n & 3) == 0 && ((uintptr_t)row & 15) == 0) {
+        const float4 *r4 = (const float4 *)row;
+        const int n4 = n >> 2;
+        for (int j0 = threadIdx.x; j0 < n4; j0 += VEC_LOADS * NT) {
+            float4 v[VEC_LOADS]; // loaded before f's stores, which may alias them
+#pragma unroll
+            for (int u = 0; u < VEC_LOADS; u++)
+                if (j0 + u * NT < n4)
+                    v[u] = r4[j0 + u * NT];
+#pragma unroll
+            for (int u = 0; u < VEC_LOADS; u++) {
+                const int j = j0 + u * NT;
+                if (j >= n4) // alike in the lanes of a trip past the end
+                    break;
+                f(v[u].x, 4 * j), f(v[u].y, 4 * j + 1), f(v[u].z, 4 * j + 2), f(v[u].w, 4 * j + 3);
+            }
+        }
+        return;
+    }
+    for (int t0 = threadIdx.x; t0 < n; t0 += ROW_LOADS * NT) {
+        float v[ROW_LOADS];
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++)
+            if (t0 + u * NT < n)
+                v[u] = row[t0 + u * NT];
+#pragma unroll
+        for (int u = 0; u < ROW_LOADS; u++) {
+            if (t0 + u * NT >= n)
+                break;
+            f(v[u], t0 + u * NT);
+        }
+    }
+}
+
 // Exclusive prefix sum of x over the block (thread order), and the total
 // (each in every thread: a fixed order of additions, so deterministic).
 template <typename T> __device__ static T block_scan_t(T x, T &total)
@@ -480,30 +525,40 @@ __device__ static void sorted_cuts(const row_state &s, bool cut_k, int top_k, fl
         cp = cut_at(s, sorted_top_p(s, keep, top_p, cut_k, full_total));
 }
 
-// The candidates of span `span` (this thread's count of them: mine) copied
-// from the row into cz / cid: z elements alive and at least `bound`, or
-// (TEMPERED) logits at least `bound` (alive included), divided by T. Where
+// The candidates of span `span` (this thread's count of them: mine, made
+// over the same elements) copied from the row into cz / cid: z elements
+// alive and at least `bound`, or (TEMPERED) logits at least `bound` (alive
+// included), divided by T. Where
 // top-p alone cuts, their mass must reach top_p * full_total; then they are
 // narrowed and sorted into s. Whether they hold the cuts (else s is left).
 template <bool TEMPERED>
-__device__ static bool take_candidates(row_state &s, const float *row, float T, float bound, int mine, int span,
+__device__ __noinline__ static bool take_candidates(row_state &s, const float *row, float T, float bound, int mine, int span,
                                        bool cut_k, int top_k, float top_p, double full_total, float *cz, int *cid)
 {
     int count;
     int at = block_scan_t<int>(mine, count);
     double acc_c = 0;
-    for (int t0 = threadIdx.x; t0 < s.vocab; t0 += ROW_LOADS * NT) {
-        float v[ROW_LOADS]; // loaded before the stores, which may alias them
-#pragma unroll
-        for (int u = 0; u < ROW_LOADS; u++)
-            v[u] = t0 + u * NT < s.vocab ? row[t0 + u * NT] : -INFINITY;
-#pragma unroll
-        for (int u = 0; u < ROW_LOADS; u++)
-            if (TEMPERED ? v[u] >= bound : alive(v[u], s) && v[u] >= bound) {
-                const float zt = TEMPERED ? __fdiv_rn(v[u], T) : v[u];
-                cz[at] = zt, cid[at] = t0 + u * NT, at++;
+    if constexpr (TEMPERED) { // the elements a thread of prefilter_tempered's count
+        for_row(row, s.vocab, [&](float v, int t) {
+            if (v >= bound) {
+                const float zt = __fdiv_rn(v, T);
+                cz[at] = zt, cid[at] = t, at++;
                 acc_c += (double)weight(zt, s);
             }
+        });
+    } else { // those of prefilter's count (tally's loop)
+        for (int t0 = threadIdx.x; t0 < s.vocab; t0 += ROW_LOADS * NT) {
+            float v[ROW_LOADS]; // loaded before the stores, which may alias them
+#pragma unroll
+            for (int u = 0; u < ROW_LOADS; u++)
+                v[u] = t0 + u * NT < s.vocab ? row[t0 + u * NT] : -INFINITY;
+#pragma unroll
+            for (int u = 0; u < ROW_LOADS; u++)
+                if (alive(v[u], s) && v[u] >= bound) {
+                    cz[at] = v[u], cid[at] = t0 + u * NT, at++;
+                    acc_c += (double)weight(v[u], s);
+                }
+        }
     }
     const double want = (double)top_p * full_total;
     // with a top-k cut, top-p's cut lies inside it, so inside the candidates
@@ -629,7 +684,7 @@ __device__ static void span_z_masses(const float *l, float T, const sample_stats
 // here the same way: span_z_masses). Returns
 // whether the candidates hold the cuts (s.n set, sorted); if not, the
 // caller copies z and runs prefilter.
-__device__ static bool prefilter_tempered(row_state &s, const float *l, float T, int top_k, float top_p,
+__device__ __noinline__ static bool prefilter_tempered(row_state &s, const float *l, float T, int top_k, float top_p,
                                           const sample_stats *st, const sample_draw *z_mass, int shards,
                                           int splits, float *cz, int *cid, int &n_alive, double &full_total)
 {
@@ -646,19 +701,12 @@ __device__ static bool prefilter_tempered(row_state &s, const float *l, float T,
     if (!bounds)
         return false; // alike in every thread: the same arithmetic
     int n = 0, n_in[SPANS] = {0};
-    for (int t0 = threadIdx.x; t0 < s.vocab; t0 += ROW_LOADS * NT) {
-        float v[ROW_LOADS];
+    for_row(l, s.vocab, [&](float v, int) {
+        n += v >= l_alive;
 #pragma unroll
-        for (int u = 0; u < ROW_LOADS; u++)
-            v[u] = t0 + u * NT < s.vocab ? l[t0 + u * NT] : -INFINITY;
-#pragma unroll
-        for (int u = 0; u < ROW_LOADS; u++) {
-            n += v[u] >= l_alive;
-#pragma unroll
-            for (int w = 0; w < SPANS; w++)
-                n_in[w] += v[u] >= l_in[w];
-        }
-    }
+        for (int w = 0; w < SPANS; w++)
+            n_in[w] += v >= l_in[w];
+    });
     n_alive = block_sum_t<int>(n);
     int count_in[SPANS];
     span_counts(n_in, count_in);
@@ -937,24 +985,18 @@ __constant__ const float top_span[SPANS] = {16.f, 8.f, 4.f, 2.f};
 
 // Their count (copied into cz / cid), or -1: the whole row. The narrowest
 // span holding k, since they are sorted.
-__device__ static int top_candidates(const float *l, int vocab, float mx, int k, float *cz, int *cid)
+__device__ __noinline__ static int top_candidates(const float *l, int vocab, float mx, int k, float *cz, int *cid)
 {
     float lo[SPANS];
 #pragma unroll
     for (int w = 0; w < SPANS; w++)
         lo[w] = __fsub_rn(mx, top_span[w]);
     int n_in[SPANS] = {0};
-    for (int t0 = threadIdx.x; t0 < vocab; t0 += ROW_LOADS * NT) {
-        float v[ROW_LOADS];
+    for_row(l, vocab, [&](float v, int) {
 #pragma unroll
-        for (int u = 0; u < ROW_LOADS; u++)
-            v[u] = t0 + u * NT < vocab ? l[t0 + u * NT] : -INFINITY;
-#pragma unroll
-        for (int u = 0; u < ROW_LOADS; u++)
-#pragma unroll
-            for (int w = 0; w < SPANS; w++)
-                n_in[w] += v[u] >= lo[w];
-    }
+        for (int w = 0; w < SPANS; w++)
+            n_in[w] += v >= lo[w];
+    });
     int count_in[SPANS];
     span_counts(n_in, count_in);
     const int span = narrowest_holding(count_in, k);
@@ -964,16 +1006,10 @@ __device__ static int top_candidates(const float *l, int vocab, float mx, int k,
     int count;
     int at = block_scan_t<int>(span_entry(n_in, span), count);
     __syncthreads(); // cz / cid may still be read by the draw over a top-k / top-p row's candidates
-    for (int t0 = threadIdx.x; t0 < vocab; t0 += ROW_LOADS * NT) {
-        float v[ROW_LOADS]; // loaded before the stores, which may alias them
-#pragma unroll
-        for (int u = 0; u < ROW_LOADS; u++)
-            v[u] = t0 + u * NT < vocab ? l[t0 + u * NT] : -INFINITY;
-#pragma unroll
-        for (int u = 0; u < ROW_LOADS; u++)
-            if (v[u] >= lo_c)
-                cz[at] = v[u], cid[at] = t0 + u * NT, at++;
-    }
+    for_row(l, vocab, [&](float v, int t) {
+        if (v >= lo_c)
+            cz[at] = v, cid[at] = t, at++;
+    });
     __syncthreads();
     return count;
 }
