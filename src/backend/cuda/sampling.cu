@@ -302,7 +302,7 @@ template <typename F> __device__ __forceinline__ void for_row(const float *row, 
 #pragma unroll
             for (int u = 0; u < VEC_LOADS; u++) {
                 const int j = j0 + u * NT;
-                if (j >= n4) // alike in the lanes of a trip past the end
+                if (j >= n4) // past the row (f holds no warp-wide step)
                     break;
                 f(v[u].x, 4 * j), f(v[u].y, 4 * j + 1), f(v[u].z, 4 * j + 2), f(v[u].w, 4 * j + 3);
             }
