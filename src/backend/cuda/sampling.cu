@@ -347,11 +347,11 @@ template <typename SPAN> __device__ __forceinline__ void best_of_spans(const SPA
 }
 
 // z = l into scratch (direct: z = l / T, and its best (dbv, dbi) found on
-// the way, instead of a second pass; l may be z itself). COPY loads in flight before the first
-// store: the compiler orders a load after a store that may alias it (z and
-// l), so one load, one store a step costs a round trip an element (a
-// thread's ~125 of Llama's vocabulary, 256 of Gemma's). The caller
-// synchronises before z is read.
+// the way, instead of a second pass; l may be z itself). COPY loads in
+// flight before the first store: the compiler orders a load after a store
+// that may alias it (z and l), so one load, one store a step costs a round
+// trip an element (a thread's ~125 of Llama's vocabulary, 256 of Gemma's).
+// The caller synchronises before z is read.
 __device__ static void copy_z(const float *l, float *z, int vocab, bool direct, float T, float &dbv, int &dbi)
 {
     constexpr int COPY = ROW_LOADS;
@@ -474,8 +474,8 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         double full_total;
         bool cut_done = false;
         if (tempered_cut) {
-            const sample_draw *z_mass = draws && z_mass_with_stats(p) ? draws + (size_t)blockIdx.x * SAMPLE_STATS_MAX_SPLITS
-                                                               : nullptr;
+            const sample_draw *z_mass =
+                draws && z_mass_with_stats(p) ? draws + (size_t)blockIdx.x * SAMPLE_STATS_MAX_SPLITS : nullptr;
             cut_done = prefilter_tempered(s, l, p.temperature, p.top_k, p.top_p, st, z_mass, shards, splits, cand_z,
                                           cand_id, n_alive, full_total);
             if (cut_done) {

@@ -262,12 +262,13 @@ __device__ static void sorted_cuts(const row_state &s, bool cut_k, int top_k, fl
 // The candidates of span `span` (this thread's count of them: mine, made
 // over the same elements) copied from the row into cz / cid: z elements
 // alive and at least `bound`, or (TEMPERED) logits at least `bound` (alive
-// included), divided by T. Where
-// top-p alone cuts, their mass must reach top_p * full_total; then they are
-// narrowed and sorted into s. Whether they hold the cuts (else s is left).
+// included), divided by T. Where top-p alone cuts, their mass must reach
+// top_p * full_total; then they are narrowed and sorted into s. Whether
+// they hold the cuts (else s is left).
 template <bool TEMPERED>
-__device__ __noinline__ static bool take_candidates(row_state &s, const float *row, float T, float bound, int mine, int span,
-                                       bool cut_k, int top_k, float top_p, double full_total, float *cz, int *cid)
+__device__ __noinline__ static bool take_candidates(row_state &s, const float *row, float T, float bound, int mine,
+                                                    int span, bool cut_k, int top_k, float top_p, double full_total,
+                                                    float *cz, int *cid)
 {
     int count;
     int at = block_scan_t<int>(mine, count);
@@ -418,9 +419,10 @@ __device__ static void span_z_masses(const float *l, float T, const sample_stats
 // here the same way: span_z_masses). Returns
 // whether the candidates hold the cuts (s.n set, sorted); if not, the
 // caller copies z and runs prefilter.
-__device__ __noinline__ static bool prefilter_tempered(row_state &s, const float *l, float T, int top_k, float top_p,
-                                          const sample_stats *st, const sample_draw *z_mass, int shards,
-                                          int splits, float *cz, int *cid, int &n_alive, double &full_total)
+__device__ __noinline__ static bool prefilter_tempered(row_state &s, const float *l, float T, int top_k,
+                                                       float top_p, const sample_stats *st, const sample_draw *z_mass,
+                                                       int shards, int splits, float *cz, int *cid, int &n_alive,
+                                                       double &full_total)
 {
     // alive: z > -inf (z >= -FLT_MAX) and not below the min-p threshold
     const float l_alive = l_threshold(s.thr > -INFINITY ? s.thr : -FLT_MAX, T);
