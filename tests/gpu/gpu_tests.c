@@ -1,5 +1,6 @@
 /* The GPU test runner: creates a CPU and a CUDA backend, runs every
- * registered test (or those matching argv[1]) and prints a summary. */
+ * registered test (or those whose names hold one of the arguments; bench_
+ * tests left out under --no-bench) and prints a summary. */
 #include <cuda_runtime_api.h>
 #include <math.h>
 #include <stdlib.h>
@@ -172,8 +173,36 @@ double gpu_time_ms(struct gpu_ctx *ctx, void (*fn)(void *), void *arg, int reps)
     return med;
 }
 
+/* Whether a test runs: its name holds one of the filters among argv[1..]
+ * (all run when none is given), and it is not a bench_ one under --no-bench. */
+static int selected(const char *name, int argc, char **argv)
+{
+    int filters = 0, hit = 0;
+    for (int a = 1; a < argc; a++) {
+        if (!strcmp(argv[a], "--no-bench")) {
+            if (!strncmp(name, "bench_", 6))
+                return 0;
+            continue;
+        }
+        filters++;
+        hit |= strstr(name, argv[a]) != NULL;
+    }
+    return !filters || hit;
+}
+
 int main(int argc, char **argv)
 {
+    /* a filter no test's name holds is a typo, not an empty pass */
+    for (int a = 1; a < argc; a++) {
+        int any = !strcmp(argv[a], "--no-bench");
+        for (int i = 0; i < n_tests && !any; i++)
+            any = strstr(tests[i].name, argv[a]) != NULL;
+        if (!any) {
+            fprintf(stderr, "gpu_tests: no test's name holds '%s' (usage: gpu_tests [--no-bench] [NAME_PART ...])\n",
+                    argv[a]);
+            return 2;
+        }
+    }
     struct err e = {{0}};
     struct gpu_ctx ctx = {0};
     ctx.cpu = backend_create(BACKEND_KIND_CPU, 0, &e);
@@ -186,8 +215,7 @@ int main(int argc, char **argv)
     CHECK(ctx.cuda->ops->reserve(ctx.cuda, MEM_REGION_WORKSPACE, (size_t)4 << 30, &e) == 0);
     int passed = 0, failed = 0;
     for (int i = 0; i < n_tests; i++) {
-        if (argc > 1 && !strcmp(argv[1], "--no-bench") ? !strncmp(tests[i].name, "bench_", 6)
-                                                        : argc > 1 && !strstr(tests[i].name, argv[1]))
+        if (!selected(tests[i].name, argc, argv))
             continue;
         rng_seed(&ctx.rng, 1234, (uint64_t)i, 0);
         cuda_impl(ctx.cuda)->slabs[MEM_REGION_WORKSPACE].used = 0; /* each test starts with empty scratch */

@@ -14,8 +14,8 @@ shift
 MODELS=${MODELS:-gemma-3-1b-it llama-3.2-3b-instruct qwen3-4b}
 ROUNDS=${ROUNDS:-2}
 [ -n "${ROWS:-}" ] && export INFER_BENCH_LOGITS=$ROWS
-echo "== gpu_tests sampling_ (the change)"
-build-gpu/gpu_tests sampling_ >/tmp/sampler_ab_tests.txt 2>&1
+echo "== gpu_tests sampling_ sample_from_rank_statistics (the change)"
+build-gpu/gpu_tests sampling_ sample_from_rank_statistics >/tmp/sampler_ab_tests.txt 2>&1
 grep -E "FAIL|^gpu:" /tmp/sampler_ab_tests.txt
 grep -E "^\[PASS\] bench" /tmp/sampler_ab_tests.txt
 echo "-- the base's benches"
@@ -50,8 +50,9 @@ for n in $MODELS; do
         echo "$n: DIFFERENT output"
     fi
 done
-echo "== compute-sanitizer memcheck, sampling_peaked"
-timeout 150 compute-sanitizer --tool memcheck build-gpu/gpu_tests sampling_peaked 2>&1 | grep -E "ERROR SUMMARY|^gpu:"
+echo "== compute-sanitizer memcheck, sampling_peaked sampling_same_in_any_call"
+timeout 200 compute-sanitizer --tool memcheck build-gpu/gpu_tests sampling_peaked sampling_same_in_any_call 2>&1 |
+    grep -E "ERROR SUMMARY|^gpu:"
 echo "== infer bench A/Bs"
 for a in "$@"; do
     ROUNDS=$ROUNDS BATCHES=1,8 ARGS="$a" bash tools/dev/ab_variants.sh "$C" "$MODELS" 'base=build-gpu/infer-base' \
