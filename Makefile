@@ -4,10 +4,11 @@
 #   make                 release build: build/infer (CUDA backend if nvcc found)
 #   make CUDA=0          CPU-only build
 #   make SAN=1           address + undefined sanitizer build in build-san/ (CPU only)
-#   make test            sanitizer build, then every CPU test (what CI runs; needs scripts/setup)
+#   make test            the layering check, sanitizer build, then every CPU test (what CI runs; needs scripts/setup)
 #   make fuzz            every libFuzzer target (tests/fuzz), a fixed set of inputs each (FUZZ_TIME=S: explore)
 #   make demo            build, then run generate on the embedded default model
 #   make gpu-build       release build + GPU tests for the GPU machine (sm_90a), see tests/gpu/run.sh
+#   make cuda-probes     the launch-cost probes of tools/cuda_probes (sm_90a, run on the GPU machine)
 
 SAN ?= 0
 NVCC ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
@@ -34,9 +35,13 @@ CFLAGS_TEST := $(CFLAGS_BASE) -Wall -Wextra -Werror -Wvla -Itests
 # Static where the GPU machine lacks the library (libmicrohttpd); its TLS library (gnutls) is there.
 LDLIBS := -Wl,-Bstatic -ljansson -lpcre2-8 -lutf8proc -lmicrohttpd -Wl,-Bdynamic -lgnutls -lm -pthread
 
-SRC_C := $(shell find src -name '*.c' -not -path 'src/backend/cuda/*' -not -path 'src/cli/*')
+# libinfer.a: the engine and what it stands on (core through engine, and parallel);
+# the apps built on it: the OpenAI server and the load generator; then the CLI.
+APP_DIRS := src/server src/loadgen src/cli
+SRC_C := $(shell find src -name '*.c' -not -path '*/cuda/*' $(APP_DIRS:%=-not -path '%/*'))
+APP_C := $(shell find src/server src/loadgen -name '*.c')
 CLI_C := $(shell find src/cli -name '*.c')
-CUDA_C := $(shell find src/backend/cuda -name '*.c')
+CUDA_C := $(shell find src -path '*/cuda/*' -name '*.c')
 CUDA_CU := $(shell find src/backend/cuda -name '*.cu')
 
 ifeq ($(CUDA),1)
@@ -52,13 +57,14 @@ else
 endif
 
 LIB_OBJ := $(SRC_C:%.c=$(BUILD)/%.o) $(CU_OBJ)
+APP_OBJ := $(APP_C:%.c=$(BUILD)/%.o)
 CLI_OBJ := $(CLI_C:%.c=$(BUILD)/%.o)
 TEST_C := $(wildcard tests/unit/test_*.c)
 TEST_HELPERS := $(filter-out $(TEST_C),$(wildcard tests/unit/*.c))
 TEST_BIN := $(BUILD)/tests/unit/all_tests
 
-.PHONY: all test test-unit test-cli test-parity test-server clean gpu-build format demo bench-tokenizer fetch-model \
-	fuzz fuzz-run
+.PHONY: all test test-layers test-unit test-cli test-parity test-server clean gpu-build format demo bench-tokenizer \
+	fetch-model fuzz fuzz-run cuda-probes
 all: $(BUILD)/infer
 
 $(BUILD)/libinfer.a: $(LIB_OBJ)
@@ -66,9 +72,9 @@ $(BUILD)/libinfer.a: $(LIB_OBJ)
 	@echo "AR    $@"
 	@ar rcs $@ $^
 
-$(BUILD)/infer: $(CLI_OBJ) $(BUILD)/libinfer.a
+$(BUILD)/infer: $(CLI_OBJ) $(APP_OBJ) $(BUILD)/libinfer.a
 	@echo "LD    $@"
-	@$(CC) $(LDSAN) -o $@ $(CLI_OBJ) $(BUILD)/libinfer.a $(LDLIBS)
+	@$(CC) $(LDSAN) -o $@ $(CLI_OBJ) $(APP_OBJ) $(BUILD)/libinfer.a $(LDLIBS)
 
 $(BUILD)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
@@ -85,14 +91,19 @@ $(BUILD)/tests/%.o: tests/%.c
 	@echo "CC    $<"
 	@$(CC) $(CFLAGS_TEST) -MMD -MP -c $< -o $@
 
-$(TEST_BIN): $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_HELPERS:%.c=$(BUILD)/%.o) $(BUILD)/libinfer.a
+$(TEST_BIN): $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_HELPERS:%.c=$(BUILD)/%.o) $(APP_OBJ) $(BUILD)/libinfer.a
 	@echo "LD    $@"
 	@$(CC) $(LDSAN) -o $@ $^ $(LDLIBS) -lcriterion
 
-# The test command of the README and of CI: sanitizer build, unit, CLI, parity and server tests, then the fuzzers.
-test:
+# The test command of the README and of CI: the layering, then a sanitizer build with the unit, CLI,
+# parity and server tests, then the fuzzers.
+test: test-layers
 	$(MAKE) SAN=1 test-unit test-cli test-parity test-server
 	$(MAKE) fuzz
+
+# Which folders of src/ may include which (docs/architecture.md).
+test-layers:
+	python3 tools/check_layers.py src
 
 test-unit: $(TEST_BIN)
 	INFER_ROOT=$(CURDIR) $(TEST_BIN) --jobs 2
@@ -175,6 +186,14 @@ $(BUILD)/gpu_tests: $(GPU_TEST_C:%.c=$(BUILD)/%.o) $(BUILD)/libinfer.a
 # Everything the GPU machine runs, built here (see tests/gpu/run.sh).
 gpu-build:
 	$(MAKE) BUILD=build-gpu CUDA=1 SAN=0 build-gpu/infer build-gpu/gpu_tests
+
+# Standalone probes of launch costs (tools/cuda_probes/README.md).
+PROBES := $(notdir $(basename $(wildcard tools/cuda_probes/*.cu)))
+cuda-probes: $(PROBES:%=$(BUILD)/cuda_probes/%)
+$(BUILD)/cuda_probes/%: tools/cuda_probes/%.cu
+	@mkdir -p $(dir $@)
+	@echo "NVCC  $<"
+	@$(NVCC) -std=c++17 -O3 -Xcompiler -Wall,-Wextra,-Werror -gencode=arch=compute_90a,code=sm_90a -o $@ $<
 
 format:
 	clang-format -i $$(find src tests -name '*.[ch]' -o -name '*.cu' -o -name '*.cuh')

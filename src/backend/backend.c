@@ -93,5 +93,5 @@ struct backend *backend_create_on(enum backend_kind kind, int n_threads, int dev
 void backend_free(struct backend *be)
 {
     if (be)
-        be->destroy(be);
+        be->free_impl(be);
 }

@@ -17,10 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "sampling/sample_seen.h"
-#include "sampling/sampling.h"
-#include "core/dtype.h"
 #include "backend/comm.h"
+#include "backend/sampler_ops.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 /* A weight matrix [rows, cols], row-major (a vector has rows = 1), in the
@@ -45,14 +44,10 @@ struct fwd_meta {
     const int32_t *kv_len;       /* [n_seqs] tokens in the cache after this step's writes */
     const int32_t *logit_rows;   /* [n_logits] rows whose logits are computed */
     const int32_t *logit_cols;   /* [1] a split model: 0 when rank 0 needs no logit columns of the
-                                    other ranks, only each row's statistics (every row draws plain
-                                    greedy and none returns its logits); else 1 */
+                                    other ranks (no row returns its logits, and the sampler draws
+                                    every row from what the gather leaves it); else 1 */
     const int32_t *block_tables; /* [n_seqs, max_blocks_per_seq] */
 };
-
-/* Bytes a logits row's statistics take in a split model's gather
- * (gather_logits, sample_enqueue): the CUDA sampler's span statistics. */
-#define LOGIT_STATS_ROW_BYTES 1024
 
 /* Capacities of a metadata buffer. */
 struct meta_caps {
@@ -132,14 +127,6 @@ enum mem_region {
 };
 
 const char *mem_region_name(enum mem_region r);
-
-/* One logits row's sampling inputs for the sampler ops (host memory). */
-struct sample_row {
-    const struct sampling_params *params; /* its logit_bias list included */
-    uint64_t step;                        /* the RNG counter, as sample_token's step */
-    const struct sample_seen *seen;       /* [n_seen] the sequence's history (sample_seen_build) */
-    int n_seen;
-};
 
 struct backend;
 
@@ -250,11 +237,11 @@ struct backend_ops {
     /* Tensor parallelism (be->comm set; backend/comm.h): buf[n] (act dtype)
      * := its sum over the ranks; rank 0's out[rows, cols * ranks] := every
      * rank's in[rows, cols] (f32 logits) side by side. gather_logits may
-     * also leave each row's statistics for the sampler in stats[rows,
-     * LOGIT_STATS_ROW_BYTES] (rank 0's sample_enqueue takes them), and may
-     * then skip the columns when *logit_cols (the step's metadata) is 0. */
+     * also leave what the backend's sampler draws from in the sampler's own
+     * buffers (sampler_ops.init sized them), and may then skip the columns
+     * when *logit_cols (the step's metadata) is 0. */
     void (*all_reduce)(struct backend *be, void *buf, size_t n);
-    void (*gather_logits)(struct backend *be, float *out, void *stats, const float *in, int rows, int cols,
+    void (*gather_logits)(struct backend *be, float *out, const float *in, int rows, int cols,
                           const int32_t *logit_cols);
     /* Optional, both or neither, for backends whose activations are
      * narrower than f32: a split model's row-parallel products (o, down)
@@ -272,25 +259,8 @@ struct backend_ops {
     void (*logits)(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows,
                    float softcap);
 
-    /* The sampler: one token per row of logits[rows, vocab] (f32, backend
-     * memory, left unchanged) with sample_token's semantics, in three parts
-     * so that a captured graph can hold the draw. sample_init sizes the
-     * fixed buffers at start-up (max_rows rows of vocab logits; again to
-     * resize). sample_stage takes the step's rows (host memory, valid until
-     * sample_finish), padded up to pad_rows with greedy rows whose draws are
-     * ignored, and queues whatever varies in size; sample_enqueue queues the
-     * draw of pad_rows rows (stats: what a split model's gather_logits
-     * left, or NULL), its results bound for host memory, touching
-     * only fixed addresses (capturable); sample_finish waits and writes
-     * out[n_rows] (host memory). -1 with e set when a call exceeds what
-     * sample_init sized, or a row has more than SAMPLE_MAX_SEEN seen tokens
-     * or SAMPLE_MAX_BIAS biases (the caller then samples it on the host). */
-    int (*sample_init)(struct backend *be, int max_rows, int vocab, struct err *e);
-    int (*sample_stage)(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
-                        struct err *e);
-    int (*sample_enqueue)(struct backend *be, const float *logits, const void *stats, int pad_rows, int vocab,
-                          struct err *e);
-    int (*sample_finish)(struct backend *be, int n_rows, struct sample_result *out, struct err *e);
+    /* The sampler (sampler_ops.h). */
+    const struct sampler_ops *sampler;
 };
 
 struct backend {
@@ -305,8 +275,8 @@ struct backend {
      * prefill and long-context decode). */
     int batch_invariant;
     int weights_borrowed; /* weight_upload keeps the host pointer (the CPU backend): it must outlive the weight */
-    struct comm *comm;    /* the rank's group when the model is split (src/dist), else NULL */
-    void (*destroy)(struct backend *be); /* called by backend_free */
+    struct comm *comm;    /* the rank's group when the model is split (src/parallel), else NULL */
+    void (*free_impl)(struct backend *be); /* the backend's own part of backend_free */
 };
 
 enum backend_kind { BACKEND_KIND_CPU, BACKEND_KIND_CUDA };

@@ -99,7 +99,7 @@ static int run_once(struct model *m, const struct engine_opts *o, int n, int pro
         if (c.aborted)
             rc = err_set(e, "the engine aborted a request (see the log above)");
     }
-    engine_destroy(eng);
+    engine_free(eng);
     free(prompts);
     pthread_mutex_destroy(&c.mu);
     pthread_cond_destroy(&c.cv);
@@ -129,7 +129,7 @@ int cmd_bench(int argc, char **argv)
 {
     const char *batches = "1,8,32,128";
     int input_len = 32, output_len = 256, prompt_len = 512, top_logprobs = 0;
-    struct model_flags mf = model_flags_default();
+    struct launch_opts mf = launch_opts_default();
     struct engine_flags f = engine_flags_default();
     struct sampling_flags sf = sampling_flags_default();
     enum { N_OWN = 5 + SAMPLING_FLAGS_N_OPTS };
@@ -156,11 +156,11 @@ int cmd_bench(int argc, char **argv)
     if (rc)
         goto done;
     rc = -1;
-    if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e) ||
+    if (launch_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e) ||
         sampling_flags_check(&sf, &e) ||
         (strcmp(batches, "0") && cli_parse_int_list(batches, "batch", &batch, &n_batch, &e)))
         goto done;
-    const int other_node = model_flags_run_node(&mf, &node_status, &e); /* its ranks of a split model only */
+    const int other_node = launch_other_node(&mf, &node_status, &e); /* its ranks of a split model only */
     if (other_node) {
         rc = other_node < 0 ? -1 : 0;
         goto done;
@@ -171,7 +171,7 @@ int cmd_bench(int argc, char **argv)
             goto done;
         }
     struct engine_opts flags;
-    if (model_flags_load(&mf, &lm, &e) || engine_flags_apply(&f, lm.m, &flags, &e))
+    if (launch_model(&mf, &lm, &e) || engine_flags_apply(&f, lm.m, &flags, &e))
         goto done;
     flags.relay = loaded_model_relay(&lm);
     struct model *m = lm.m;
@@ -230,7 +230,7 @@ done:
     if (rc < 0)
         fprintf(stderr, "infer bench: %s\n", e.msg);
     free(batch);
-    model_flags_unload(&lm);
+    loaded_model_free(&lm);
     engine_flags_free(&f);
     return rc < 0 ? 1 : node_status;
 }

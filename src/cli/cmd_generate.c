@@ -21,7 +21,7 @@
 #include "cli/sampling_flags.h"
 #include "core/fs.h"
 #include "io/gguf.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 /* The model's tokenizer (a GGUF file's metadata, or the directory's
@@ -103,7 +103,7 @@ int cmd_generate(int argc, char **argv)
     int max_tokens = 16, as_json = 0, ignore_eos = 0, chat = 0;
     char *chat_text = NULL;
     int node_status = 0;
-    struct model_flags mf = model_flags_default();
+    struct launch_opts mf = launch_opts_default();
     struct engine_flags f = engine_flags_default();
     struct sampling_flags sf = sampling_flags_default();
     enum { N_OWN = 8 + SAMPLING_FLAGS_N_OPTS };
@@ -135,10 +135,10 @@ int cmd_generate(int argc, char **argv)
     const struct generate_defaults d = {max_tokens, sampling_flags_params(&sf), cli_given(opts, n_opts, "seed"),
                                         ignore_eos};
     /* every value on its own first: nothing loads for a bad flag */
-    if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e) ||
+    if (launch_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e) ||
         sampling_flags_check(&sf, &e))
         goto done;
-    const int other_node = model_flags_run_node(&mf, &node_status, &e); /* its ranks of a split model only */
+    const int other_node = launch_other_node(&mf, &node_status, &e); /* its ranks of a split model only */
     if (other_node) {
         rc = other_node < 0 ? -1 : 0;
         goto done;
@@ -160,7 +160,7 @@ int cmd_generate(int argc, char **argv)
         load_tokenizer(mf.model, prompt != NULL, &tok, &e) ||
         (chat && !(chat_text = render_chat(mf.model, prompt, &e))) ||
         (prompt && encode_prompt(tok, chat ? chat_text : prompt, !chat, &ids, &n_ids, &e)) ||
-        model_flags_load(&mf, &lm, &e))
+        launch_model(&mf, &lm, &e))
         goto done;
     struct model *m = lm.m;
     if (stop && !tok) {
@@ -192,7 +192,7 @@ done:
         fprintf(stderr, "infer generate: %s\n", e.msg);
     free(ids);
     free(chat_text);
-    model_flags_unload(&lm);
+    loaded_model_free(&lm);
     tokenizer_free(tok);
     engine_flags_free(&f);
     return rc < 0 ? 1 : node_status;

@@ -66,7 +66,7 @@ int cmd_logits(int argc, char **argv)
 {
     const char *ids_arg = NULL, *ids_file = NULL, *out = NULL;
     int prefill = 0;
-    struct model_flags mf = model_flags_default();
+    struct launch_opts mf = launch_opts_default();
     struct engine_flags f = engine_flags_default();
     enum { N_OWN = 4 };
     struct cli_opt opts[N_OWN + MODEL_FLAGS_N_OPTS + ENGINE_FLAGS_N_OPTS] = {
@@ -89,9 +89,9 @@ int cmd_logits(int argc, char **argv)
     if (rc)
         goto done;
     rc = -1;
-    if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e))
+    if (launch_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e))
         goto done;
-    const int other_node = model_flags_run_node(&mf, &node_status, &e); /* its ranks of a split model only */
+    const int other_node = launch_other_node(&mf, &node_status, &e); /* its ranks of a split model only */
     if (other_node) {
         rc = other_node < 0 ? -1 : 0;
         goto done;
@@ -108,7 +108,7 @@ int cmd_logits(int argc, char **argv)
     }
     if (prefill == 0)
         prefill = n;
-    if (model_flags_load(&mf, &lm, &e))
+    if (launch_model(&mf, &lm, &e))
         goto done;
     struct model *m = lm.m;
     for (int i = 0; i < n; i++)
@@ -147,7 +147,7 @@ done:
         fprintf(stderr, "infer logits: %s\n", e.msg);
     free(ids);
     free(rows);
-    model_flags_unload(&lm);
+    loaded_model_free(&lm);
     engine_flags_free(&f);
     return rc < 0 ? 1 : node_status;
 }

@@ -53,7 +53,7 @@ int cmd_serve(int argc, char **argv)
     struct server_opts so = server_opts_default(); /* the flags' defaults */
     int port = so.port, max_queued = so.max_queued, max_body_mb = (int)(so.max_body >> 20), check = 0;
     double drain = so.drain_seconds;
-    struct model_flags mf = model_flags_default();
+    struct launch_opts mf = launch_opts_default();
     struct engine_flags f = engine_flags_default();
     enum { N_OWN = 8 };
     struct cli_opt opts[N_OWN + MODEL_FLAGS_N_OPTS + ENGINE_FLAGS_N_OPTS] = {
@@ -85,9 +85,9 @@ int cmd_serve(int argc, char **argv)
     so.max_queued = max_queued;
     so.max_body = (size_t)max_body_mb << 20;
     so.drain_seconds = drain;
-    if (model_flags_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e))
+    if (launch_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e))
         goto done;
-    const int other_node = model_flags_run_node(&mf, &node_status, &e); /* its ranks of a split model only */
+    const int other_node = launch_other_node(&mf, &node_status, &e); /* its ranks of a split model only */
     if (other_node) {
         rc = other_node < 0 ? -1 : 0;
         goto done;
@@ -97,7 +97,7 @@ int cmd_serve(int argc, char **argv)
         err_set(&e, "--drain-seconds must be in [0, 86400], got %g", drain);
         goto done;
     }
-    if (model_flags_load(&mf, &lm, &e) || load_text(mf.model, &tok, &ct, &e) ||
+    if (launch_model(&mf, &lm, &e) || load_text(mf.model, &tok, &ct, &e) ||
         engine_flags_apply(&f, lm.m, &eo, &e))
         goto done;
     eo.relay = loaded_model_relay(&lm);
@@ -110,7 +110,7 @@ done:
         fprintf(stderr, "infer serve: %s\n", e.msg);
     chat_template_free(ct);
     tokenizer_free(tok);
-    model_flags_unload(&lm);
+    loaded_model_free(&lm);
     engine_flags_free(&f);
     return rc < 0 ? 1 : node_status;
 }

@@ -16,7 +16,7 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "core/fs.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 #define MAX_INPUT_BYTES ((size_t)1 << 30)
 

@@ -2,15 +2,14 @@
  * One rank (not rank 0) of a split model, started by rank 0's command (or
  * by another machine's `infer serve --node-rank K`), not by hand: joins rank
  * 0, loads its share as rank 0 says, and follows rank 0's steps until the
- * group ends. Exits 0 on an orderly end, non-zero (the cause logged) when
- * anything fails; rank 0's watchdog then ends the group. */
+ * group ends (launch_worker). Exits 0 on an orderly end, non-zero (the
+ * cause logged) when anything fails; rank 0's watchdog then ends the group. */
 #include <stdio.h>
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/model_flags.h"
 #include "core/log.h"
-#include "dist/group.h"
+#include "engine/launch.h"
 
 int cmd_worker(int argc, char **argv)
 {
@@ -23,30 +22,14 @@ int cmd_worker(int argc, char **argv)
         {"dist-timeout", CLI_OPT_DOUBLE, &timeout, 0, 0, 0, "seconds to reach rank 0", 0},
     };
     struct err e = {{0}};
-    struct dist_group *g = NULL;
-    struct loaded_model lm = {0};
     int rc = cli_parse(argc, argv, "worker", opts, (int)(sizeof opts / sizeof opts[0]), &e);
-    if (rc)
-        goto done;
-    rc = -1;
-    char tag[32];
-    snprintf(tag, sizeof tag, "rank %d", rank);
-    log_set_tag(tag);
-    if (!(timeout > 0 && timeout <= 86400)) {
-        err_set(&e, "--dist-timeout must be in (0, 86400] seconds, got %g", timeout);
-        goto done;
+    if (rc == 0) {
+        char tag[32];
+        snprintf(tag, sizeof tag, "rank %d", rank);
+        log_set_tag(tag);
+        rc = launch_worker(addr, rank, timeout, &e);
     }
-    if (dist_join(addr, rank, timeout, &g, &e))
-        goto done;
-    dist_watch(g);
-    if (model_flags_load_rank(&g->settings, rank, &lm, &e) || dist_ready(g, &e) ||
-        runner_follow(lm.m, &g->relay, &e))
-        goto done;
-    rc = 0;
-done:
     if (rc < 0)
         fprintf(stderr, "infer worker (rank %d): %s\n", rank, e.msg);
-    model_flags_unload(&lm);
-    dist_group_end(g);
     return rc < 0 ? 1 : 0;
 }

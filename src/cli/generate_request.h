@@ -6,7 +6,7 @@
 #define INFER_CLI_GENERATE_REQUEST_H
 
 #include "engine/engine.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 
 /* What a line leaves out: the command line's flags. */
 struct generate_defaults {

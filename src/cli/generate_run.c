@@ -216,7 +216,7 @@ int generate_run_requests(struct model *m, const struct tokenizer *tok, struct g
     if (eng)
         engine_get_stats(eng, &st);
     const double t1 = clock_now(), secs = t1 - t0; /* not the teardown (freeing the graphs) */
-    engine_destroy(eng);
+    engine_free(eng);
     /* after the first token: the decode speed, without the prefill */
     const double ttft = b.first_token_at > 0 ? b.first_token_at - t0 : secs;
     const long later = st.completion_tokens - 1;

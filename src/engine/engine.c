@@ -308,7 +308,7 @@ void engine_get_stats(struct engine *eng, struct engine_stats *out)
     pthread_mutex_unlock(&eng->mu);
 }
 
-void engine_destroy(struct engine *eng)
+void engine_free(struct engine *eng)
 {
     if (!eng)
         return;

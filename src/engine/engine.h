@@ -18,7 +18,7 @@
 #include "tokenizer/tokenizer.h"
 
 struct model;
-struct runner_relay;
+struct relay;
 
 struct engine;
 
@@ -34,7 +34,7 @@ struct engine_opts {
     int return_logits;   /* requests may ask for their logits (sizes every step for a full chunk of rows) */
     int check_integrity; /* run the cache's integrity check after every step; a violation aborts */
     struct graph_opts graph; /* --cuda-graph-mode and its buckets */
-    const struct runner_relay *relay; /* a split model's other ranks, driven step by step (src/dist), or NULL */
+    const struct relay *relay; /* a split model's other ranks, driven step by step (src/parallel), or NULL */
 };
 
 /* The defaults, the one source the command-line flags take theirs from:
@@ -112,7 +112,7 @@ struct engine_stats {
 
 /* Sizes the KV cache and workspace and starts the thread. model and tok
  * (NULL: no text, no stop strings) are borrowed and must outlive the
- * engine. Free with engine_destroy. */
+ * engine. Free with engine_free. */
 struct engine *engine_create(struct model *m, const struct tokenizer *tok, const struct engine_opts *o,
                              engine_event_fn on_event, void *ctx, struct err *e);
 
@@ -132,6 +132,6 @@ void engine_get_stats(struct engine *eng, struct engine_stats *out);
 
 /* Stops the thread (requests still running end aborted, with their events)
  * and frees everything. */
-void engine_destroy(struct engine *eng);
+void engine_free(struct engine *eng);
 
 #endif

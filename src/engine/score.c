@@ -60,7 +60,7 @@ int engine_score(struct model *m, const struct engine_opts *o, const int32_t *id
         if (c.aborted)
             rc = err_set(e, "the engine ended the sequence early (see the log above)");
     }
-    engine_destroy(eng);
+    engine_free(eng);
     pthread_mutex_destroy(&c.mu);
     pthread_cond_destroy(&c.cv);
     return rc;

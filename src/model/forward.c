@@ -39,13 +39,11 @@ static int ws_layout(struct forward_ws *ws, const struct model *m, struct ws_buf
         {&ws->up, F, 0, act},    {&ws->act, F, 0, act},
         {&ws->sel, D, 1, act},   {(void **)&ws->logits, V, 1, sizeof(float)},
         {(void **)&ws->shard_logits, Vs, 1, sizeof(float)},
-        {&ws->logit_stats, LOGIT_STATS_ROW_BYTES, 1, 1},   /* left out (NULL) on one rank */
         {(void **)&ws->partial, D, 0, sizeof(float)}, /* left out (NULL) unless partials_f32 */
     };
     int n = 0;
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
-        if ((list[i].slot != &ws->logit_stats || sh->size > 1) &&
-            (list[i].slot != (void **)&ws->partial || partials_f32(m)))
+        if (list[i].slot != (void **)&ws->partial || partials_f32(m))
             bufs[n++] = list[i];
     return n;
 }
@@ -283,8 +281,7 @@ void forward_logits(const struct model *m, struct forward_ws *ws, const struct f
     }
     /* each rank its vocabulary's columns; rank 0 gathers them side by side */
     ops->logits(m->be, ws->shard_logits, ws->sel, &m->w.lm_head, meta->n_logits, (float)c->final_softcap);
-    ops->gather_logits(m->be, ws->logits, ws->logit_stats, ws->shard_logits, meta->n_logits, m->sh.vocab_n,
-                       meta->logit_cols);
+    ops->gather_logits(m->be, ws->logits, ws->shard_logits, meta->n_logits, m->sh.vocab_n, meta->logit_cols);
 }
 
 void forward_piece(const struct model *m, struct forward_ws *ws, struct kv_store *kv, const struct fwd_meta *meta,

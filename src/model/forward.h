@@ -27,8 +27,6 @@ struct forward_ws {
     void *sel;      /* (max_logits, D) rows that need logits */
     float *logits;  /* (max_logits, V) on rank 0 (the only rank that draws), else empty */
     float *shard_logits; /* (max_logits, V / ranks) this rank's logit columns, when the model is split */
-    void *logit_stats;   /* (max_logits, LOGIT_STATS_ROW_BYTES) what the split model's gather leaves for the
-                            sampler (gather_logits); NULL on one rank */
     float *partial; /* (max_tokens, D) f32 row-parallel products of a split model, where activations are
                        narrower (forward.c: partials_f32), else empty */
 };

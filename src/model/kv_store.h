@@ -7,7 +7,7 @@
 
 #include "backend/ops.h"
 #include "io/model_config.h"
-#include "model/shard.h"
+#include "parallel/shard.h"
 
 struct kv_store {
     struct kv_layer *layers; /* [n_layers] */

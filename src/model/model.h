@@ -6,7 +6,7 @@
 #include "backend/ops.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
-#include "model/shard.h"
+#include "parallel/shard.h"
 #include "model/weights.h"
 
 struct model {

@@ -7,7 +7,7 @@
 #include "backend/ops.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
-#include "model/shard.h"
+#include "parallel/shard.h"
 
 struct layer_weights {
     struct weight attn_norm;      /* (D) input_layernorm */

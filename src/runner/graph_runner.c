@@ -40,7 +40,7 @@ static int warm_up(struct runner *r, const struct step_shape *shape, int draw_ro
     if (be->ops->meta_upload(be, &r->meta, shape->n_tokens, shape->n_seqs, shape->n_logits, &meta, e))
         return -1;
     forward_logits(r->m, &r->ws, &meta);
-    if (sampler_enqueue(&r->sampler, r->ws.logits, r->ws.logit_stats, draw_rows, e))
+    if (sampler_enqueue(&r->sampler, r->ws.logits, draw_rows, e))
         return -1;
     return be->ops->synchronize(be, e);
 }

@@ -69,11 +69,12 @@ int runner_init(struct runner *r, const struct model *m, const struct runner_opt
         return -1;
     /* only rank 0 draws (and holds the whole vocabulary's logits) */
     if (be->ops->meta_init(be, &caps, &r->meta, e) ||
-        (m->sh.rank == 0 && sampler_init(&r->sampler, be, o->max_seqs, m->cfg.vocab_size, e)) || init_kv(r, e)) {
+        sampler_init(&r->sampler, be, m->sh.rank == 0 ? o->max_seqs : 0, max_logits, m->cfg.vocab_size, e) ||
+        init_kv(r, e)) {
         runner_free(r);
         return -1;
     }
-    step_builder_init(&r->builder, &r->meta, o->block_size);
+    step_builder_init(&r->builder, &r->meta, o->block_size, be->ops->sampler->needs_logit_cols);
     /* last: the graphs capture steps over the final buffers */
     if (graph_runner_init(&r->graphs, r, &o->graph, e)) {
         runner_free(r);
@@ -109,7 +110,7 @@ int runner_enqueue_step(struct runner *r, const struct step_shape *shape, int dr
     if (be->ops->meta_upload(be, &r->meta, shape->n_tokens, shape->n_seqs, shape->n_logits, &meta, e))
         return -1;
     model_forward(r->m, &r->ws, &r->kv, &meta);
-    return draw_rows ? sampler_enqueue(&r->sampler, r->ws.logits, r->ws.logit_stats, draw_rows, e) : 0;
+    return draw_rows ? sampler_enqueue(&r->sampler, r->ws.logits, draw_rows, e) : 0;
 }
 
 /* Piecewise: the bucket's pieces over the padded step, with attention, the
@@ -132,7 +133,7 @@ static int run_pieces(struct runner *r, const struct step_plan *p, const struct 
             forward_attention(r->m, &r->ws, &r->kv, &as_is, i);
     }
     forward_logits(r->m, &r->ws, &as_is);
-    return real->n_draws ? sampler_enqueue(&r->sampler, r->ws.logits, r->ws.logit_stats, real->n_draws, e) : 0;
+    return real->n_draws ? sampler_enqueue(&r->sampler, r->ws.logits, real->n_draws, e) : 0;
 }
 
 int runner_run_plan(struct runner *r, const struct step_plan *p, const struct step_shape *real, struct err *e)

@@ -14,20 +14,7 @@
 #include "runner/graph_runner.h"
 #include "runner/sampler.h"
 #include "runner/step_builder.h"
-
-/* How rank 0's runner drives the other ranks of a split model, and how
- * they follow it (src/dist implements it over its control connections;
- * runner/follow.c writes and reads the messages). */
-struct runner_relay {
-    void *ctx;
-    /* rank 0: msg[n] to every other rank */
-    int (*send)(void *ctx, const void *msg, size_t n, struct err *e);
-    /* the other ranks: the next message from rank 0 into *msg (malloc'ed);
-     * 0, or 1 when the group ends (no message), -1 with e set */
-    int (*recv)(void *ctx, void **msg, size_t *n, struct err *e);
-    /* every rank: *out := the smallest v of all ranks */
-    int (*agree_min)(void *ctx, int v, int *out, struct err *e);
-};
+#include "parallel/relay.h"
 
 struct runner_opts {
     int max_tokens;                /* token budget of one step */
@@ -38,7 +25,7 @@ struct runner_opts {
     double gpu_memory_utilization; /* device backends: share of the memory left for the KV cache */
     int return_logits;             /* steps may return logits to the host (max_tokens more logit rows) */
     struct graph_opts graph;
-    const struct runner_relay *relay; /* a split model's ranks (rank 0 drives, the others follow), or NULL */
+    const struct relay *relay; /* a split model's ranks (rank 0 drives, the others follow), or NULL */
 };
 
 struct runner {
@@ -84,9 +71,9 @@ const float *runner_returned_logits(const struct runner *r, const struct step_se
  * started here with the same options (and captures the same graphs, in
  * step with rank 0's collectives), runs every step rank 0 runs from the
  * metadata rank 0 wrote, and ends with rank 0's. */
-int runner_follow(const struct model *m, const struct runner_relay *relay, struct err *e);
+int runner_follow(const struct model *m, const struct relay *relay, struct err *e);
 
-/* follow.c, for rank 0's runner: the messages that start a runner on the
+/* relay.c, for rank 0's runner: the messages that start a runner on the
  * other ranks, run a step there, and end the runner. */
 int runner_relay_start(const struct runner *r, struct err *e);
 int runner_relay_step(const struct runner *r, const struct step_plan *p, const struct step_shape *real,

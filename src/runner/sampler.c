@@ -3,11 +3,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sampler_init(struct sampler *s, struct backend *be, int max_rows, int vocab, struct err *e)
+int sampler_init(struct sampler *s, struct backend *be, int max_rows, int max_logit_rows, int vocab,
+                 struct err *e)
 {
     memset(s, 0, sizeof *s);
-    if (be->ops->sample_init(be, max_rows, vocab, e))
+    if (be->ops->sampler->init(be, max_rows, max_logit_rows, vocab, e))
         return -1;
+    if (max_rows == 0) /* a rank that does not draw */
+        return 0;
     s->be = be;
     s->max_rows = max_rows;
     s->vocab = vocab;
@@ -63,14 +66,14 @@ int sampler_stage(struct sampler *s, const struct step_seq *seqs, int n, int pad
     s->on_backend = fill_rows(s, seqs, n);
     if (!s->on_backend)
         s->host_draws++;
-    return s->be->ops->sample_stage(s->be, s->on_backend ? rows : 0, pad_rows, s->vocab, s->rows, e);
+    return s->be->ops->sampler->stage(s->be, s->on_backend ? rows : 0, pad_rows, s->vocab, s->rows, e);
 }
 
-int sampler_enqueue(struct sampler *s, const float *logits, const void *stats, int pad_rows, struct err *e)
+int sampler_enqueue(struct sampler *s, const float *logits, int pad_rows, struct err *e)
 {
     if (!s->be)
         return 0;
-    return s->be->ops->sample_enqueue(s->be, logits, stats, pad_rows, s->vocab, e);
+    return s->be->ops->sampler->enqueue(s->be, logits, pad_rows, s->vocab, e);
 }
 
 int sampler_collect(struct sampler *s, const float *logits, struct sample_result *out, struct err *e)
@@ -79,11 +82,11 @@ int sampler_collect(struct sampler *s, const float *logits, struct sample_result
     if (!be)
         return 0;
     if (s->on_backend || s->n_rows == 0)
-        return be->ops->sample_finish(be, s->on_backend ? s->n_rows : 0, out, e);
+        return be->ops->sampler->finish(be, s->on_backend ? s->n_rows : 0, out, e);
     const size_t bytes = (size_t)s->n_rows * s->vocab * sizeof(float);
     if (!s->host_logits)
         s->host_logits = xmalloc((size_t)s->max_rows * s->vocab * sizeof(float));
-    if (be->ops->copy_to_host(be, s->host_logits, logits, bytes, e) || be->ops->sample_finish(be, 0, out, e))
+    if (be->ops->copy_to_host(be, s->host_logits, logits, bytes, e) || be->ops->sampler->finish(be, 0, out, e))
         return -1;
     for (int i = 0, row = 0; i < s->n_seqs; i++) {
         if (!s->seqs[i].draw)

@@ -6,8 +6,9 @@
  * than SAMPLE_MAX_SEEN distinct tokens behind a penalty, or
  * SAMPLE_MAX_BIAS biases), the step is drawn on the host from the logits
  * instead (the backend's draw of greedy padding rows is then ignored): both
- * give the same tokens. A sampler never initialised (the ranks of a split
- * model other than rank 0) does nothing. */
+ * give the same tokens. A sampler of no rows (the ranks of a split model
+ * other than rank 0, which draw nothing) only sizes what the backend's
+ * sampler keeps for the gather, and does nothing a step. */
 #ifndef INFER_RUNNER_SAMPLER_H
 #define INFER_RUNNER_SAMPLER_H
 
@@ -30,18 +31,19 @@ struct sampler {
     int on_backend; /* the backend draws them */
 };
 
-/* Sizes everything once (the backend's sample_init included). Free with
+/* Sizes everything once (the backend's sampler included): max_rows draws a
+ * step (0: none), of a step of at most max_logit_rows logit rows. Free with
  * sampler_free. */
-int sampler_init(struct sampler *s, struct backend *be, int max_rows, int vocab, struct err *e);
+int sampler_init(struct sampler *s, struct backend *be, int max_rows, int max_logit_rows, int vocab,
+                 struct err *e);
 void sampler_free(struct sampler *s);
 
 /* Stages the draws of seqs[n] (those with draw set, in order; seqs stays
  * the caller's until collect) for a draw of pad_rows logit rows (>= the
  * draws, <= max_rows). */
 int sampler_stage(struct sampler *s, const struct step_seq *seqs, int n, int pad_rows, struct err *e);
-/* Queues the draw of pad_rows rows of logits (backend memory; stats: the
- * rows' statistics a split model's gather left, or NULL); capturable. */
-int sampler_enqueue(struct sampler *s, const float *logits, const void *stats, int pad_rows, struct err *e);
+/* Queues the draw of pad_rows rows of logits (backend memory); capturable. */
+int sampler_enqueue(struct sampler *s, const float *logits, int pad_rows, struct err *e);
 /* Waits for the step and writes its draws to out[0 .. n_rows). logits: the
  * step's logits, read on the host when the backend could not draw. */
 int sampler_collect(struct sampler *s, const float *logits, struct sample_result *out, struct err *e);

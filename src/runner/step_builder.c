@@ -2,8 +2,6 @@
 
 #include <string.h>
 
-#include "sampling/sample_seen.h"
-
 void step_shape_of(const struct step_seq *seqs, int n, struct step_shape *s)
 {
     *s = (struct step_shape){.n_seqs = n, .decode = n > 0};
@@ -28,28 +26,26 @@ int step_returned_row(const struct step_seq *seqs, int n, int i)
     return row;
 }
 
-void step_builder_init(struct step_builder *b, const struct meta_buffer *mb, int block_size)
+void step_builder_init(struct step_builder *b, const struct meta_buffer *mb, int block_size,
+                       int (*needs_logit_cols)(const struct sampling_params *p))
 {
     CHECK(block_size > 0 && mb->host);
     b->mb = mb;
     b->block_size = block_size;
+    b->needs_logit_cols = needs_logit_cols;
 }
 
-/* A draw the CUDA sampler makes from a row's statistics alone (its
- * sample_kernel's plain row, and no top log-probs); a row without
- * parameters (a step built by hand, drawn by no sampler) too. */
-static int draws_plain(const struct sampling_params *p)
+/* 1 when rank 0 of a split model needs the other ranks' logit columns: a
+ * row returns its logits, or draws what the sampler needs them for. A row
+ * without parameters (a step built by hand, drawn by no sampler) needs
+ * none. */
+static int32_t needs_logit_cols(const struct step_builder *b, const struct step_seq *seqs, int n)
 {
-    return !p || (p->temperature == 0.f && p->n_bias == 0 && p->top_logprobs == 0 && !sample_seen_needs(p));
-}
-
-/* 1 when rank 0 of a split model needs the other ranks' logit columns:
- * a row returns its logits, or draws other than plain greedy. */
-static int32_t needs_logit_cols(const struct step_seq *seqs, int n)
-{
-    for (int s = 0; s < n; s++)
-        if (seqs[s].return_logits || (seqs[s].draw && !draws_plain(seqs[s].sample.params)))
+    for (int s = 0; s < n; s++) {
+        const struct sampling_params *p = seqs[s].sample.params;
+        if (seqs[s].return_logits || (seqs[s].draw && p && (!b->needs_logit_cols || b->needs_logit_cols(p))))
             return 1;
+    }
     return 0;
 }
 
@@ -127,7 +123,7 @@ int step_build(const struct step_builder *b, const struct step_seq *seqs, int n,
         kvl[ns + k] = 0;
     }
     qs[S] = T;
-    h[l->logit_cols] = needs_logit_cols(seqs, n);
+    h[l->logit_cols] = needs_logit_cols(b, seqs, n);
     for (int k = nl; k < L; k++) {
         const int t = nt + (k - nl);
         rows[k] = t < T ? t : T - 1;

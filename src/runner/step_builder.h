@@ -34,9 +34,14 @@ int step_returned_row(const struct step_seq *seqs, int n, int i);
 struct step_builder {
     const struct meta_buffer *mb; /* borrowed: the backend's buffer the builder writes */
     int block_size;
+    /* the backend sampler's rule (sampler_ops.needs_logit_cols; NULL: every
+     * row): which drawing rows a split model's rank 0 needs every rank's
+     * logit columns for */
+    int (*needs_logit_cols)(const struct sampling_params *p);
 };
 
-void step_builder_init(struct step_builder *b, const struct meta_buffer *mb, int block_size);
+void step_builder_init(struct step_builder *b, const struct meta_buffer *mb, int block_size,
+                       int (*needs_logit_cols)(const struct sampling_params *p));
 
 /* Writes seqs[n] into the staging, then padding up to `padded` (at least
  * the real counts; more sequences than the real ones when there are more

@@ -12,6 +12,12 @@ struct sampling_params sampling_params_default(void)
                                     .repetition_penalty = 1.f};
 }
 
+int sampling_params_plain_greedy(const struct sampling_params *p)
+{
+    return p->temperature == 0.f && p->n_bias == 0 && p->top_logprobs == 0 && p->repetition_penalty == 1.f &&
+           p->presence_penalty == 0.f && p->frequency_penalty == 0.f;
+}
+
 int sampling_params_check(const struct sampling_params *p, int vocab_size, struct err *e)
 {
     if (!(p->temperature >= 0.f) || !isfinite(p->temperature))

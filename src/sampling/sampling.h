@@ -38,6 +38,9 @@ struct sampling_params sampling_params_default(void);
 /* Refuses values an API must reject (NaN, negative temperature, top_p outside
  * (0, 1], ...), naming the field. */
 int sampling_params_check(const struct sampling_params *p, int vocab_size, struct err *e);
+/* Greedy with nothing read past the row's best logit: no bias, no penalty,
+ * no log-probabilities (a sampler may draw it from a row's maximum alone). */
+int sampling_params_plain_greedy(const struct sampling_params *p);
 
 struct sample_result {
     int32_t token;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 /* Distinct (route, status) pairs kept by name; later pairs, and routes that
  * are empty, longer than METRICS_ROUTE_MAX bytes, not UTF-8 or literally
@@ -187,37 +188,6 @@ static void out_ratio_metric(struct out *o, const char *model, const char *name,
     out_double_metric(o, model, name, help, whole > 0 ? part / whole : 0.0);
 }
 
-/* Whether s is well-formed UTF-8 (no overlongs, surrogates or code points past U+10FFFF). */
-static int valid_utf8(const unsigned char *s)
-{
-    while (*s) {
-        unsigned c = *s;
-        int n;
-        uint32_t cp, min;
-        if (c < 0x80) {
-            s++;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 1, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 2, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 3, cp = c & 0x07, min = 0x10000;
-        } else {
-            return 0;
-        }
-        for (int i = 1; i <= n; i++) {
-            if ((s[i] & 0xC0) != 0x80)
-                return 0;
-            cp = (cp << 6) | (s[i] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            return 0;
-        s += n + 1;
-    }
-    return 1;
-}
-
 struct metrics *metrics_create(const char *model_name)
 {
     struct metrics *m = xcalloc(1, sizeof *m);
@@ -249,7 +219,7 @@ void metrics_request(struct metrics *m, const char *route, int status)
     if (status < 100 || status >= METRICS_STATUS_LIMIT)
         status = 0;
     int named = route && route[0] && strlen(route) <= METRICS_ROUTE_MAX && strcmp(route, "other") != 0 &&
-                valid_utf8((const unsigned char *)route);
+                utf8_valid_prefix(route, strlen(route)) == strlen(route);
     pthread_mutex_lock(&m->mu);
     struct metrics_state *s = &m->s;
     int done = 0;

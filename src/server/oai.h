@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 enum oai_kind { OAI_CHAT, OAI_COMPLETION };

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "server/oai.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 /* how oai_request.c starts its context-length messages (OpenAI's words) */
 #define OAI_CONTEXT_MSG "This model's maximum context length is "

@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "server/oai.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 /* A JSON string of s[0..n), invalid bytes replaced by U+FFFD. */
 static json_t *jtext(const char *s, size_t n)

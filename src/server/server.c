@@ -360,7 +360,7 @@ int server_run(struct model *m, const struct tokenizer *tok, const struct chat_t
 done:
     if (s.daemon)
         MHD_stop_daemon(s.daemon);
-    engine_destroy(s.eng);
+    engine_free(s.eng);
     metrics_free(s.metrics);
     pthread_mutex_destroy(&s.mu);
     return rc;

@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "engine/engine.h"
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
 struct server_opts {

@@ -8,43 +8,43 @@
 
 /* ------------------------------------------------------------ iteration */
 
-int template_eval_iterate(struct rctx *c, int line, struct tval v, struct tlist **out)
+int tmpl_eval_iterate(struct rctx *c, int line, struct tval v, struct tlist **out)
 {
     struct tval r;
     switch (v.k) {
     case TV_UNDEF:
-        r = template_value_list_new(TL_LIST, 0);
+        r = tmpl_value_list_new(TL_LIST, 0);
         break;
     case TV_STR: {
-        r = template_value_list_new(TL_LIST, v.u.s->ncp);
+        r = tmpl_value_list_new(TL_LIST, v.u.s->ncp);
         for (size_t i = 0; i < v.u.s->len;) {
             size_t at = i;
-            template_utf8_next(v.u.s->s, v.u.s->len, &i);
-            template_list_push(r.u.l, template_value_str(v.u.s->s + at, i - at));
+            utf8_next(v.u.s->s, v.u.s->len, &i);
+            tmpl_list_push(r.u.l, tmpl_value_str(v.u.s->s + at, i - at));
         }
         break;
     }
     case TV_LIST:
         if (v.u.l->sub != TL_ITER) {
-            template_value_retain(v);
+            tmpl_value_retain(v);
             *out = v.u.l;
             return 0;
         }
-        r = template_value_list_new(TL_LIST, v.u.l->n - v.u.l->pos);
+        r = tmpl_value_list_new(TL_LIST, v.u.l->n - v.u.l->pos);
         for (; v.u.l->pos < v.u.l->n; v.u.l->pos++) {
-            template_value_retain(v.u.l->v[v.u.l->pos]);
-            template_list_push(r.u.l, v.u.l->v[v.u.l->pos]);
+            tmpl_value_retain(v.u.l->v[v.u.l->pos]);
+            tmpl_list_push(r.u.l, v.u.l->v[v.u.l->pos]);
         }
         break;
     case TV_DICT:
-        r = template_value_list_new(TL_LIST, v.u.d->n);
+        r = tmpl_value_list_new(TL_LIST, v.u.d->n);
         for (size_t i = 0; i < v.u.d->n; i++) {
-            template_value_retain(v.u.d->k[i]);
-            template_list_push(r.u.l, v.u.d->k[i]);
+            tmpl_value_retain(v.u.d->k[i]);
+            tmpl_list_push(r.u.l, v.u.d->k[i]);
         }
         break;
     default:
-        return tmpl_err(c, line, "'%s' object is not iterable", template_value_type_name(v));
+        return tmpl_err(c, line, "'%s' object is not iterable", tmpl_value_type_name(v));
     }
     *out = r.u.l;
     return 0;
@@ -52,27 +52,27 @@ int template_eval_iterate(struct rctx *c, int line, struct tval v, struct tlist 
 
 /* ------------------------------------------------------ attribute access */
 
-static const char *obj_desc(struct tval v) { return template_value_type_name(v); }
+static const char *obj_desc(struct tval v) { return tmpl_value_type_name(v); }
 
 static int loop_attr(struct rctx *c, int line, struct tval lv, const char *a, struct tval *out);
 
-int template_eval_getattr(struct rctx *c, int line, struct tval obj, const char *attr, struct tval *out)
+int tmpl_eval_getattr(struct rctx *c, int line, struct tval obj, const char *attr, struct tval *out)
 {
     if (obj.k == TV_UNDEF)
-        return template_eval_undefined_error(c, line, obj);
+        return tmpl_eval_undefined_error(c, line, obj);
     if (obj.k == TV_LOOP)
         return loop_attr(c, line, obj, attr, out);
     if (tmpl_method_lookup(c, line, obj, attr, out))
         return 0;
     if (obj.k == TV_DICT || obj.k == TV_NS) {
-        const struct tval *v = template_dict_get_str(obj.k == TV_DICT ? obj.u.d : obj.u.ns->d, attr);
+        const struct tval *v = tmpl_dict_get_str(obj.k == TV_DICT ? obj.u.d : obj.u.ns->d, attr);
         if (v) {
-            template_value_retain(*v);
+            tmpl_value_retain(*v);
             *out = *v;
             return 0;
         }
     }
-    *out = template_value_undef_hint("'%s object' has no attribute '%s'", obj_desc(obj), attr);
+    *out = tmpl_value_undef_hint("'%s object' has no attribute '%s'", obj_desc(obj), attr);
     return 0;
 }
 
@@ -89,16 +89,16 @@ static int index_of(struct tval key, size_t n, size_t *idx)
     return 1;
 }
 
-int template_eval_getitem(struct rctx *c, int line, struct tval obj, struct tval key, struct tval *out)
+int tmpl_eval_getitem(struct rctx *c, int line, struct tval obj, struct tval key, struct tval *out)
 {
     size_t idx;
     if (obj.k == TV_UNDEF)
-        return template_eval_undefined_error(c, line, obj);
+        return tmpl_eval_undefined_error(c, line, obj);
     switch (obj.k) {
     case TV_DICT: {
-        const struct tval *v = template_value_hashable(key) ? template_dict_get(obj.u.d, key) : NULL;
+        const struct tval *v = tmpl_value_hashable(key) ? tmpl_dict_get(obj.u.d, key) : NULL;
         if (v) {
-            template_value_retain(*v);
+            tmpl_value_retain(*v);
             *out = *v;
             return 0;
         }
@@ -107,23 +107,23 @@ int template_eval_getitem(struct rctx *c, int line, struct tval obj, struct tval
     case TV_LIST:
         if (obj.u.l->sub == TL_LIST || obj.u.l->sub == TL_TUPLE || obj.u.l->sub == TL_RANGE) {
             if (index_of(key, obj.u.l->n, &idx)) {
-                template_value_retain(obj.u.l->v[idx]);
+                tmpl_value_retain(obj.u.l->v[idx]);
                 *out = obj.u.l->v[idx];
                 return 0;
             }
             int64_t i;
             if (tval_int_of(key, &i)) {
-                *out = template_value_undef_hint("%s object has no element %lld",
-                                                 template_value_type_name(obj), (long long)i);
+                *out = tmpl_value_undef_hint("%s object has no element %lld",
+                                                 tmpl_value_type_name(obj), (long long)i);
                 return 0;
             }
         }
         break;
     case TV_STR:
         if (index_of(key, obj.u.s->ncp, &idx)) {
-            size_t a = template_utf8_offset(obj.u.s->s, obj.u.s->len, idx), b = a;
-            template_utf8_next(obj.u.s->s, obj.u.s->len, &b);
-            *out = template_value_str(obj.u.s->s + a, b - a);
+            size_t a = utf8_offset(obj.u.s->s, obj.u.s->len, idx), b = a;
+            utf8_next(obj.u.s->s, obj.u.s->len, &b);
+            *out = tmpl_value_str(obj.u.s->s + a, b - a);
             return 0;
         }
         break;
@@ -132,14 +132,14 @@ int template_eval_getitem(struct rctx *c, int line, struct tval obj, struct tval
     }
     if (key.k == TV_STR) {
         if (obj.k == TV_NS || obj.k == TV_LOOP)
-            return template_eval_getattr(c, line, obj, key.u.s->s, out);
+            return tmpl_eval_getattr(c, line, obj, key.u.s->s, out);
         if (tmpl_method_lookup(c, line, obj, key.u.s->s, out))
             return 0;
     }
     struct sbuf b = {0};
-    template_value_write_repr(&b, key);
-    *out = template_value_undef_hint("'%s object' has no attribute %s", obj_desc(obj), b.p ? b.p : "");
-    template_strbuf_free(&b);
+    tmpl_value_write_repr(&b, key);
+    *out = tmpl_value_undef_hint("'%s object' has no attribute %s", obj_desc(obj), b.p ? b.p : "");
+    tmpl_strbuf_free(&b);
     return 0;
 }
 
@@ -184,7 +184,7 @@ static void slice_indices(int64_t len, const int64_t *start, const int64_t *stop
 /* obj[a:b:c] is plain Python subscription in jinja2 (no sandbox fallback):
  * bad indices and unsliceable objects are errors. Absent parts are
  * TV_MISSING (or None). */
-int template_eval_slice(struct rctx *c, int line, struct tval obj, const struct tval parts[3],
+int tmpl_eval_slice(struct rctx *c, int line, struct tval obj, const struct tval parts[3],
                         struct tval *out)
 {
     int64_t vals[3];
@@ -198,11 +198,11 @@ int template_eval_slice(struct rctx *c, int line, struct tval obj, const struct 
             bad = 1;
     }
     if (obj.k == TV_UNDEF)
-        return template_eval_undefined_error(c, line, obj);
+        return tmpl_eval_undefined_error(c, line, obj);
     int seq = obj.k == TV_STR || (obj.k == TV_LIST && (obj.u.l->sub == TL_LIST || obj.u.l->sub == TL_TUPLE ||
                                                        obj.u.l->sub == TL_RANGE));
     if (!seq)
-        return tmpl_err(c, line, "'%s' object is not subscriptable", template_value_type_name(obj));
+        return tmpl_err(c, line, "'%s' object is not subscriptable", tmpl_value_type_name(obj));
     if (bad)
         return tmpl_err(c, line, "slice indices must be integers or None or have an __index__ method");
     int64_t step = given[2] ? vals[2] : 1;
@@ -215,30 +215,30 @@ int template_eval_slice(struct rctx *c, int line, struct tval obj, const struct 
         const char *s = obj.u.s->s;
         size_t sl = obj.u.s->len;
         if (step == 1) {
-            size_t a = template_utf8_offset(s, sl, (size_t)s0);
-            size_t z = a + template_utf8_offset(s + a, sl - a, (size_t)cnt);
-            template_strbuf_put(&b, s + a, z - a);
+            size_t a = utf8_offset(s, sl, (size_t)s0);
+            size_t z = a + utf8_offset(s + a, sl - a, (size_t)cnt);
+            tmpl_strbuf_put(&b, s + a, z - a);
         } else {
             /* index the code points once */
             size_t *offs = xmalloc(((size_t)len + 1) * sizeof *offs);
             size_t i = 0;
             for (int64_t k = 0; k < len; k++) {
                 offs[k] = i;
-                template_utf8_next(s, sl, &i);
+                utf8_next(s, sl, &i);
             }
             offs[len] = sl;
             for (int64_t k = 0, p = s0; k < cnt; k++, p += step)
-                template_strbuf_put(&b, s + offs[p], offs[p + 1] - offs[p]);
+                tmpl_strbuf_put(&b, s + offs[p], offs[p + 1] - offs[p]);
             free(offs);
         }
-        *out = template_strbuf_take_str(&b);
+        *out = tmpl_strbuf_take_str(&b);
         return 0;
     }
     const struct tlist *l = obj.u.l;
-    struct tval r = template_value_list_new(l->sub == TL_LIST ? TL_LIST : l->sub, (size_t)cnt);
+    struct tval r = tmpl_value_list_new(l->sub == TL_LIST ? TL_LIST : l->sub, (size_t)cnt);
     for (int64_t k = 0, p = s0; k < cnt; k++, p += step) {
-        template_value_retain(l->v[p]);
-        template_list_push(r.u.l, l->v[p]);
+        tmpl_value_retain(l->v[p]);
+        tmpl_list_push(r.u.l, l->v[p]);
     }
     if (l->sub == TL_RANGE) {
         r.u.l->r_start = l->r_start + s0 * l->r_step;
@@ -256,7 +256,7 @@ static int loop_cycle(struct rctx *c, int line, struct tval self, const struct t
     if (!a->npos)
         return tmpl_err(c, line, "no items for cycling given");
     *out = a->pos[self.u.loop->idx % (size_t)a->npos];
-    template_value_retain(*out);
+    tmpl_value_retain(*out);
     return 0;
 }
 
@@ -264,16 +264,16 @@ static int loop_changed(struct rctx *c, int line, struct tval self, const struct
 {
     (void)c;
     (void)line;
-    struct tval t = template_value_list_new(TL_TUPLE, (size_t)a->npos);
+    struct tval t = tmpl_value_list_new(TL_TUPLE, (size_t)a->npos);
     for (int i = 0; i < a->npos; i++) {
-        template_value_retain(a->pos[i]);
-        template_list_push(t.u.l, a->pos[i]);
+        tmpl_value_retain(a->pos[i]);
+        tmpl_list_push(t.u.l, a->pos[i]);
     }
     struct tloop *l = self.u.loop;
-    int changed = l->last_changed.k == TV_MISSING || !template_value_equal(l->last_changed, t);
-    template_value_release(l->last_changed);
+    int changed = l->last_changed.k == TV_MISSING || !tmpl_value_equal(l->last_changed, t);
+    tmpl_value_release(l->last_changed);
     l->last_changed = t;
-    *out = template_value_bool(changed);
+    *out = tmpl_value_bool(changed);
     return 0;
 }
 
@@ -284,36 +284,36 @@ static int loop_attr(struct rctx *c, int line, struct tval lv, const char *a, st
     const struct tloop *l = lv.u.loop;
     int64_t i = (int64_t)l->idx, n = (int64_t)l->items->n;
     if (!strcmp(a, "index"))
-        *out = template_value_int(i + 1);
+        *out = tmpl_value_int(i + 1);
     else if (!strcmp(a, "index0"))
-        *out = template_value_int(i);
+        *out = tmpl_value_int(i);
     else if (!strcmp(a, "revindex"))
-        *out = template_value_int(n - i);
+        *out = tmpl_value_int(n - i);
     else if (!strcmp(a, "revindex0"))
-        *out = template_value_int(n - i - 1);
+        *out = tmpl_value_int(n - i - 1);
     else if (!strcmp(a, "first"))
-        *out = template_value_bool(i == 0);
+        *out = tmpl_value_bool(i == 0);
     else if (!strcmp(a, "last"))
-        *out = template_value_bool(i == n - 1);
+        *out = tmpl_value_bool(i == n - 1);
     else if (!strcmp(a, "length"))
-        *out = template_value_int(n);
+        *out = tmpl_value_int(n);
     else if (!strcmp(a, "depth"))
-        *out = template_value_int(1);
+        *out = tmpl_value_int(1);
     else if (!strcmp(a, "depth0"))
-        *out = template_value_int(0);
+        *out = tmpl_value_int(0);
     else if (!strcmp(a, "previtem") || !strcmp(a, "nextitem")) {
         int64_t j = a[0] == 'p' ? i - 1 : i + 1;
         if (j < 0 || j >= n) {
-            *out = template_value_undef_hint("there is no %s item", a[0] == 'p' ? "previous" : "next");
+            *out = tmpl_value_undef_hint("there is no %s item", a[0] == 'p' ? "previous" : "next");
         } else {
             *out = l->items->v[j];
-            template_value_retain(*out);
+            tmpl_value_retain(*out);
         }
     } else if (!strcmp(a, "cycle"))
-        *out = template_value_func_builtin("cycle", "LoopContext", loop_cycle, lv);
+        *out = tmpl_value_func_builtin("cycle", "LoopContext", loop_cycle, lv);
     else if (!strcmp(a, "changed"))
-        *out = template_value_func_builtin("changed", "LoopContext", loop_changed, lv);
+        *out = tmpl_value_func_builtin("changed", "LoopContext", loop_changed, lv);
     else
-        *out = template_value_undef_hint("'LoopContext object' has no attribute '%s'", a);
+        *out = tmpl_value_undef_hint("'LoopContext object' has no attribute '%s'", a);
     return 0;
 }

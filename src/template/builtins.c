@@ -41,9 +41,9 @@ int tmpl_arg_int(struct rctx *c, int line, const char *fname, struct tval v, int
         return 0;
     }
     if (v.k == TV_UNDEF)
-        return template_eval_undefined_error(c, line, v);
+        return tmpl_eval_undefined_error(c, line, v);
     return tmpl_err(c, line, "%s(): '%s' object cannot be interpreted as an integer", fname,
-                    template_value_type_name(v));
+                    tmpl_value_type_name(v));
 }
 
 static int g_range(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out)
@@ -66,9 +66,9 @@ static int g_range(struct rctx *c, int line, struct tval self, const struct targ
     if (n > TMPL_MAX_RANGE)
         return tmpl_err(c, line, "Range too big. The sandbox blocks ranges larger than MAX_RANGE (%d).",
                         TMPL_MAX_RANGE);
-    struct tval r = template_value_list_new(TL_RANGE, (size_t)n);
+    struct tval r = tmpl_value_list_new(TL_RANGE, (size_t)n);
     for (int64_t i = 0; i < n; i++)
-        template_list_push(r.u.l, template_value_int(start + i * step));
+        tmpl_list_push(r.u.l, tmpl_value_int(start + i * step));
     r.u.l->r_start = start;
     r.u.l->r_stop = stop;
     r.u.l->r_step = step;
@@ -86,33 +86,33 @@ static int fill_dict(struct rctx *c, int line, const char *fname, struct tdict *
         struct tval src = a->pos[0];
         if (src.k == TV_DICT) {
             for (size_t i = 0; i < src.u.d->n; i++) {
-                template_value_retain(src.u.d->k[i]);
-                template_value_retain(src.u.d->v[i]);
-                template_dict_set(d, src.u.d->k[i], src.u.d->v[i]);
+                tmpl_value_retain(src.u.d->k[i]);
+                tmpl_value_retain(src.u.d->v[i]);
+                tmpl_dict_set(d, src.u.d->k[i], src.u.d->v[i]);
             }
         } else {
             struct tlist *items;
-            if (template_eval_iterate(c, line, src, &items))
+            if (tmpl_eval_iterate(c, line, src, &items))
                 return -1;
             struct tval il = {.k = TV_LIST};
             il.u.l = items;
             for (size_t i = 0; i < items->n; i++) {
                 struct tval p = items->v[i];
                 if (p.k != TV_LIST || p.u.l->n != 2 || p.u.l->sub == TL_ITER) {
-                    template_value_release(il);
+                    tmpl_value_release(il);
                     return tmpl_err(c, line, "dictionary update sequence element #%zu has the wrong shape",
                                     i);
                 }
-                template_value_retain(p.u.l->v[0]);
-                template_value_retain(p.u.l->v[1]);
-                template_dict_set(d, p.u.l->v[0], p.u.l->v[1]);
+                tmpl_value_retain(p.u.l->v[0]);
+                tmpl_value_retain(p.u.l->v[1]);
+                tmpl_dict_set(d, p.u.l->v[0], p.u.l->v[1]);
             }
-            template_value_release(il);
+            tmpl_value_release(il);
         }
     }
     for (int k = 0; k < a->nkw; k++) {
-        template_value_retain(a->kw[k]);
-        template_dict_set(d, template_value_cstr(a->kwn[k]), a->kw[k]);
+        tmpl_value_retain(a->kw[k]);
+        tmpl_dict_set(d, tmpl_value_cstr(a->kwn[k]), a->kw[k]);
     }
     if (no_underscore)
         for (size_t i = 0; i < d->n; i++)
@@ -128,9 +128,9 @@ static int fill_dict(struct rctx *c, int line, const char *fname, struct tdict *
 static int g_namespace(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out)
 {
     (void)self;
-    struct tval ns = template_value_ns_new();
+    struct tval ns = tmpl_value_ns_new();
     if (fill_dict(c, line, "namespace", ns.u.ns->d, a, 1)) {
-        template_value_release(ns);
+        tmpl_value_release(ns);
         return -1;
     }
     tmpl_track_ns(c, ns.u.ns);
@@ -141,9 +141,9 @@ static int g_namespace(struct rctx *c, int line, struct tval self, const struct 
 static int g_dict(struct rctx *c, int line, struct tval self, const struct targs *a, struct tval *out)
 {
     (void)self;
-    struct tval d = template_value_dict_new(0);
+    struct tval d = tmpl_value_dict_new(0);
     if (fill_dict(c, line, "dict", d.u.d, a, 0)) {
-        template_value_release(d);
+        tmpl_value_release(d);
         return -1;
     }
     *out = d;
@@ -157,11 +157,11 @@ static int g_raise_exception(struct rctx *c, int line, struct tval self, const s
     (void)out;
     struct sbuf b = {0};
     if (a->npos >= 1)
-        template_value_write_str(&b, a->pos[0]);
+        tmpl_value_write_str(&b, a->pos[0]);
     else
-        template_strbuf_printf(&b, "template line %d: raise_exception() called without a message", line);
+        tmpl_strbuf_printf(&b, "template line %d: raise_exception() called without a message", line);
     err_set(c->e, "%s", b.p ? b.p : "");
-    template_strbuf_free(&b);
+    tmpl_strbuf_free(&b);
     return -1;
 }
 
@@ -175,7 +175,7 @@ static int g_strftime_now(struct rctx *c, int line, struct tval self, const stru
     localtime_r(&now, &tm);
     char buf[512];
     size_t n = a->pos[0].u.s->len ? strftime(buf, sizeof buf, a->pos[0].u.s->s, &tm) : 0;
-    *out = template_value_str(buf, n);
+    *out = tmpl_value_str(buf, n);
     return 0;
 }
 
@@ -194,7 +194,7 @@ int tmpl_builtin_global(const char *name, struct tval *out)
 {
     for (size_t i = 0; i < sizeof globals / sizeof globals[0]; i++)
         if (!strcmp(globals[i].name, name)) {
-            *out = template_value_func_builtin(globals[i].name, NULL, globals[i].fn, template_value_undef());
+            *out = tmpl_value_func_builtin(globals[i].name, NULL, globals[i].fn, tmpl_value_undef());
             return 1;
         }
     return 0;

@@ -14,7 +14,7 @@
 
 enum { X_OK = 0, X_ERR = -1, X_BREAK = 1, X_CONTINUE = 2 };
 
-struct frame *tframe_new(struct frame *parent)
+struct frame *tmpl_frame_new(struct frame *parent)
 {
     struct frame *f = xcalloc(1, sizeof *f);
     f->h.rc = 1;
@@ -24,18 +24,18 @@ struct frame *tframe_new(struct frame *parent)
     return f;
 }
 
-static void tframe_clear(struct frame *f)
+static void tmpl_frame_clear(struct frame *f)
 {
     for (int i = 0; i < f->n; i++)
-        template_value_release(f->vals[i]);
+        tmpl_value_release(f->vals[i]);
     f->n = 0;
 }
 
-void tframe_release(struct frame *f)
+void tmpl_frame_release(struct frame *f)
 {
     while (f && --f->h.rc == 0) {
         struct frame *p = f->parent;
-        tframe_clear(f);
+        tmpl_frame_clear(f);
         free(f->names);
         free(f->vals);
         free(f);
@@ -43,11 +43,11 @@ void tframe_release(struct frame *f)
     }
 }
 
-void tframe_set(struct frame *f, const char *name, struct tval v)
+void tmpl_frame_set(struct frame *f, const char *name, struct tval v)
 {
     for (int i = 0; i < f->n; i++)
         if (!strcmp(f->names[i], name)) {
-            template_value_release(f->vals[i]);
+            tmpl_value_release(f->vals[i]);
             f->vals[i] = v;
             return;
         }
@@ -60,7 +60,7 @@ void tframe_set(struct frame *f, const char *name, struct tval v)
     f->vals[f->n++] = v;
 }
 
-struct tval *tframe_lookup(struct frame *f, const char *name)
+struct tval *tmpl_frame_lookup(struct frame *f, const char *name)
 {
     for (; f; f = f->parent)
         for (int i = f->n - 1; i >= 0; i--)
@@ -97,31 +97,31 @@ void tmpl_track_ns(struct rctx *c, struct tns *ns)
 static int assign(struct rctx *c, struct frame *f, const struct node *t, struct tval v)
 {
     if (t->kind == E_NAME) {
-        tframe_set(f, t->str, v);
+        tmpl_frame_set(f, t->str, v);
         return 0;
     }
     if (t->kind == E_NSREF) {
-        struct tval *ns = tframe_lookup(f, t->str);
+        struct tval *ns = tmpl_frame_lookup(f, t->str);
         if (!ns)
-            ns = template_dict_get_str(c->vars, t->str);
+            ns = tmpl_dict_get_str(c->vars, t->str);
         if (!ns || ns->k != TV_NS) {
-            template_value_release(v);
+            tmpl_value_release(v);
             return tmpl_err(c, t->line, "cannot assign attribute on non-namespace object");
         }
         if (t->str2[0] == '_') {
-            template_value_release(v);
+            tmpl_value_release(v);
             return tmpl_err(c, t->line,
                             "Chat templates cannot store underscore-prefixed attributes on a namespace, "
                             "but got '%s'",
                             t->str2);
         }
-        template_dict_set(ns->u.ns->d, template_value_cstr(t->str2), v);
+        tmpl_dict_set(ns->u.ns->d, tmpl_value_cstr(t->str2), v);
         return 0;
     }
     /* tuple unpacking */
     struct tlist *items;
-    int rc = template_eval_iterate(c, t->line, v, &items);
-    template_value_release(v);
+    int rc = tmpl_eval_iterate(c, t->line, v, &items);
+    tmpl_value_release(v);
     if (rc)
         return -1;
     struct tval il = {.k = TV_LIST};
@@ -131,17 +131,17 @@ static int assign(struct rctx *c, struct frame *f, const struct node *t, struct 
             tmpl_err(c, t->line, "too many values to unpack (expected %d)", t->l1.n);
         else
             tmpl_err(c, t->line, "not enough values to unpack (expected %d, got %zu)", t->l1.n, items->n);
-        template_value_release(il);
+        tmpl_value_release(il);
         return -1;
     }
     for (int i = 0; i < t->l1.n; i++) {
-        template_value_retain(items->v[i]);
+        tmpl_value_retain(items->v[i]);
         if (assign(c, f, t->l1.v[i], items->v[i])) {
-            template_value_release(il);
+            tmpl_value_release(il);
             return -1;
         }
     }
-    template_value_release(il);
+    tmpl_value_release(il);
     return 0;
 }
 
@@ -151,7 +151,7 @@ static int emit(struct rctx *c, int line, const char *s, size_t n)
 {
     if (c->out->n + n > TMPL_MAX_STR)
         return tmpl_err(c, line, "rendered output too large");
-    template_strbuf_put(c->out, s, n);
+    tmpl_strbuf_put(c->out, s, n);
     return 0;
 }
 
@@ -163,10 +163,10 @@ static int capture(struct rctx *c, struct frame *f, const struct nlist *body, st
     int rc = tmpl_exec_body(c, f, body);
     c->out = saved;
     if (rc < 0) {
-        template_strbuf_free(&buf);
+        tmpl_strbuf_free(&buf);
         return -1;
     }
-    *out = template_strbuf_take_str(&buf);
+    *out = tmpl_strbuf_take_str(&buf);
     return 0;
 }
 
@@ -176,44 +176,44 @@ static int exec_for(struct rctx *c, struct frame *f, const struct node *n)
 {
     struct tval it;
     struct tlist *items;
-    if (template_eval_expr(c, f, n->b, &it))
+    if (tmpl_eval_expr(c, f, n->b, &it))
         return X_ERR;
-    int rc = template_eval_iterate(c, n->b->line, it, &items);
-    template_value_release(it);
+    int rc = tmpl_eval_iterate(c, n->b->line, it, &items);
+    tmpl_value_release(it);
     if (rc)
         return X_ERR;
     struct tval il = {.k = TV_LIST};
     il.u.l = items;
     if (n->c) { /* {% for x in xs if cond %} */
-        struct tval kept = template_value_list_new(TL_LIST, items->n);
+        struct tval kept = tmpl_value_list_new(TL_LIST, items->n);
         for (size_t i = 0; i < items->n; i++) {
-            struct frame *tmp = tframe_new(f);
+            struct frame *tmp = tmpl_frame_new(f);
             struct tval cond;
-            template_value_retain(items->v[i]);
-            rc = assign(c, tmp, n->a, items->v[i]) || template_eval_expr(c, tmp, n->c, &cond) ? -1 : 0;
-            tframe_release(tmp);
+            tmpl_value_retain(items->v[i]);
+            rc = assign(c, tmp, n->a, items->v[i]) || tmpl_eval_expr(c, tmp, n->c, &cond) ? -1 : 0;
+            tmpl_frame_release(tmp);
             if (rc) {
-                template_value_release(kept);
-                template_value_release(il);
+                tmpl_value_release(kept);
+                tmpl_value_release(il);
                 return X_ERR;
             }
-            if (template_value_truthy(cond)) {
-                template_value_retain(items->v[i]);
-                template_list_push(kept.u.l, items->v[i]);
+            if (tmpl_value_truthy(cond)) {
+                tmpl_value_retain(items->v[i]);
+                tmpl_list_push(kept.u.l, items->v[i]);
             }
-            template_value_release(cond);
+            tmpl_value_release(cond);
         }
-        template_value_release(il);
+        tmpl_value_release(il);
         il = kept;
         items = kept.u.l;
     }
     if (!items->n) {
-        template_value_release(il);
+        tmpl_value_release(il);
         if (!n->l2.n)
             return X_OK;
-        struct frame *ef = tframe_new(f);
+        struct frame *ef = tmpl_frame_new(f);
         rc = tmpl_exec_body(c, ef, &n->l2);
-        tframe_release(ef);
+        tmpl_frame_release(ef);
         return rc < 0 ? X_ERR : rc;
     }
     struct tloop *lp = xcalloc(1, sizeof *lp);
@@ -225,17 +225,17 @@ static int exec_for(struct rctx *c, struct frame *f, const struct node *n)
     rc = X_OK;
     for (size_t i = 0; i < items->n; i++) {
         lp->idx = i;
-        struct frame *it_f = tframe_new(f);
-        template_value_retain(items->v[i]);
+        struct frame *it_f = tmpl_frame_new(f);
+        tmpl_value_retain(items->v[i]);
         if (assign(c, it_f, n->a, items->v[i])) {
-            tframe_release(it_f);
+            tmpl_frame_release(it_f);
             rc = X_ERR;
             break;
         }
-        template_value_retain(loopv);
-        tframe_set(it_f, "loop", loopv);
+        tmpl_value_retain(loopv);
+        tmpl_frame_set(it_f, "loop", loopv);
         int r = tmpl_exec_body(c, it_f, &n->l1);
-        tframe_release(it_f);
+        tmpl_frame_release(it_f);
         if (r == X_ERR) {
             rc = X_ERR;
             break;
@@ -243,7 +243,7 @@ static int exec_for(struct rctx *c, struct frame *f, const struct node *n)
         if (r == X_BREAK)
             break;
     }
-    template_value_release(loopv);
+    tmpl_value_release(loopv);
     return rc;
 }
 
@@ -274,13 +274,13 @@ int tmpl_exec_macro_call(struct rctx *c, int line, const struct tfunc *m, const 
         return tmpl_err(c, line, "macro '%s' takes not more than %d argument(s)", m->name, nparams);
     if (c->depth >= TMPL_MAX_DEPTH)
         return tmpl_err(c, line, "maximum macro recursion depth exceeded");
-    struct frame *mf = tframe_new(m->closure);
-    struct tval kwargs = template_value_dict_new(0), caller = template_value_undef_hint("No caller defined");
+    struct frame *mf = tmpl_frame_new(m->closure);
+    struct tval kwargs = tmpl_value_dict_new(0), caller = tmpl_value_undef_hint("No caller defined");
     int rc = 0;
     char *bound = xcalloc((size_t)nparams + 1, 1);
     for (int i = 0; i < nparams && i < a->npos; i++) {
-        template_value_retain(a->pos[i]);
-        tframe_set(mf, n->l2.v[i]->str, a->pos[i]);
+        tmpl_value_retain(a->pos[i]);
+        tmpl_frame_set(mf, n->l2.v[i]->str, a->pos[i]);
         bound[i] = 1;
     }
     for (int k = 0; k < a->nkw && !rc; k++) {
@@ -292,20 +292,20 @@ int tmpl_exec_macro_call(struct rctx *c, int line, const struct tfunc *m, const 
                     rc = tmpl_err(c, line, "macro '%s' got multiple values for argument '%s'", m->name,
                                   a->kwn[k]);
                 } else {
-                    template_value_retain(a->kw[k]);
-                    tframe_set(mf, n->l2.v[i]->str, a->kw[k]);
+                    tmpl_value_retain(a->kw[k]);
+                    tmpl_frame_set(mf, n->l2.v[i]->str, a->kw[k]);
                     bound[i] = 1;
                 }
             }
         if (found || rc)
             continue;
         if (!strcmp(a->kwn[k], "caller") && (n->flags & MACRO_USES_CALLER)) {
-            template_value_release(caller);
+            tmpl_value_release(caller);
             caller = a->kw[k];
-            template_value_retain(caller);
+            tmpl_value_retain(caller);
         } else if (n->flags & MACRO_USES_KWARGS) {
-            template_value_retain(a->kw[k]);
-            template_dict_set(kwargs.u.d, template_value_cstr(a->kwn[k]), a->kw[k]);
+            tmpl_value_retain(a->kw[k]);
+            tmpl_dict_set(kwargs.u.d, tmpl_value_cstr(a->kwn[k]), a->kw[k]);
         } else {
             rc = tmpl_err(c, line, "macro '%s' takes no keyword argument '%s'", m->name, a->kwn[k]);
         }
@@ -316,40 +316,40 @@ int tmpl_exec_macro_call(struct rctx *c, int line, const struct tfunc *m, const 
         int d = i - (nparams - ndef);
         struct tval v;
         if (d >= 0) {
-            if (template_eval_expr(c, mf, n->l3.v[d], &v)) {
+            if (tmpl_eval_expr(c, mf, n->l3.v[d], &v)) {
                 rc = -1;
                 break;
             }
         } else {
-            v = template_value_undef_hint("parameter '%s' was not provided", n->l2.v[i]->str);
+            v = tmpl_value_undef_hint("parameter '%s' was not provided", n->l2.v[i]->str);
         }
-        tframe_set(mf, n->l2.v[i]->str, v);
+        tmpl_frame_set(mf, n->l2.v[i]->str, v);
     }
     free(bound);
     if (!rc) {
         if (n->flags & MACRO_USES_VARARGS) {
-            struct tval va = template_value_list_new(TL_TUPLE, 0);
+            struct tval va = tmpl_value_list_new(TL_TUPLE, 0);
             for (int i = nparams; i < a->npos; i++) {
-                template_value_retain(a->pos[i]);
-                template_list_push(va.u.l, a->pos[i]);
+                tmpl_value_retain(a->pos[i]);
+                tmpl_list_push(va.u.l, a->pos[i]);
             }
-            tframe_set(mf, "varargs", va);
+            tmpl_frame_set(mf, "varargs", va);
         }
         if (n->flags & MACRO_USES_KWARGS) {
-            template_value_retain(kwargs);
-            tframe_set(mf, "kwargs", kwargs);
+            tmpl_value_retain(kwargs);
+            tmpl_frame_set(mf, "kwargs", kwargs);
         }
         if (n->flags & MACRO_USES_CALLER) {
-            template_value_retain(caller);
-            tframe_set(mf, "caller", caller);
+            tmpl_value_retain(caller);
+            tmpl_frame_set(mf, "caller", caller);
         }
         c->depth++;
         rc = capture(c, mf, &n->l1, out);
         c->depth--;
     }
-    template_value_release(kwargs);
-    template_value_release(caller);
-    tframe_release(mf);
+    tmpl_value_release(kwargs);
+    tmpl_value_release(caller);
+    tmpl_frame_release(mf);
     return rc ? -1 : 0;
 }
 
@@ -357,39 +357,39 @@ static int exec_callblock(struct rctx *c, struct frame *f, const struct node *n)
 {
     struct tval callee, res;
     const struct node *call = n->a;
-    if (template_eval_expr(c, f, call->a, &callee))
+    if (tmpl_eval_expr(c, f, call->a, &callee))
         return X_ERR;
     /* the call's own arguments, plus caller= (zeroed slots are Undefined) */
     int np = call->l1.n, nk = call->l2.n, rc = 0;
     struct tval *pos = xcalloc((size_t)np + 1, sizeof *pos), *kw = xcalloc((size_t)nk + 1, sizeof *kw);
     const char **kwn = xcalloc((size_t)nk + 1, sizeof *kwn);
     for (int i = 0; i < np && !rc; i++)
-        rc = template_eval_expr(c, f, call->l1.v[i], &pos[i]);
+        rc = tmpl_eval_expr(c, f, call->l1.v[i], &pos[i]);
     for (int i = 0; i < nk && !rc; i++) {
         kwn[i] = call->kwn[i];
-        rc = template_eval_expr(c, f, call->l2.v[i], &kw[i]);
+        rc = tmpl_eval_expr(c, f, call->l2.v[i], &kw[i]);
     }
     if (!rc) {
         kwn[nk] = "caller";
         kw[nk] = make_macro(c, f, n);
         struct targs a = {.npos = np, .pos = pos, .nkw = nk + 1, .kwn = kwn, .kw = kw};
-        rc = template_eval_call(c, n->line, callee, &a, &res);
+        rc = tmpl_eval_call(c, n->line, callee, &a, &res);
         if (!rc) {
             struct sbuf s = {0};
-            template_value_write_str(&s, res);
-            template_value_release(res);
+            tmpl_value_write_str(&s, res);
+            tmpl_value_release(res);
             rc = emit(c, n->line, s.p ? s.p : "", s.n);
-            template_strbuf_free(&s);
+            tmpl_strbuf_free(&s);
         }
     }
     for (int i = 0; i < np; i++)
-        template_value_release(pos[i]);
+        tmpl_value_release(pos[i]);
     for (int i = 0; i <= nk; i++)
-        template_value_release(kw[i]);
+        tmpl_value_release(kw[i]);
     free(pos);
     free(kw);
     free(kwn);
-    template_value_release(callee);
+    tmpl_value_release(callee);
     return rc ? X_ERR : X_OK;
 }
 
@@ -404,11 +404,11 @@ static int exec_node(struct rctx *c, struct frame *f, const struct node *n)
         return emit(c, n->line, n->str, n->len) ? X_ERR : X_OK;
     case N_OUTPUT:
         for (int i = 0; i < n->l1.n; i++) {
-            if (template_eval_expr(c, f, n->l1.v[i], &v))
+            if (tmpl_eval_expr(c, f, n->l1.v[i], &v))
                 return X_ERR;
             size_t before = c->out->n;
-            template_value_write_str(c->out, v);
-            template_value_release(v);
+            tmpl_value_write_str(c->out, v);
+            tmpl_value_release(v);
             if (c->out->n > TMPL_MAX_STR) {
                 c->out->n = before;
                 return tmpl_err(c, n->line, "rendered output too large");
@@ -416,27 +416,27 @@ static int exec_node(struct rctx *c, struct frame *f, const struct node *n)
         }
         return X_OK;
     case N_IF:
-        if (template_eval_expr(c, f, n->a, &v))
+        if (tmpl_eval_expr(c, f, n->a, &v))
             return X_ERR;
-        rc = template_value_truthy(v);
-        template_value_release(v);
+        rc = tmpl_value_truthy(v);
+        tmpl_value_release(v);
         return tmpl_exec_body(c, f, rc ? &n->l1 : &n->l2);
     case N_FOR:
         return exec_for(c, f, n);
     case N_SET:
-        if (template_eval_expr(c, f, n->b, &v))
+        if (tmpl_eval_expr(c, f, n->b, &v))
             return X_ERR;
         return assign(c, f, n->a, v) ? X_ERR : X_OK;
     case N_SET_BLOCK: {
-        struct frame *bf = tframe_new(f);
+        struct frame *bf = tmpl_frame_new(f);
         rc = capture(c, bf, &n->l1, &v);
-        tframe_release(bf);
+        tmpl_frame_release(bf);
         if (rc)
             return X_ERR;
         if (n->c) {
             struct tval r;
-            rc = template_eval_filter_apply(c, f, n->c, v, &r);
-            template_value_release(v);
+            rc = tmpl_eval_filter_apply(c, f, n->c, v, &r);
+            tmpl_value_release(v);
             if (rc)
                 return X_ERR;
             v = r;
@@ -444,44 +444,44 @@ static int exec_node(struct rctx *c, struct frame *f, const struct node *n)
         return assign(c, f, n->a, v) ? X_ERR : X_OK;
     }
     case N_MACRO:
-        tframe_set(f, n->str, make_macro(c, f, n));
+        tmpl_frame_set(f, n->str, make_macro(c, f, n));
         return X_OK;
     case N_CALLBLOCK:
         return exec_callblock(c, f, n);
     case N_FILTER_BLOCK: {
-        struct frame *bf = tframe_new(f);
+        struct frame *bf = tmpl_frame_new(f);
         rc = capture(c, bf, &n->l1, &v);
-        tframe_release(bf);
+        tmpl_frame_release(bf);
         if (rc)
             return X_ERR;
         struct tval r;
-        rc = template_eval_filter_apply(c, f, n->a, v, &r);
-        template_value_release(v);
+        rc = tmpl_eval_filter_apply(c, f, n->a, v, &r);
+        tmpl_value_release(v);
         if (rc)
             return X_ERR;
         struct sbuf s = {0};
-        template_value_write_str(&s, r);
-        template_value_release(r);
+        tmpl_value_write_str(&s, r);
+        tmpl_value_release(r);
         rc = emit(c, n->line, s.p ? s.p : "", s.n);
-        template_strbuf_free(&s);
+        tmpl_strbuf_free(&s);
         return rc ? X_ERR : X_OK;
     }
     case N_WITH: {
-        struct frame *wf = tframe_new(f);
+        struct frame *wf = tmpl_frame_new(f);
         rc = X_OK;
         for (int i = 0; i < n->l2.n && rc == X_OK; i++) {
-            if (template_eval_expr(c, f, n->l3.v[i], &v) || assign(c, wf, n->l2.v[i], v))
+            if (tmpl_eval_expr(c, f, n->l3.v[i], &v) || assign(c, wf, n->l2.v[i], v))
                 rc = X_ERR;
         }
         if (rc == X_OK)
             rc = tmpl_exec_body(c, wf, &n->l1);
-        tframe_release(wf);
+        tmpl_frame_release(wf);
         return rc;
     }
     case N_SCOPE: {
-        struct frame *sf = tframe_new(f);
+        struct frame *sf = tmpl_frame_new(f);
         rc = tmpl_exec_body(c, sf, &n->l1);
-        tframe_release(sf);
+        tmpl_frame_release(sf);
         return rc;
     }
     case N_BREAK:

@@ -16,12 +16,12 @@
 struct tval tmpl_soft_str(struct tval v)
 {
     if (v.k == TV_STR) {
-        template_value_retain(v);
+        tmpl_value_retain(v);
         return v;
     }
     struct sbuf b = {0};
-    template_value_write_str(&b, v);
-    return template_strbuf_take_str(&b);
+    tmpl_value_write_str(&b, v);
+    return tmpl_strbuf_take_str(&b);
 }
 
 static int no_args(struct rctx *c, int line, const char *name, const struct targs *a)
@@ -38,7 +38,7 @@ static int case_filter(struct rctx *c, int line, struct tval v, const struct tar
         return -1;
     struct tval s = tmpl_soft_str(v);
     tmpl_str_case(s, mode, out);
-    template_value_release(s);
+    tmpl_value_release(s);
     return 0;
 }
 
@@ -57,20 +57,20 @@ static FILTER(f_title)
     struct sbuf b = {0};
     int start = 1;
     for (size_t i = 0; i < s.u.s->len;) {
-        uint32_t cp = template_utf8_next(s.u.s->s, s.u.s->len, &i);
-        if (cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || tu_isspace(cp)) {
-            template_strbuf_put_cp(&b, cp);
+        uint32_t cp = utf8_next(s.u.s->s, s.u.s->len, &i);
+        if (cp == '-' || cp == '(' || cp == '{' || cp == '[' || cp == '<' || tmpl_isspace(cp)) {
+            tmpl_strbuf_put_cp(&b, cp);
             start = 1;
         } else {
             if (start)
-                tu_put_upper(&b, cp);
+                tmpl_put_upper(&b, cp);
             else
-                tu_put_lower(&b, cp);
+                tmpl_put_lower(&b, cp);
             start = 0;
         }
     }
-    template_value_release(s);
-    *out = template_strbuf_take_str(&b);
+    tmpl_value_release(s);
+    *out = tmpl_strbuf_take_str(&b);
     return 0;
 }
 
@@ -89,9 +89,9 @@ static FILTER(f_trim)
         return tmpl_err(c, line, "strip arg must be None or str");
     }
     struct tval str = tmpl_soft_str(v);
-    tu_strip(str.u.s->s, str.u.s->len, chars, nchars, 3, &lo, &hi);
-    *out = template_value_str(str.u.s->s + lo, hi - lo);
-    template_value_release(str);
+    tmpl_strip(str.u.s->s, str.u.s->len, chars, nchars, 3, &lo, &hi);
+    *out = tmpl_value_str(str.u.s->s + lo, hi - lo);
+    tmpl_value_release(str);
     return 0;
 }
 
@@ -112,20 +112,20 @@ static FILTER(f_escape)
     for (size_t i = 0; i < s.u.s->len; i++) {
         char ch = s.u.s->s[i];
         if (ch == '&')
-            template_strbuf_puts(&b, "&amp;");
+            tmpl_strbuf_puts(&b, "&amp;");
         else if (ch == '<')
-            template_strbuf_puts(&b, "&lt;");
+            tmpl_strbuf_puts(&b, "&lt;");
         else if (ch == '>')
-            template_strbuf_puts(&b, "&gt;");
+            tmpl_strbuf_puts(&b, "&gt;");
         else if (ch == '"')
-            template_strbuf_puts(&b, "&#34;");
+            tmpl_strbuf_puts(&b, "&#34;");
         else if (ch == '\'')
-            template_strbuf_puts(&b, "&#39;");
+            tmpl_strbuf_puts(&b, "&#39;");
         else
-            template_strbuf_putc(&b, ch);
+            tmpl_strbuf_putc(&b, ch);
     }
-    template_value_release(s);
-    *out = template_strbuf_take_str(&b);
+    tmpl_value_release(s);
+    *out = tmpl_strbuf_take_str(&b);
     return 0;
 }
 
@@ -142,9 +142,9 @@ static FILTER(f_replace)
         return -1;
     struct tval str = tmpl_soft_str(v), o = tmpl_soft_str(s[0]), n = tmpl_soft_str(s[1]);
     int rc = tmpl_str_replace(c, line, str, o, n, count, out);
-    template_value_release(str);
-    template_value_release(o);
-    template_value_release(n);
+    tmpl_value_release(str);
+    tmpl_value_release(o);
+    tmpl_value_release(n);
     return rc;
 }
 
@@ -159,12 +159,12 @@ static void indent_line(void *p, const char *s, size_t n)
 {
     struct indent_ctx *ic = p;
     if (!ic->first_line) {
-        template_strbuf_putc(ic->b, '\n');
+        tmpl_strbuf_putc(ic->b, '\n');
         if (n || ic->blank)
-            template_strbuf_put(ic->b, ic->ind, ic->nind);
+            tmpl_strbuf_put(ic->b, ic->ind, ic->nind);
     }
     ic->first_line = 0;
-    template_strbuf_put(ic->b, s, n);
+    tmpl_strbuf_put(ic->b, s, n);
 }
 
 static FILTER(f_indent)
@@ -175,39 +175,39 @@ static FILTER(f_indent)
         return -1;
     struct sbuf ind = {0};
     if (s[0].k == TV_STR) {
-        template_strbuf_put(&ind, s[0].u.s->s, s[0].u.s->len);
+        tmpl_strbuf_put(&ind, s[0].u.s->s, s[0].u.s->len);
     } else {
         int64_t w = 4;
         if (s[0].k != TV_MISSING && tmpl_arg_int(c, line, "indent", s[0], &w))
             return -1;
         for (int64_t i = 0; i < w && i < 4096; i++)
-            template_strbuf_putc(&ind, ' ');
+            tmpl_strbuf_putc(&ind, ' ');
     }
     if (v.k == TV_UNDEF) {
-        template_strbuf_free(&ind);
-        return template_eval_undefined_error(c, line, v);
+        tmpl_strbuf_free(&ind);
+        return tmpl_eval_undefined_error(c, line, v);
     }
     if (v.k != TV_STR) {
-        template_strbuf_free(&ind);
+        tmpl_strbuf_free(&ind);
         return tmpl_err(c, line, "unsupported operand type(s) for +=: '%s' and 'str'",
-                        template_value_type_name(v));
+                        tmpl_value_type_name(v));
     }
     struct sbuf text = {0}, b = {0};
-    template_strbuf_put(&text, v.u.s->s, v.u.s->len);
-    template_strbuf_putc(&text, '\n'); /* jinja2's quirk for splitlines */
+    tmpl_strbuf_put(&text, v.u.s->s, v.u.s->len);
+    tmpl_strbuf_putc(&text, '\n'); /* jinja2's quirk for splitlines */
     struct indent_ctx ic = {&b, ind.p ? ind.p : "", ind.n, 1,
-                            s[2].k != TV_MISSING && template_value_truthy(s[2])};
-    tu_splitlines(text.p, text.n, indent_line, &ic);
+                            s[2].k != TV_MISSING && tmpl_value_truthy(s[2])};
+    tmpl_splitlines(text.p, text.n, indent_line, &ic);
     if (ic.first_line) /* no lines at all */
-        template_strbuf_put(&b, "", 0);
+        tmpl_strbuf_put(&b, "", 0);
     struct sbuf r = {0};
-    if (s[1].k != TV_MISSING && template_value_truthy(s[1]))
-        template_strbuf_put(&r, ind.p ? ind.p : "", ind.n);
-    template_strbuf_put(&r, b.p ? b.p : "", b.n);
-    template_strbuf_free(&text);
-    template_strbuf_free(&b);
-    template_strbuf_free(&ind);
-    *out = template_strbuf_take_str(&r);
+    if (s[1].k != TV_MISSING && tmpl_value_truthy(s[1]))
+        tmpl_strbuf_put(&r, ind.p ? ind.p : "", ind.n);
+    tmpl_strbuf_put(&r, b.p ? b.p : "", b.n);
+    tmpl_strbuf_free(&text);
+    tmpl_strbuf_free(&b);
+    tmpl_strbuf_free(&ind);
+    *out = tmpl_strbuf_take_str(&r);
     return 0;
 }
 
@@ -228,12 +228,12 @@ static FILTER(f_center)
     int64_t pad = w - len, left = pad / 2 + (pad & w & 1);
     struct sbuf b = {0};
     for (int64_t i = 0; i < left; i++)
-        template_strbuf_putc(&b, ' ');
-    template_strbuf_put(&b, str.u.s->s, str.u.s->len);
+        tmpl_strbuf_putc(&b, ' ');
+    tmpl_strbuf_put(&b, str.u.s->s, str.u.s->len);
     for (int64_t i = left; i < pad; i++)
-        template_strbuf_putc(&b, ' ');
-    template_value_release(str);
-    *out = template_strbuf_take_str(&b);
+        tmpl_strbuf_putc(&b, ' ');
+    tmpl_value_release(str);
+    *out = tmpl_strbuf_take_str(&b);
     return 0;
 }
 
@@ -248,20 +248,20 @@ static FILTER(f_truncate)
         (s[3].k != TV_MISSING && s[3].k != TV_NONE && tmpl_arg_int(c, line, "truncate", s[3], &leeway)))
         return -1;
     struct tval str = tmpl_soft_str(v),
-                end = s[2].k == TV_MISSING ? template_value_str("...", 3) : tmpl_soft_str(s[2]);
+                end = s[2].k == TV_MISSING ? tmpl_value_str("...", 3) : tmpl_soft_str(s[2]);
     int64_t n = (int64_t)str.u.s->ncp, nend = (int64_t)end.u.s->ncp;
     if (length < nend) {
-        template_value_release(str);
-        template_value_release(end);
+        tmpl_value_release(str);
+        tmpl_value_release(end);
         return tmpl_err(c, line, "expected length >= %lld, got %lld", (long long)nend, (long long)length);
     }
     if (n <= length + leeway) {
-        template_value_release(end);
+        tmpl_value_release(end);
         *out = str;
         return 0;
     }
-    size_t cut = template_utf8_offset(str.u.s->s, str.u.s->len, (size_t)(length - nend));
-    if (!(s[1].k != TV_MISSING && template_value_truthy(s[1]))) { /* drop the last, partial word */
+    size_t cut = utf8_offset(str.u.s->s, str.u.s->len, (size_t)(length - nend));
+    if (!(s[1].k != TV_MISSING && tmpl_value_truthy(s[1]))) { /* drop the last, partial word */
         const char *sp = NULL;
         for (size_t i = cut; i-- > 0;)
             if (str.u.s->s[i] == ' ') {
@@ -272,11 +272,11 @@ static FILTER(f_truncate)
             cut = (size_t)(sp - str.u.s->s);
     }
     struct sbuf b = {0};
-    template_strbuf_put(&b, str.u.s->s, cut);
-    template_strbuf_put(&b, end.u.s->s, end.u.s->len);
-    template_value_release(str);
-    template_value_release(end);
-    *out = template_strbuf_take_str(&b);
+    tmpl_strbuf_put(&b, str.u.s->s, cut);
+    tmpl_strbuf_put(&b, end.u.s->s, end.u.s->len);
+    tmpl_value_release(str);
+    tmpl_value_release(end);
+    *out = tmpl_strbuf_take_str(&b);
     return 0;
 }
 
@@ -288,13 +288,13 @@ static FILTER(f_wordcount)
     int64_t n = 0;
     int in_word = 0;
     for (size_t i = 0; i < s.u.s->len;) {
-        uint32_t cp = template_utf8_next(s.u.s->s, s.u.s->len, &i);
-        int w = cp == '_' || tu_isalpha(cp) || tu_isdigit(cp);
+        uint32_t cp = utf8_next(s.u.s->s, s.u.s->len, &i);
+        int w = cp == '_' || tmpl_isalpha(cp) || tmpl_isdigit(cp);
         n += w && !in_word;
         in_word = w;
     }
-    template_value_release(s);
-    *out = template_value_int(n);
+    tmpl_value_release(s);
+    *out = tmpl_value_int(n);
     return 0;
 }
 
@@ -304,21 +304,21 @@ static FILTER(f_format)
         return tmpl_err(c, line, "can't handle positional and keyword arguments at the same time");
     struct tval fmt = tmpl_soft_str(v), args;
     if (a->nkw) {
-        args = template_value_dict_new((size_t)a->nkw);
+        args = tmpl_value_dict_new((size_t)a->nkw);
         for (int i = 0; i < a->nkw; i++) {
-            template_value_retain(a->kw[i]);
-            template_dict_set(args.u.d, template_value_cstr(a->kwn[i]), a->kw[i]);
+            tmpl_value_retain(a->kw[i]);
+            tmpl_dict_set(args.u.d, tmpl_value_cstr(a->kwn[i]), a->kw[i]);
         }
     } else {
-        args = template_value_list_new(TL_TUPLE, (size_t)a->npos);
+        args = tmpl_value_list_new(TL_TUPLE, (size_t)a->npos);
         for (int i = 0; i < a->npos; i++) {
-            template_value_retain(a->pos[i]);
-            template_list_push(args.u.l, a->pos[i]);
+            tmpl_value_retain(a->pos[i]);
+            tmpl_list_push(args.u.l, a->pos[i]);
         }
     }
     int rc = tmpl_percent_format(c, line, fmt, args, out);
-    template_value_release(fmt);
-    template_value_release(args);
+    tmpl_value_release(fmt);
+    tmpl_value_release(args);
     return rc;
 }
 
@@ -328,7 +328,7 @@ static FILTER(f_format)
 static int parse_py_float(const char *s, size_t n, double *out)
 {
     size_t lo, hi;
-    tu_strip(s, n, NULL, 0, 3, &lo, &hi);
+    tmpl_strip(s, n, NULL, 0, 3, &lo, &hi);
     if (lo == hi || hi - lo > 400)
         return -1;
     char buf[512];
@@ -380,7 +380,7 @@ static int parse_py_float(const char *s, size_t n, double *out)
 static int parse_py_int(const char *s, size_t n, int base, int64_t *out)
 {
     size_t lo, hi;
-    tu_strip(s, n, NULL, 0, 3, &lo, &hi);
+    tmpl_strip(s, n, NULL, 0, 3, &lo, &hi);
     int neg = 0;
     if (lo < hi && (s[lo] == '+' || s[lo] == '-'))
         neg = s[lo++] == '-';
@@ -426,24 +426,24 @@ static FILTER(f_int)
         return -1;
     switch (v.k) {
     case TV_UNDEF:
-        return template_eval_undefined_error(c, line, v);
+        return tmpl_eval_undefined_error(c, line, v);
     case TV_INT:
     case TV_BOOL:
-        *out = template_value_int(v.k == TV_INT ? v.u.i : v.u.b);
+        *out = tmpl_value_int(v.k == TV_INT ? v.u.i : v.u.b);
         return 0;
     case TV_FLOAT:
         if (isfinite(v.u.f) && fabs(v.u.f) < 9.2e18) {
-            *out = template_value_int((int64_t)v.u.f);
+            *out = tmpl_value_int((int64_t)v.u.f);
             return 0;
         }
         break;
     case TV_STR:
         if (!parse_py_int(v.u.s->s, v.u.s->len, (int)base, &i)) {
-            *out = template_value_int(i);
+            *out = tmpl_value_int(i);
             return 0;
         }
         if (!parse_py_float(v.u.s->s, v.u.s->len, &f) && isfinite(f) && fabs(f) < 9.2e18) {
-            *out = template_value_int((int64_t)f);
+            *out = tmpl_value_int((int64_t)f);
             return 0;
         }
         break;
@@ -451,10 +451,10 @@ static FILTER(f_int)
         break;
     }
     if (s[0].k == TV_MISSING) {
-        *out = template_value_int(0);
+        *out = tmpl_value_int(0);
     } else {
         *out = s[0];
-        template_value_retain(*out);
+        tmpl_value_retain(*out);
     }
     return 0;
 }
@@ -467,20 +467,20 @@ static FILTER(f_float)
     if (tmpl_args_bind(c, line, "float", a, names, 1, s))
         return -1;
     if (v.k == TV_UNDEF)
-        return template_eval_undefined_error(c, line, v);
-    if (template_value_is_num(v)) {
-        *out = template_value_float(template_value_num(v));
+        return tmpl_eval_undefined_error(c, line, v);
+    if (tmpl_value_is_num(v)) {
+        *out = tmpl_value_float(tmpl_value_num(v));
         return 0;
     }
     if (v.k == TV_STR && !parse_py_float(v.u.s->s, v.u.s->len, &f)) {
-        *out = template_value_float(f);
+        *out = tmpl_value_float(f);
         return 0;
     }
     if (s[0].k == TV_MISSING) {
-        *out = template_value_float(0.0);
+        *out = tmpl_value_float(0.0);
     } else {
         *out = s[0];
-        template_value_retain(*out);
+        tmpl_value_retain(*out);
     }
     return 0;
 }
@@ -493,14 +493,14 @@ static FILTER(f_abs)
         int64_t i = v.k == TV_INT ? v.u.i : v.u.b;
         if (i == INT64_MIN)
             return tmpl_err(c, line, "integer overflow");
-        *out = template_value_int(i < 0 ? -i : i);
+        *out = tmpl_value_int(i < 0 ? -i : i);
         return 0;
     }
     if (v.k == TV_FLOAT) {
-        *out = template_value_float(fabs(v.u.f));
+        *out = tmpl_value_float(fabs(v.u.f));
         return 0;
     }
-    return tmpl_err(c, line, "bad operand type for abs(): '%s'", template_value_type_name(v));
+    return tmpl_err(c, line, "bad operand type for abs(): '%s'", tmpl_value_type_name(v));
 }
 
 static double round_half_even(double x, int64_t prec)
@@ -528,19 +528,19 @@ static FILTER(f_round)
     if (strcmp(method, "common") && strcmp(method, "ceil") && strcmp(method, "floor"))
         return tmpl_err(c, line, "method must be common, ceil or floor");
     if (v.k == TV_UNDEF)
-        return template_eval_undefined_error(c, line, v);
-    if (!template_value_is_num(v))
-        return tmpl_err(c, line, "type %s doesn't define __round__ method", template_value_type_name(v));
+        return tmpl_eval_undefined_error(c, line, v);
+    if (!tmpl_value_is_num(v))
+        return tmpl_err(c, line, "type %s doesn't define __round__ method", tmpl_value_type_name(v));
     if (!strcmp(method, "common")) {
         if (v.k != TV_FLOAT && prec >= 0) {
-            *out = template_value_int(v.k == TV_INT ? v.u.i : v.u.b);
+            *out = tmpl_value_int(v.k == TV_INT ? v.u.i : v.u.b);
             return 0;
         }
-        *out = template_value_float(round_half_even(template_value_num(v), prec));
+        *out = tmpl_value_float(round_half_even(tmpl_value_num(v), prec));
         return 0;
     }
-    double p = pow(10.0, (double)prec), x = template_value_num(v) * p;
-    *out = template_value_float((method[0] == 'c' ? ceil(x) : floor(x)) / p);
+    double p = pow(10.0, (double)prec), x = tmpl_value_num(v) * p;
+    *out = tmpl_value_float((method[0] == 'c' ? ceil(x) : floor(x)) / p);
     return 0;
 }
 
@@ -550,17 +550,17 @@ static FILTER(f_default)
     struct tval s[2];
     if (tmpl_args_bind(c, line, "default", a, names, 2, s))
         return -1;
-    int boolean = s[1].k != TV_MISSING && template_value_truthy(s[1]);
-    if (v.k == TV_UNDEF || (boolean && !template_value_truthy(v))) {
+    int boolean = s[1].k != TV_MISSING && tmpl_value_truthy(s[1]);
+    if (v.k == TV_UNDEF || (boolean && !tmpl_value_truthy(v))) {
         if (s[0].k == TV_MISSING) {
-            *out = template_value_str("", 0);
+            *out = tmpl_value_str("", 0);
             return 0;
         }
         *out = s[0];
     } else {
         *out = v;
     }
-    template_value_retain(*out);
+    tmpl_value_retain(*out);
     return 0;
 }
 
@@ -578,12 +578,12 @@ static FILTER(f_attr)
         return tmpl_err(c, line, "attr() takes one attribute name");
     const char *name = a->pos[0].u.s->s;
     if (v.k == TV_UNDEF)
-        return template_eval_undefined_error(c, line, v);
+        return tmpl_eval_undefined_error(c, line, v);
     if (v.k == TV_NS || v.k == TV_LOOP)
-        return template_eval_getattr(c, line, v, name, out);
+        return tmpl_eval_getattr(c, line, v, name, out);
     if (tmpl_method_lookup(c, line, v, name, out))
         return 0;
-    *out = template_value_undef_hint("'%s object' has no attribute '%s'", template_value_type_name(v), name);
+    *out = tmpl_value_undef_hint("'%s object' has no attribute '%s'", tmpl_value_type_name(v), name);
     return 0;
 }
 
@@ -594,8 +594,8 @@ static FILTER(f_tojson)
     if (tmpl_args_bind(c, line, "tojson", a, names, 4, s))
         return -1;
     struct json_opts o = {.indent = -1};
-    o.ensure_ascii = s[0].k != TV_MISSING && template_value_truthy(s[0]);
-    o.sort_keys = s[3].k != TV_MISSING && template_value_truthy(s[3]);
+    o.ensure_ascii = s[0].k != TV_MISSING && tmpl_value_truthy(s[0]);
+    o.sort_keys = s[3].k != TV_MISSING && tmpl_value_truthy(s[3]);
     if (s[1].k == TV_STR) {
         o.indent_s = s[1].u.s->s;
     } else if (s[1].k != TV_MISSING && s[1].k != TV_NONE) {
@@ -615,11 +615,11 @@ static FILTER(f_tojson)
     }
     struct sbuf b = {0};
     char msg[256];
-    if (template_value_write_json(&b, v, &o, msg, sizeof msg)) {
-        template_strbuf_free(&b);
+    if (tmpl_value_write_json(&b, v, &o, msg, sizeof msg)) {
+        tmpl_strbuf_free(&b);
         return tmpl_err(c, line, "%s", msg);
     }
-    *out = template_strbuf_take_str(&b);
+    *out = tmpl_strbuf_take_str(&b);
     return 0;
 }
 

@@ -18,7 +18,7 @@ struct tval tmpl_list_val(struct tlist *l)
 
 struct tval tmpl_new_iter(const char *what, size_t cap)
 {
-    struct tval v = template_value_list_new(TL_ITER, cap);
+    struct tval v = tmpl_value_list_new(TL_ITER, cap);
     v.u.l->what = what;
     return v;
 }
@@ -28,7 +28,7 @@ struct tval tmpl_new_iter(const char *what, size_t cap)
 void tmpl_path_free(struct attrpath *p)
 {
     for (int i = 0; i < p->n; i++)
-        template_value_release(p->part[i]);
+        tmpl_value_release(p->part[i]);
     p->n = 0;
 }
 
@@ -51,7 +51,7 @@ int tmpl_path_parse(struct rctx *c, int line, struct tval attr, const char *s, s
             for (size_t k = i; digits && k < j; k++)
                 val = val * 10 + (s[k] - '0');
             p->part[p->n++] =
-                digits && j - i < 18 ? template_value_int(val) : template_value_str(s + i, j - i);
+                digits && j - i < 18 ? tmpl_value_int(val) : tmpl_value_str(s + i, j - i);
             if (j >= n)
                 break;
             i = j + 1;
@@ -62,7 +62,7 @@ int tmpl_path_parse(struct rctx *c, int line, struct tval attr, const char *s, s
         return 0;
     if (attr.k == TV_STR)
         return tmpl_path_parse(c, line, attr, attr.u.s->s, attr.u.s->len, p);
-    template_value_retain(attr);
+    tmpl_value_retain(attr);
     p->part[p->n++] = attr;
     return 0;
 }
@@ -71,24 +71,24 @@ int tmpl_path_get(struct rctx *c, int line, struct tval item, const struct attrp
                   int lower, struct tval *out)
 {
     struct tval cur = item;
-    template_value_retain(cur);
+    tmpl_value_retain(cur);
     for (int i = 0; i < p->n; i++) {
         struct tval nx;
-        int rc = template_eval_getitem(c, line, cur, p->part[i], &nx);
-        template_value_release(cur);
+        int rc = tmpl_eval_getitem(c, line, cur, p->part[i], &nx);
+        tmpl_value_release(cur);
         if (rc)
             return -1;
         cur = nx;
         if (dflt.k != TV_MISSING && dflt.k != TV_NONE && cur.k == TV_UNDEF) {
-            template_value_release(cur);
+            tmpl_value_release(cur);
             cur = dflt;
-            template_value_retain(cur);
+            tmpl_value_retain(cur);
         }
     }
     if (lower && cur.k == TV_STR) {
         struct tval l;
         tmpl_str_case(cur, CASE_LOWER, &l);
-        template_value_release(cur);
+        tmpl_value_release(cur);
         cur = l;
     }
     *out = cur;
@@ -104,22 +104,22 @@ FILTER(tfilt_first)
     if (v.k == TV_LIST && v.u.l->sub == TL_ITER) {
         if (v.u.l->pos < v.u.l->n) {
             *out = v.u.l->v[v.u.l->pos++];
-            template_value_retain(*out);
+            tmpl_value_retain(*out);
         } else {
-            *out = template_value_undef_hint("No first item, sequence was empty.");
+            *out = tmpl_value_undef_hint("No first item, sequence was empty.");
         }
         return 0;
     }
     struct tlist *items;
-    if (template_eval_iterate(c, line, v, &items))
+    if (tmpl_eval_iterate(c, line, v, &items))
         return -1;
     if (items->n) {
         *out = items->v[0];
-        template_value_retain(*out);
+        tmpl_value_retain(*out);
     } else {
-        *out = template_value_undef_hint("No first item, sequence was empty.");
+        *out = tmpl_value_undef_hint("No first item, sequence was empty.");
     }
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     return 0;
 }
 
@@ -129,17 +129,17 @@ FILTER(tfilt_last)
         return tmpl_err(c, line, "last() takes no arguments");
     if ((v.k == TV_LIST && v.u.l->sub == TL_ITER) ||
         (v.k != TV_LIST && v.k != TV_STR && v.k != TV_DICT && v.k != TV_UNDEF))
-        return tmpl_err(c, line, "'%s' object is not reversible", template_value_type_name(v));
+        return tmpl_err(c, line, "'%s' object is not reversible", tmpl_value_type_name(v));
     struct tlist *items;
-    if (template_eval_iterate(c, line, v, &items))
+    if (tmpl_eval_iterate(c, line, v, &items))
         return -1;
     if (items->n) {
         *out = items->v[items->n - 1];
-        template_value_retain(*out);
+        tmpl_value_retain(*out);
     } else {
-        *out = template_value_undef_hint("No last item, sequence was empty.");
+        *out = tmpl_value_undef_hint("No last item, sequence was empty.");
     }
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     return 0;
 }
 
@@ -148,37 +148,37 @@ FILTER(tfilt_length)
     if (a->npos || a->nkw)
         return tmpl_err(c, line, "length() takes no arguments");
     if (v.k == TV_STR)
-        *out = template_value_int((int64_t)v.u.s->ncp);
+        *out = tmpl_value_int((int64_t)v.u.s->ncp);
     else if (v.k == TV_LIST && v.u.l->sub != TL_ITER)
-        *out = template_value_int((int64_t)v.u.l->n);
+        *out = tmpl_value_int((int64_t)v.u.l->n);
     else if (v.k == TV_DICT)
-        *out = template_value_int((int64_t)v.u.d->n);
+        *out = tmpl_value_int((int64_t)v.u.d->n);
     else if (v.k == TV_NS)
-        *out = template_value_int((int64_t)v.u.ns->d->n);
+        *out = tmpl_value_int((int64_t)v.u.ns->d->n);
     else if (v.k == TV_UNDEF)
-        *out = template_value_int(0);
+        *out = tmpl_value_int(0);
     else if (v.k == TV_LOOP)
-        *out = template_value_int((int64_t)v.u.loop->items->n);
+        *out = tmpl_value_int((int64_t)v.u.loop->items->n);
     else
-        return tmpl_err(c, line, "object of type '%s' has no len()", template_value_type_name(v));
+        return tmpl_err(c, line, "object of type '%s' has no len()", tmpl_value_type_name(v));
     return 0;
 }
 
 static int to_list(struct rctx *c, int line, struct tval v, struct tval *out)
 {
     struct tlist *items;
-    if (template_eval_iterate(c, line, v, &items))
+    if (tmpl_eval_iterate(c, line, v, &items))
         return -1;
     if (items->sub == TL_LIST && items != (v.k == TV_LIST ? v.u.l : NULL)) {
         *out = tmpl_list_val(items);
         return 0;
     }
-    struct tval l = template_value_list_new(TL_LIST, items->n);
+    struct tval l = tmpl_value_list_new(TL_LIST, items->n);
     for (size_t i = 0; i < items->n; i++) {
-        template_value_retain(items->v[i]);
-        template_list_push(l.u.l, items->v[i]);
+        tmpl_value_retain(items->v[i]);
+        tmpl_list_push(l.u.l, items->v[i]);
     }
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     *out = l;
     return 0;
 }
@@ -198,37 +198,37 @@ FILTER(tfilt_join)
     struct tlist *items;
     if (tmpl_args_bind(c, line, "join", a, names, 2, s) || tmpl_path_parse(c, line, s[1], NULL, 0, &p))
         return -1;
-    if (template_eval_iterate(c, line, v, &items)) {
+    if (tmpl_eval_iterate(c, line, v, &items)) {
         tmpl_path_free(&p);
         return -1;
     }
-    struct tval sep = s[0].k == TV_MISSING ? template_value_str("", 0) : tmpl_soft_str(s[0]);
+    struct tval sep = s[0].k == TV_MISSING ? tmpl_value_str("", 0) : tmpl_soft_str(s[0]);
     struct sbuf b = {0};
     int rc = 0;
     for (size_t i = 0; i < items->n && !rc; i++) {
         struct tval item = items->v[i];
-        template_value_retain(item);
+        tmpl_value_retain(item);
         if (p.n) {
             struct tval x;
-            rc = tmpl_path_get(c, line, item, &p, template_value_none(), 0, &x);
-            template_value_release(item);
+            rc = tmpl_path_get(c, line, item, &p, tmpl_value_none(), 0, &x);
+            tmpl_value_release(item);
             item = x;
         }
         if (!rc) {
             if (i)
-                template_strbuf_put(&b, sep.u.s->s, sep.u.s->len);
-            template_value_write_str(&b, item);
-            template_value_release(item);
+                tmpl_strbuf_put(&b, sep.u.s->s, sep.u.s->len);
+            tmpl_value_write_str(&b, item);
+            tmpl_value_release(item);
         }
     }
-    template_value_release(sep);
+    tmpl_value_release(sep);
     tmpl_path_free(&p);
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     if (rc) {
-        template_strbuf_free(&b);
+        tmpl_strbuf_free(&b);
         return -1;
     }
-    *out = template_strbuf_take_str(&b);
+    *out = tmpl_strbuf_take_str(&b);
     return 0;
 }
 
@@ -259,13 +259,13 @@ static int call_test_by_name(struct rctx *c, int line, struct tval name, struct 
 FILTER(tfilt_map)
 {
     struct tval r = tmpl_new_iter("generator", 0);
-    if (!template_value_truthy(v)) {
+    if (!tmpl_value_truthy(v)) {
         *out = r;
         return 0;
     }
     struct tlist *items;
-    if (template_eval_iterate(c, line, v, &items)) {
-        template_value_release(r);
+    if (tmpl_eval_iterate(c, line, v, &items)) {
+        tmpl_value_release(r);
         return -1;
     }
     int rc = 0;
@@ -304,12 +304,12 @@ FILTER(tfilt_map)
         else
             rc = call_filter_by_name(c, line, a->pos[0], items->v[i], &sub, &x);
         if (!rc)
-            template_list_push(r.u.l, x);
+            tmpl_list_push(r.u.l, x);
     }
     tmpl_path_free(&p);
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     if (rc) {
-        template_value_release(r);
+        tmpl_value_release(r);
         return -1;
     }
     *out = r;
@@ -320,21 +320,21 @@ static int select_common(struct rctx *c, int line, struct tval v, const struct t
                          int by_attr, int reject)
 {
     struct tval r = tmpl_new_iter("generator", 0);
-    if (!template_value_truthy(v)) {
+    if (!tmpl_value_truthy(v)) {
         *out = r;
         return 0;
     }
     int off = by_attr ? 1 : 0;
     if (by_attr && a->npos < 1) {
-        template_value_release(r);
+        tmpl_value_release(r);
         return tmpl_err(c, line, "Missing parameter for attribute name");
     }
     struct attrpath p = {0};
     struct tlist *items;
     if ((by_attr && tmpl_path_parse(c, line, a->pos[0], NULL, 0, &p)) ||
-        template_eval_iterate(c, line, v, &items)) {
+        tmpl_eval_iterate(c, line, v, &items)) {
         tmpl_path_free(&p);
-        template_value_release(r);
+        tmpl_value_release(r);
         return -1;
     }
     struct targs sub = {0};
@@ -349,11 +349,11 @@ static int select_common(struct rctx *c, int line, struct tval v, const struct t
     int rc = 0;
     for (size_t i = 0; i < items->n && !rc; i++) {
         struct tval x = items->v[i];
-        template_value_retain(x);
+        tmpl_value_retain(x);
         if (by_attr) {
             struct tval y;
-            rc = tmpl_path_get(c, line, x, &p, template_value_none(), 0, &y);
-            template_value_release(x);
+            rc = tmpl_path_get(c, line, x, &p, tmpl_value_none(), 0, &y);
+            tmpl_value_release(x);
             x = y;
             if (rc)
                 break;
@@ -362,17 +362,17 @@ static int select_common(struct rctx *c, int line, struct tval v, const struct t
         if (has_test)
             rc = call_test_by_name(c, line, a->pos[off], x, &sub, &ok);
         else
-            ok = template_value_truthy(x);
-        template_value_release(x);
+            ok = tmpl_value_truthy(x);
+        tmpl_value_release(x);
         if (!rc && ok != reject) {
-            template_value_retain(items->v[i]);
-            template_list_push(r.u.l, items->v[i]);
+            tmpl_value_retain(items->v[i]);
+            tmpl_list_push(r.u.l, items->v[i]);
         }
     }
     tmpl_path_free(&p);
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     if (rc) {
-        template_value_release(r);
+        tmpl_value_release(r);
         return -1;
     }
     *out = r;
@@ -400,25 +400,25 @@ FILTER(tfilt_reverse)
             size_t start = end - 1;
             while (start > 0 && ((unsigned char)v.u.s->s[start] & 0xC0) == 0x80)
                 start--;
-            template_strbuf_put(&b, v.u.s->s + start, end - start);
+            tmpl_strbuf_put(&b, v.u.s->s + start, end - start);
             end = start;
         }
-        *out = template_strbuf_take_str(&b);
+        *out = tmpl_strbuf_take_str(&b);
         return 0;
     }
     int iter = v.k == TV_LIST && v.u.l->sub == TL_ITER;
     if (!iter && v.k != TV_LIST && v.k != TV_DICT && v.k != TV_UNDEF)
         return tmpl_err(c, line, "argument must be iterable");
     struct tlist *items;
-    if (template_eval_iterate(c, line, v, &items))
+    if (tmpl_eval_iterate(c, line, v, &items))
         return -1;
     struct tval r =
-        iter ? template_value_list_new(TL_LIST, items->n) : tmpl_new_iter("list_reverseiterator", items->n);
+        iter ? tmpl_value_list_new(TL_LIST, items->n) : tmpl_new_iter("list_reverseiterator", items->n);
     for (size_t i = items->n; i-- > 0;) {
-        template_value_retain(items->v[i]);
-        template_list_push(r.u.l, items->v[i]);
+        tmpl_value_retain(items->v[i]);
+        tmpl_list_push(r.u.l, items->v[i]);
     }
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     *out = r;
     return 0;
 }
@@ -433,16 +433,16 @@ FILTER(tfilt_items)
         return 0;
     }
     if (v.k != TV_DICT) {
-        template_value_release(r);
+        tmpl_value_release(r);
         return tmpl_err(c, line, "Can only get item pairs from a mapping.");
     }
     for (size_t i = 0; i < v.u.d->n; i++) {
-        struct tval t = template_value_list_new(TL_TUPLE, 2);
-        template_value_retain(v.u.d->k[i]);
-        template_value_retain(v.u.d->v[i]);
-        template_list_push(t.u.l, v.u.d->k[i]);
-        template_list_push(t.u.l, v.u.d->v[i]);
-        template_list_push(r.u.l, t);
+        struct tval t = tmpl_value_list_new(TL_TUPLE, 2);
+        tmpl_value_retain(v.u.d->k[i]);
+        tmpl_value_retain(v.u.d->v[i]);
+        tmpl_list_push(t.u.l, v.u.d->k[i]);
+        tmpl_list_push(t.u.l, v.u.d->v[i]);
+        tmpl_list_push(r.u.l, t);
     }
     *out = r;
     return 0;
@@ -458,28 +458,28 @@ FILTER(tfilt_batch)
         return -1;
     if (count <= 0)
         return tmpl_err(c, line, "batch(): linecount must be positive");
-    if (template_eval_iterate(c, line, v, &items))
+    if (tmpl_eval_iterate(c, line, v, &items))
         return -1;
     struct tval r = tmpl_new_iter("generator", 0), cur = {.k = TV_MISSING};
     for (size_t i = 0; i < items->n; i++) {
         if (cur.k == TV_MISSING)
-            cur = template_value_list_new(TL_LIST, (size_t)count);
-        template_value_retain(items->v[i]);
-        template_list_push(cur.u.l, items->v[i]);
+            cur = tmpl_value_list_new(TL_LIST, (size_t)count);
+        tmpl_value_retain(items->v[i]);
+        tmpl_list_push(cur.u.l, items->v[i]);
         if ((int64_t)cur.u.l->n == count) {
-            template_list_push(r.u.l, cur);
+            tmpl_list_push(r.u.l, cur);
             cur.k = TV_MISSING;
         }
     }
     if (cur.k != TV_MISSING) {
         if (s[1].k != TV_MISSING && s[1].k != TV_NONE)
             while ((int64_t)cur.u.l->n < count) {
-                template_value_retain(s[1]);
-                template_list_push(cur.u.l, s[1]);
+                tmpl_value_retain(s[1]);
+                tmpl_list_push(cur.u.l, s[1]);
             }
-        template_list_push(r.u.l, cur);
+        tmpl_list_push(r.u.l, cur);
     }
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     *out = r;
     return 0;
 }
@@ -494,7 +494,7 @@ FILTER(tfilt_slice)
         return -1;
     if (slices <= 0)
         return tmpl_err(c, line, "slice(): slices must be positive");
-    if (template_eval_iterate(c, line, v, &items))
+    if (tmpl_eval_iterate(c, line, v, &items))
         return -1;
     int64_t n = (int64_t)items->n, per = n / slices, extra = n % slices, offset = 0;
     struct tval r = tmpl_new_iter("generator", (size_t)slices);
@@ -503,18 +503,18 @@ FILTER(tfilt_slice)
         if (k < extra)
             offset++;
         int64_t end = offset + (k + 1) * per;
-        struct tval part = template_value_list_new(TL_LIST, (size_t)(end - start + 1));
+        struct tval part = tmpl_value_list_new(TL_LIST, (size_t)(end - start + 1));
         for (int64_t i = start; i < end; i++) {
-            template_value_retain(items->v[i]);
-            template_list_push(part.u.l, items->v[i]);
+            tmpl_value_retain(items->v[i]);
+            tmpl_list_push(part.u.l, items->v[i]);
         }
         if (s[1].k != TV_MISSING && s[1].k != TV_NONE && k >= extra) {
-            template_value_retain(s[1]);
-            template_list_push(part.u.l, s[1]);
+            tmpl_value_retain(s[1]);
+            tmpl_list_push(part.u.l, s[1]);
         }
-        template_list_push(r.u.l, part);
+        tmpl_list_push(r.u.l, part);
     }
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     *out = r;
     return 0;
 }

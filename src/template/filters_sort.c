@@ -20,7 +20,7 @@ static int before(struct sorter *s, size_t i, size_t j)
     int lt;
     if (s->failed)
         return 0;
-    if (template_value_less(s->reverse ? s->keys[j] : s->keys[i], s->reverse ? s->keys[i] : s->keys[j], &lt,
+    if (tmpl_value_less(s->reverse ? s->keys[j] : s->keys[i], s->reverse ? s->keys[i] : s->keys[j], &lt,
                             msg, sizeof msg)) {
         tmpl_err(s->c, s->line, "%s", msg);
         s->failed = 1;
@@ -57,10 +57,10 @@ static int sort_by_keys(struct rctx *c, int line, const struct tlist *items, con
     struct sorter s = {c, line, reverse, 0, keys};
     merge_sort(&s, idx, tmp, n);
     if (!s.failed) {
-        struct tval l = template_value_list_new(TL_LIST, n);
+        struct tval l = tmpl_value_list_new(TL_LIST, n);
         for (size_t i = 0; i < n; i++) {
-            template_value_retain(items->v[idx[i]]);
-            template_list_push(l.u.l, items->v[idx[i]]);
+            tmpl_value_retain(items->v[idx[i]]);
+            tmpl_list_push(l.u.l, items->v[idx[i]]);
         }
         *out = l;
     }
@@ -98,14 +98,14 @@ static int make_keys(struct rctx *c, int line, const struct tlist *items, struct
     struct tval *keys = xcalloc(items->n + 1, sizeof *keys);
     for (size_t i = 0; i < items->n && !rc; i++) {
         if (np == 1) {
-            rc = tmpl_path_get(c, line, items->v[i], &paths[0], template_value_none(), lower, &keys[i]);
+            rc = tmpl_path_get(c, line, items->v[i], &paths[0], tmpl_value_none(), lower, &keys[i]);
         } else {
-            struct tval t = template_value_list_new(TL_TUPLE, (size_t)np);
+            struct tval t = tmpl_value_list_new(TL_TUPLE, (size_t)np);
             for (int k = 0; k < np && !rc; k++) {
                 struct tval x;
-                rc = tmpl_path_get(c, line, items->v[i], &paths[k], template_value_none(), lower, &x);
+                rc = tmpl_path_get(c, line, items->v[i], &paths[k], tmpl_value_none(), lower, &x);
                 if (!rc)
-                    template_list_push(t.u.l, x);
+                    tmpl_list_push(t.u.l, x);
             }
             keys[i] = t;
         }
@@ -114,7 +114,7 @@ static int make_keys(struct rctx *c, int line, const struct tlist *items, struct
         tmpl_path_free(&paths[k]);
     if (rc) {
         for (size_t i = 0; i < items->n; i++)
-            template_value_release(keys[i]);
+            tmpl_value_release(keys[i]);
         free(keys);
         return -1;
     }
@@ -125,7 +125,7 @@ static int make_keys(struct rctx *c, int line, const struct tlist *items, struct
 static void free_keys(struct tval *keys, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        template_value_release(keys[i]);
+        tmpl_value_release(keys[i]);
     free(keys);
 }
 
@@ -135,15 +135,15 @@ FILTER(tfilt_sort)
     struct tval s[3];
     struct tlist *items;
     struct tval *keys;
-    if (tmpl_args_bind(c, line, "sort", a, names, 3, s) || template_eval_iterate(c, line, v, &items))
+    if (tmpl_args_bind(c, line, "sort", a, names, 3, s) || tmpl_eval_iterate(c, line, v, &items))
         return -1;
-    int lower = !(s[1].k != TV_MISSING && template_value_truthy(s[1]));
+    int lower = !(s[1].k != TV_MISSING && tmpl_value_truthy(s[1]));
     int rc = make_keys(c, line, items, s[2], lower, 1, &keys);
     if (!rc) {
-        rc = sort_by_keys(c, line, items, keys, s[0].k != TV_MISSING && template_value_truthy(s[0]), out);
+        rc = sort_by_keys(c, line, items, keys, s[0].k != TV_MISSING && tmpl_value_truthy(s[0]), out);
         free_keys(keys, items->n);
     }
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     return rc;
 }
 
@@ -154,34 +154,34 @@ FILTER(tfilt_dictsort)
     if (tmpl_args_bind(c, line, "dictsort", a, names, 3, s))
         return -1;
     if (v.k != TV_DICT)
-        return tmpl_err(c, line, "dictsort expects a mapping, got %s", template_value_type_name(v));
+        return tmpl_err(c, line, "dictsort expects a mapping, got %s", tmpl_value_type_name(v));
     int pos = 0;
     if (s[1].k == TV_STR && !strcmp(s[1].u.s->s, "value"))
         pos = 1;
     else if (s[1].k != TV_MISSING && !(s[1].k == TV_STR && !strcmp(s[1].u.s->s, "key")))
         return tmpl_err(c, line, "You can only sort by either \"key\" or \"value\"");
-    int lower = !(s[0].k != TV_MISSING && template_value_truthy(s[0]));
+    int lower = !(s[0].k != TV_MISSING && tmpl_value_truthy(s[0]));
     const struct tdict *d = v.u.d;
-    struct tval items = template_value_list_new(TL_LIST, d->n);
+    struct tval items = tmpl_value_list_new(TL_LIST, d->n);
     struct tval *keys = xcalloc(d->n + 1, sizeof *keys);
     for (size_t i = 0; i < d->n; i++) {
-        struct tval t = template_value_list_new(TL_TUPLE, 2);
-        template_value_retain(d->k[i]);
-        template_value_retain(d->v[i]);
-        template_list_push(t.u.l, d->k[i]);
-        template_list_push(t.u.l, d->v[i]);
-        template_list_push(items.u.l, t);
+        struct tval t = tmpl_value_list_new(TL_TUPLE, 2);
+        tmpl_value_retain(d->k[i]);
+        tmpl_value_retain(d->v[i]);
+        tmpl_list_push(t.u.l, d->k[i]);
+        tmpl_list_push(t.u.l, d->v[i]);
+        tmpl_list_push(items.u.l, t);
         struct tval k = pos ? d->v[i] : d->k[i];
         if (lower && k.k == TV_STR)
             tmpl_str_case(k, CASE_LOWER, &keys[i]);
         else {
             keys[i] = k;
-            template_value_retain(k);
+            tmpl_value_retain(k);
         }
     }
-    int rc = sort_by_keys(c, line, items.u.l, keys, s[2].k != TV_MISSING && template_value_truthy(s[2]), out);
+    int rc = sort_by_keys(c, line, items.u.l, keys, s[2].k != TV_MISSING && tmpl_value_truthy(s[2]), out);
     free_keys(keys, d->n);
-    template_value_release(items);
+    tmpl_value_release(items);
     return rc;
 }
 
@@ -191,32 +191,32 @@ FILTER(tfilt_unique)
     struct tval s[2];
     struct tlist *items;
     struct tval *keys;
-    if (tmpl_args_bind(c, line, "unique", a, names, 2, s) || template_eval_iterate(c, line, v, &items))
+    if (tmpl_args_bind(c, line, "unique", a, names, 2, s) || tmpl_eval_iterate(c, line, v, &items))
         return -1;
-    int lower = !(s[0].k != TV_MISSING && template_value_truthy(s[0]));
+    int lower = !(s[0].k != TV_MISSING && tmpl_value_truthy(s[0]));
     int rc = make_keys(c, line, items, s[1], lower, 0, &keys);
     if (rc) {
-        template_value_release(tmpl_list_val(items));
+        tmpl_value_release(tmpl_list_val(items));
         return -1;
     }
     struct tval r = tmpl_new_iter("generator", items->n);
     for (size_t i = 0; i < items->n && !rc; i++) {
-        if (!template_value_hashable(keys[i])) {
-            rc = tmpl_err(c, line, "unhashable type: '%s'", template_value_type_name(keys[i]));
+        if (!tmpl_value_hashable(keys[i])) {
+            rc = tmpl_err(c, line, "unhashable type: '%s'", tmpl_value_type_name(keys[i]));
             break;
         }
         size_t j = 0;
-        while (j < i && !template_value_equal(keys[j], keys[i]))
+        while (j < i && !tmpl_value_equal(keys[j], keys[i]))
             j++;
         if (j == i) {
-            template_value_retain(items->v[i]);
-            template_list_push(r.u.l, items->v[i]);
+            tmpl_value_retain(items->v[i]);
+            tmpl_list_push(r.u.l, items->v[i]);
         }
     }
     free_keys(keys, items->n);
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     if (rc) {
-        template_value_release(r);
+        tmpl_value_release(r);
         return -1;
     }
     *out = r;
@@ -232,23 +232,23 @@ static int min_max(struct rctx *c, int line, struct tval v, const struct targs *
     struct tval *keys;
     char msg[256];
     if (tmpl_args_bind(c, line, is_max ? "max" : "min", a, names, 2, s) ||
-        template_eval_iterate(c, line, v, &items))
+        tmpl_eval_iterate(c, line, v, &items))
         return -1;
     if (!items->n) {
-        template_value_release(tmpl_list_val(items));
-        *out = template_value_undef_hint("No aggregated item, sequence was empty.");
+        tmpl_value_release(tmpl_list_val(items));
+        *out = tmpl_value_undef_hint("No aggregated item, sequence was empty.");
         return 0;
     }
-    int lower = !(s[0].k != TV_MISSING && template_value_truthy(s[0]));
+    int lower = !(s[0].k != TV_MISSING && tmpl_value_truthy(s[0]));
     if (make_keys(c, line, items, s[1], lower, 0, &keys)) {
-        template_value_release(tmpl_list_val(items));
+        tmpl_value_release(tmpl_list_val(items));
         return -1;
     }
     size_t best = 0;
     int rc = 0;
     for (size_t i = 1; i < items->n; i++) {
         int lt;
-        if (template_value_less(is_max ? keys[best] : keys[i], is_max ? keys[i] : keys[best], &lt, msg,
+        if (tmpl_value_less(is_max ? keys[best] : keys[i], is_max ? keys[i] : keys[best], &lt, msg,
                                 sizeof msg)) {
             rc = tmpl_err(c, line, "%s", msg);
             break;
@@ -258,10 +258,10 @@ static int min_max(struct rctx *c, int line, struct tval v, const struct targs *
     }
     if (!rc) {
         *out = items->v[best];
-        template_value_retain(*out);
+        tmpl_value_retain(*out);
     }
     free_keys(keys, items->n);
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     return rc;
 }
 
@@ -277,35 +277,35 @@ FILTER(tfilt_sum)
     struct attrpath p;
     if (tmpl_args_bind(c, line, "sum", a, names, 2, s) || tmpl_path_parse(c, line, s[0], NULL, 0, &p))
         return -1;
-    if (template_eval_iterate(c, line, v, &items)) {
+    if (tmpl_eval_iterate(c, line, v, &items)) {
         tmpl_path_free(&p);
         return -1;
     }
-    struct tval acc = s[1].k == TV_MISSING ? template_value_int(0) : s[1];
-    template_value_retain(acc);
+    struct tval acc = s[1].k == TV_MISSING ? tmpl_value_int(0) : s[1];
+    tmpl_value_retain(acc);
     int rc = 0;
     for (size_t i = 0; i < items->n && !rc; i++) {
         struct tval x = items->v[i], r;
-        template_value_retain(x);
+        tmpl_value_retain(x);
         if (p.n) {
             struct tval y;
-            rc = tmpl_path_get(c, line, x, &p, template_value_none(), 0, &y);
-            template_value_release(x);
+            rc = tmpl_path_get(c, line, x, &p, tmpl_value_none(), 0, &y);
+            tmpl_value_release(x);
             x = y;
             if (rc)
                 break;
         }
-        rc = template_eval_binop(c, line, OP_ADD, acc, x, &r);
-        template_value_release(x);
+        rc = tmpl_eval_binop(c, line, OP_ADD, acc, x, &r);
+        tmpl_value_release(x);
         if (!rc) {
-            template_value_release(acc);
+            tmpl_value_release(acc);
             acc = r;
         }
     }
     tmpl_path_free(&p);
-    template_value_release(tmpl_list_val(items));
+    tmpl_value_release(tmpl_list_val(items));
     if (rc) {
-        template_value_release(acc);
+        tmpl_value_release(acc);
         return -1;
     }
     *out = acc;

@@ -14,17 +14,18 @@
 #include <stdint.h>
 
 #include "core/error.h"
+#include "core/utf8.h"
 
 /* ---------------------------------------------------------------- values */
 
-enum template_value_kind {
+enum tmpl_value_kind {
     TV_UNDEF, /* jinja2 Undefined; u.s is an optional hint (may be NULL) */
     TV_NONE,
     TV_BOOL,
     TV_INT,
     TV_FLOAT,
     TV_STR,
-    TV_LIST, /* list, tuple, generator, dict views, range: see enum template_list_sub */
+    TV_LIST, /* list, tuple, generator, dict views, range: see enum tmpl_list_sub */
     TV_DICT,
     TV_NS,      /* namespace(): a mutable attribute bag */
     TV_FUNC,    /* builtin function, bound method or macro */
@@ -43,7 +44,7 @@ struct tstr {
     char s[];
 };
 
-enum template_list_sub {
+enum tmpl_list_sub {
     TL_LIST,
     TL_TUPLE,
     TL_ITER,  /* one-shot iterator (generator, reversed()); pos = next item */
@@ -54,7 +55,7 @@ enum template_list_sub {
 };
 
 struct tval {
-    uint8_t k; /* enum template_value_kind */
+    uint8_t k; /* enum tmpl_value_kind */
     union {
         int b;
         int64_t i;
@@ -70,7 +71,7 @@ struct tval {
 
 struct tlist {
     struct tobj h;
-    uint8_t sub;      /* enum template_list_sub */
+    uint8_t sub;      /* enum tmpl_list_sub */
     const char *what; /* TL_ITER: "generator", "list_reverseiterator", ... */
     size_t n, cap, pos;
     struct tval *v;
@@ -127,43 +128,43 @@ struct targs {
 };
 
 /* value.c: lifecycle and containers */
-void template_value_retain(struct tval v);
-void template_value_release(struct tval v);
-struct tval template_value_undef(void);
-struct tval template_value_undef_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-struct tval template_value_none(void);
-struct tval template_value_bool(int b);
-struct tval template_value_int(int64_t i);
-struct tval template_value_float(double f);
-struct tval template_value_str(const char *s, size_t len); /* copies */
-struct tval template_value_cstr(const char *s);            /* copies */
-struct tval template_value_str_take(struct tstr *s);       /* takes the reference */
+void tmpl_value_retain(struct tval v);
+void tmpl_value_release(struct tval v);
+struct tval tmpl_value_undef(void);
+struct tval tmpl_value_undef_hint(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+struct tval tmpl_value_none(void);
+struct tval tmpl_value_bool(int b);
+struct tval tmpl_value_int(int64_t i);
+struct tval tmpl_value_float(double f);
+struct tval tmpl_value_str(const char *s, size_t len); /* copies */
+struct tval tmpl_value_cstr(const char *s);            /* copies */
+struct tval tmpl_value_str_take(struct tstr *s);       /* takes the reference */
 struct tstr *tstr_new(const char *s, size_t len);          /* rc 1 */
-struct tval template_value_list_new(uint8_t sub, size_t cap);
-void template_list_push(struct tlist *l, struct tval v); /* takes the reference */
-struct tval template_value_dict_new(size_t cap);
+struct tval tmpl_value_list_new(uint8_t sub, size_t cap);
+void tmpl_list_push(struct tlist *l, struct tval v); /* takes the reference */
+struct tval tmpl_value_dict_new(size_t cap);
 /* Sets d[k] = v, taking both references (replaces in place if k exists). */
-void template_dict_set(struct tdict *d, struct tval k, struct tval v);
+void tmpl_dict_set(struct tdict *d, struct tval k, struct tval v);
 /* Borrowed lookup; NULL if absent. */
-struct tval *template_dict_get(const struct tdict *d, struct tval k);
-struct tval *template_dict_get_str(const struct tdict *d, const char *key);
-struct tval template_value_ns_new(void);
-struct tval template_value_func_builtin(const char *name, const char *owner, tbuiltin_fn fn,
+struct tval *tmpl_dict_get(const struct tdict *d, struct tval k);
+struct tval *tmpl_dict_get_str(const struct tdict *d, const char *key);
+struct tval tmpl_value_ns_new(void);
+struct tval tmpl_value_func_builtin(const char *name, const char *owner, tbuiltin_fn fn,
                                         struct tval self);
-void template_value_make_immortal(struct tval v);
-void template_value_free_immortal(struct tval v);
+void tmpl_value_make_immortal(struct tval v);
+void tmpl_value_free_immortal(struct tval v);
 
 /* value.c: Python semantics */
-int template_value_truthy(struct tval v);
-int template_value_is_str(struct tval v);
-int template_value_is_num(struct tval v); /* int, float or bool */
-double template_value_num(struct tval v);
-const char *template_value_type_name(struct tval v); /* Python's type(x).__name__ */
+int tmpl_value_truthy(struct tval v);
+int tmpl_value_is_str(struct tval v);
+int tmpl_value_is_num(struct tval v); /* int, float or bool */
+double tmpl_value_num(struct tval v);
+const char *tmpl_value_type_name(struct tval v); /* Python's type(x).__name__ */
 /* Python ==, for ints/floats/bools across types, deep for containers. */
-int template_value_equal(struct tval a, struct tval b);
+int tmpl_value_equal(struct tval a, struct tval b);
 /* Python <: returns -1 (TypeError, message in buf), else 0 with *lt set. */
-int template_value_less(struct tval a, struct tval b, int *lt, char *msg, size_t msg_len);
-int template_value_hashable(struct tval v);
+int tmpl_value_less(struct tval a, struct tval b, int *lt, char *msg, size_t msg_len);
+int tmpl_value_hashable(struct tval v);
 
 /* ------------------------------------------------------------- text */
 
@@ -172,37 +173,34 @@ struct sbuf {
     size_t n, cap;
 };
 
-void template_strbuf_put(struct sbuf *b, const char *s, size_t n);
-void template_strbuf_puts(struct sbuf *b, const char *s);
-void template_strbuf_putc(struct sbuf *b, char c);
-void template_strbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void template_strbuf_put_cp(struct sbuf *b, uint32_t cp);
+void tmpl_strbuf_put(struct sbuf *b, const char *s, size_t n);
+void tmpl_strbuf_puts(struct sbuf *b, const char *s);
+void tmpl_strbuf_putc(struct sbuf *b, char c);
+void tmpl_strbuf_printf(struct sbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tmpl_strbuf_put_cp(struct sbuf *b, uint32_t cp);
 /* Moves the buffer into a string value and resets b. */
-struct tval template_strbuf_take_str(struct sbuf *b);
-void template_strbuf_free(struct sbuf *b);
+struct tval tmpl_strbuf_take_str(struct sbuf *b);
+void tmpl_strbuf_free(struct sbuf *b);
 
-/* ustr.c: UTF-8 and Python's view of characters */
-uint32_t template_utf8_next(const char *s, size_t n, size_t *i);
-size_t template_utf8_count(const char *s, size_t n);
-size_t template_utf8_offset(const char *s, size_t n, size_t cp_index); /* byte offset of a code point index */
-int tu_isspace(uint32_t cp);
-int tu_isupper(uint32_t cp);
-int tu_islower(uint32_t cp);
-int tu_isalpha(uint32_t cp);
-int tu_isdigit(uint32_t cp);
-int tu_isprintable(uint32_t cp);
+/* ustr.c: Python's view of characters (decoding: core/utf8.h) */
+int tmpl_isspace(uint32_t cp);
+int tmpl_isupper(uint32_t cp);
+int tmpl_islower(uint32_t cp);
+int tmpl_isalpha(uint32_t cp);
+int tmpl_isdigit(uint32_t cp);
+int tmpl_isprintable(uint32_t cp);
 /* Appends the Python upper/lower form of cp (may be several characters). */
-void tu_put_upper(struct sbuf *b, uint32_t cp);
-void tu_put_lower(struct sbuf *b, uint32_t cp);
+void tmpl_put_upper(struct sbuf *b, uint32_t cp);
+void tmpl_put_lower(struct sbuf *b, uint32_t cp);
 /* Python str.strip/lstrip/rstrip: chars NULL = whitespace. which: 1 left, 2 right, 3 both */
-void tu_strip(const char *s, size_t n, const char *chars, size_t nchars, int which, size_t *start,
+void tmpl_strip(const char *s, size_t n, const char *chars, size_t nchars, int which, size_t *start,
               size_t *end);
 /* Python str.splitlines() (keepends false): calls fn for each line. */
-void tu_splitlines(const char *s, size_t n, void (*fn)(void *ctx, const char *line, size_t len), void *ctx);
+void tmpl_splitlines(const char *s, size_t n, void (*fn)(void *ctx, const char *line, size_t len), void *ctx);
 
 /* repr.c: Python str()/repr() and json.dumps */
-void template_value_write_str(struct sbuf *b, struct tval v);  /* str(v) */
-void template_value_write_repr(struct sbuf *b, struct tval v); /* repr(v) */
+void tmpl_value_write_str(struct sbuf *b, struct tval v);  /* str(v) */
+void tmpl_value_write_repr(struct sbuf *b, struct tval v); /* repr(v) */
 void tmpl_float_repr(double f, char *buf, size_t len);
 struct json_opts {
     int ensure_ascii;
@@ -212,7 +210,7 @@ struct json_opts {
     int sort_keys;
 };
 /* json.dumps; returns -1 with a Python-like message in msg on TypeError. */
-int template_value_write_json(struct sbuf *b, struct tval v, const struct json_opts *o, char *msg,
+int tmpl_value_write_json(struct sbuf *b, struct tval v, const struct json_opts *o, char *msg,
                               size_t msg_len);
 
 /* ------------------------------------------------------------ lexer */
@@ -376,32 +374,32 @@ int tmpl_err(struct rctx *c, int line, const char *fmt, ...) __attribute__((form
 
 /* eval.c (expressions, calls), access.c (iteration, attributes, items, slices),
  * operators.c */
-int template_eval_expr(struct rctx *c, struct frame *f, const struct node *n, struct tval *out);
-int template_eval_getattr(struct rctx *c, int line, struct tval obj, const char *attr, struct tval *out);
-int template_eval_getitem(struct rctx *c, int line, struct tval obj, struct tval key, struct tval *out);
-int template_eval_slice(struct rctx *c, int line, struct tval obj, const struct tval parts[3],
+int tmpl_eval_expr(struct rctx *c, struct frame *f, const struct node *n, struct tval *out);
+int tmpl_eval_getattr(struct rctx *c, int line, struct tval obj, const char *attr, struct tval *out);
+int tmpl_eval_getitem(struct rctx *c, int line, struct tval obj, struct tval key, struct tval *out);
+int tmpl_eval_slice(struct rctx *c, int line, struct tval obj, const struct tval parts[3],
                         struct tval *out);
-int template_eval_call(struct rctx *c, int line, struct tval fn, const struct targs *a, struct tval *out);
+int tmpl_eval_call(struct rctx *c, int line, struct tval fn, const struct targs *a, struct tval *out);
 /* Materialises an iterable into a new list reference (consumes iterators). */
-int template_eval_iterate(struct rctx *c, int line, struct tval v, struct tlist **out);
-int template_eval_undefined_error(struct rctx *c, int line, struct tval u);
+int tmpl_eval_iterate(struct rctx *c, int line, struct tval v, struct tlist **out);
+int tmpl_eval_undefined_error(struct rctx *c, int line, struct tval u);
 /* Python binary operators (op: OP_ADD ... OP_POW), `in` and comparisons (op: enum cmp_op). */
-int template_eval_contains(struct rctx *c, int line, struct tval item, struct tval seq, int *res);
-int template_eval_compare(struct rctx *c, int line, int op, struct tval a, struct tval b, int *res);
-int template_eval_binop(struct rctx *c, int line, int op, struct tval a, struct tval b, struct tval *out);
+int tmpl_eval_contains(struct rctx *c, int line, struct tval item, struct tval seq, int *res);
+int tmpl_eval_compare(struct rctx *c, int line, int op, struct tval a, struct tval b, int *res);
+int tmpl_eval_binop(struct rctx *c, int line, int op, struct tval a, struct tval b, struct tval *out);
 /* Applies a filter node (and the filters below it) to its subject: the node's
  * own operand, or `subject` when it has none (filter blocks, set blocks). */
-int template_eval_filter_apply(struct rctx *c, struct frame *f, const struct node *n, struct tval subject,
+int tmpl_eval_filter_apply(struct rctx *c, struct frame *f, const struct node *n, struct tval subject,
                                struct tval *out);
 
 /* exec.c */
 int tmpl_exec_body(struct rctx *c, struct frame *f, const struct nlist *body);
 int tmpl_exec_macro_call(struct rctx *c, int line, const struct tfunc *m, const struct targs *a,
                          struct tval *out);
-struct frame *tframe_new(struct frame *parent);
-void tframe_release(struct frame *f);
-void tframe_set(struct frame *f, const char *name, struct tval v); /* takes v */
-struct tval *tframe_lookup(struct frame *f, const char *name);
+struct frame *tmpl_frame_new(struct frame *parent);
+void tmpl_frame_release(struct frame *f);
+void tmpl_frame_set(struct frame *f, const char *name, struct tval v); /* takes v */
+struct tval *tmpl_frame_lookup(struct frame *f, const char *name);
 void tmpl_track_ns(struct rctx *c, struct tns *ns);
 
 /* builtins.c: binding call arguments to parameter names */

@@ -69,7 +69,7 @@ static size_t ws_len(const char *s, size_t n, size_t i)
     size_t start = i;
     while (i < n) {
         size_t j = i;
-        if (!tu_isspace(template_utf8_next(s, n, &j)))
+        if (!tmpl_isspace(utf8_next(s, n, &j)))
             break;
         i = j;
     }
@@ -172,7 +172,7 @@ static size_t scan_name(const char *s, size_t n, size_t i)
             j++;
         } else {
             size_t k = j;
-            if (tu_isspace(template_utf8_next(s, n, &k)))
+            if (tmpl_isspace(utf8_next(s, n, &k)))
                 break;
             j = k;
         }
@@ -188,7 +188,7 @@ static int decode_string(struct lexer *L, const char *s, size_t n, struct token 
     struct sbuf b = {0};
     for (size_t i = 0; i < n;) {
         if (s[i] != '\\' || i + 1 >= n) {
-            template_strbuf_putc(&b, s[i++]);
+            tmpl_strbuf_putc(&b, s[i++]);
             continue;
         }
         char c = s[i + 1];
@@ -199,28 +199,28 @@ static int decode_string(struct lexer *L, const char *s, size_t n, struct token 
         case '\\':
         case '\'':
         case '"':
-            template_strbuf_putc(&b, c);
+            tmpl_strbuf_putc(&b, c);
             break;
         case 'a':
-            template_strbuf_putc(&b, 7);
+            tmpl_strbuf_putc(&b, 7);
             break;
         case 'b':
-            template_strbuf_putc(&b, 8);
+            tmpl_strbuf_putc(&b, 8);
             break;
         case 'f':
-            template_strbuf_putc(&b, 12);
+            tmpl_strbuf_putc(&b, 12);
             break;
         case 'n':
-            template_strbuf_putc(&b, '\n');
+            tmpl_strbuf_putc(&b, '\n');
             break;
         case 'r':
-            template_strbuf_putc(&b, '\r');
+            tmpl_strbuf_putc(&b, '\r');
             break;
         case 't':
-            template_strbuf_putc(&b, '\t');
+            tmpl_strbuf_putc(&b, '\t');
             break;
         case 'v':
-            template_strbuf_putc(&b, 11);
+            tmpl_strbuf_putc(&b, 11);
             break;
         case 'x':
         case 'u':
@@ -229,7 +229,7 @@ static int decode_string(struct lexer *L, const char *s, size_t n, struct token 
             uint32_t cp = 0;
             for (int k = 0; k < nd; k++) {
                 if (i + (size_t)k >= n || !digit_ok(s[i + k], 16)) {
-                    template_strbuf_free(&b);
+                    tmpl_strbuf_free(&b);
                     return lex_err(L, "truncated \\%sXX escape", c == 'x' ? "x" : c == 'u' ? "u" : "U");
                 }
                 char h = s[i + k];
@@ -237,7 +237,7 @@ static int decode_string(struct lexer *L, const char *s, size_t n, struct token 
             }
             i += (size_t)nd;
             if (cp > 0x10FFFF) {
-                template_strbuf_free(&b);
+                tmpl_strbuf_free(&b);
                 return lex_err(L, "%s", "illegal Unicode character");
             }
             if (cp >= 0xD800 && cp <= 0xDBFF && i + 5 < n && s[i] == '\\' && s[i + 1] == 'u') {
@@ -255,32 +255,32 @@ static int decode_string(struct lexer *L, const char *s, size_t n, struct token 
                     i += 6;
                 }
             }
-            template_strbuf_put_cp(&b, cp >= 0xD800 && cp <= 0xDFFF ? 0xFFFD : cp);
+            tmpl_strbuf_put_cp(&b, cp >= 0xD800 && cp <= 0xDFFF ? 0xFFFD : cp);
             break;
         }
         case 'N':
-            template_strbuf_free(&b);
+            tmpl_strbuf_free(&b);
             return lex_err(L, "%s", "\\N{...} escapes are not supported");
         default:
             if (c >= '0' && c <= '7') {
                 uint32_t cp = (uint32_t)(c - '0');
                 for (int k = 0; k < 2 && i < n && s[i] >= '0' && s[i] <= '7'; k++)
                     cp = cp * 8 + (uint32_t)(s[i++] - '0');
-                template_strbuf_put_cp(&b, cp);
+                tmpl_strbuf_put_cp(&b, cp);
             } else if ((unsigned char)c >= 0x80) {
                 size_t j = i - 1;
-                uint32_t cp = template_utf8_next(s, n, &j);
+                uint32_t cp = utf8_next(s, n, &j);
                 i = j;
-                template_strbuf_putc(&b, '\\');
+                tmpl_strbuf_putc(&b, '\\');
                 if (cp <= 0xFF)
-                    template_strbuf_printf(&b, "x%02x", cp);
+                    tmpl_strbuf_printf(&b, "x%02x", cp);
                 else if (cp <= 0xFFFF)
-                    template_strbuf_printf(&b, "u%04x", cp);
+                    tmpl_strbuf_printf(&b, "u%04x", cp);
                 else
-                    template_strbuf_printf(&b, "U%08x", cp);
+                    tmpl_strbuf_printf(&b, "U%08x", cp);
             } else {
-                template_strbuf_putc(&b, '\\');
-                template_strbuf_putc(&b, c);
+                tmpl_strbuf_putc(&b, '\\');
+                tmpl_strbuf_putc(&b, c);
             }
         }
     }
@@ -331,7 +331,7 @@ static int lex_operator(struct lexer *L)
     }
     char tmp[8] = {0};
     size_t j = L->pos;
-    template_utf8_next(L->s, L->n, &j);
+    utf8_next(L->s, L->n, &j);
     memcpy(tmp, L->s + L->pos, j - L->pos < 7 ? j - L->pos : 7);
     return lex_err(L, "unexpected char '%s'", tmp);
 }
@@ -439,7 +439,7 @@ static size_t strip_before(struct lexer *L, const char *text, size_t n, char sig
     *nl_stripped = 0;
     if (sign == '-') {
         size_t a, z;
-        tu_strip(text, n, NULL, 0, 2, &a, &z);
+        tmpl_strip(text, n, NULL, 0, 2, &a, &z);
         *nl_stripped = count_nl(text + z, n - z);
         return z;
     }

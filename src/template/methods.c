@@ -13,11 +13,11 @@ static int d_get(struct rctx *c, int line, struct tval self, const struct targs 
 {
     if (a->nkw || a->npos < 1 || a->npos > 2)
         return tmpl_err(c, line, "get expected 1 or 2 arguments, got %d", a->npos);
-    const struct tval *v = template_value_hashable(a->pos[0]) ? template_dict_get(self.u.d, a->pos[0]) : NULL;
-    if (!template_value_hashable(a->pos[0]))
-        return tmpl_err(c, line, "unhashable type: '%s'", template_value_type_name(a->pos[0]));
-    *out = v ? *v : a->npos == 2 ? a->pos[1] : template_value_none();
-    template_value_retain(*out);
+    const struct tval *v = tmpl_value_hashable(a->pos[0]) ? tmpl_dict_get(self.u.d, a->pos[0]) : NULL;
+    if (!tmpl_value_hashable(a->pos[0]))
+        return tmpl_err(c, line, "unhashable type: '%s'", tmpl_value_type_name(a->pos[0]));
+    *out = v ? *v : a->npos == 2 ? a->pos[1] : tmpl_value_none();
+    tmpl_value_retain(*out);
     return 0;
 }
 
@@ -27,23 +27,23 @@ static int d_view(struct rctx *c, int line, struct tval self, const struct targs
     if (a->npos || a->nkw)
         return tmpl_err(c, line, "dict view methods take no arguments");
     const struct tdict *d = self.u.d;
-    struct tval l = template_value_list_new((uint8_t)sub, d->n);
+    struct tval l = tmpl_value_list_new((uint8_t)sub, d->n);
     for (size_t i = 0; i < d->n; i++) {
         struct tval item;
         if (sub == TL_KEYS) {
             item = d->k[i];
-            template_value_retain(item);
+            tmpl_value_retain(item);
         } else if (sub == TL_VALUES) {
             item = d->v[i];
-            template_value_retain(item);
+            tmpl_value_retain(item);
         } else {
-            item = template_value_list_new(TL_TUPLE, 2);
-            template_value_retain(d->k[i]);
-            template_value_retain(d->v[i]);
-            template_list_push(item.u.l, d->k[i]);
-            template_list_push(item.u.l, d->v[i]);
+            item = tmpl_value_list_new(TL_TUPLE, 2);
+            tmpl_value_retain(d->k[i]);
+            tmpl_value_retain(d->v[i]);
+            tmpl_list_push(item.u.l, d->k[i]);
+            tmpl_list_push(item.u.l, d->v[i]);
         }
-        template_list_push(l.u.l, item);
+        tmpl_list_push(l.u.l, item);
     }
     *out = l;
     return 0;
@@ -68,11 +68,11 @@ static int d_copy(struct rctx *c, int line, struct tval self, const struct targs
 {
     if (a->npos || a->nkw)
         return tmpl_err(c, line, "copy() takes no arguments");
-    struct tval d = template_value_dict_new(self.u.d->n);
+    struct tval d = tmpl_value_dict_new(self.u.d->n);
     for (size_t i = 0; i < self.u.d->n; i++) {
-        template_value_retain(self.u.d->k[i]);
-        template_value_retain(self.u.d->v[i]);
-        template_dict_set(d.u.d, self.u.d->k[i], self.u.d->v[i]);
+        tmpl_value_retain(self.u.d->k[i]);
+        tmpl_value_retain(self.u.d->v[i]);
+        tmpl_dict_set(d.u.d, self.u.d->k[i], self.u.d->v[i]);
     }
     *out = d;
     return 0;
@@ -83,8 +83,8 @@ static int l_index(struct rctx *c, int line, struct tval self, const struct targ
     if (a->nkw || a->npos != 1)
         return tmpl_err(c, line, "index() takes exactly one argument");
     for (size_t i = 0; i < self.u.l->n; i++)
-        if (template_value_equal(self.u.l->v[i], a->pos[0])) {
-            *out = template_value_int((int64_t)i);
+        if (tmpl_value_equal(self.u.l->v[i], a->pos[0])) {
+            *out = tmpl_value_int((int64_t)i);
             return 0;
         }
     return tmpl_err(c, line, "value is not in list");
@@ -96,8 +96,8 @@ static int l_count(struct rctx *c, int line, struct tval self, const struct targ
         return tmpl_err(c, line, "count() takes exactly one argument");
     int64_t n = 0;
     for (size_t i = 0; i < self.u.l->n; i++)
-        n += template_value_equal(self.u.l->v[i], a->pos[0]);
-    *out = template_value_int(n);
+        n += tmpl_value_equal(self.u.l->v[i], a->pos[0]);
+    *out = tmpl_value_int(n);
     return 0;
 }
 
@@ -105,10 +105,10 @@ static int l_copy(struct rctx *c, int line, struct tval self, const struct targs
 {
     if (a->npos || a->nkw)
         return tmpl_err(c, line, "copy() takes no arguments");
-    struct tval l = template_value_list_new(TL_LIST, self.u.l->n);
+    struct tval l = tmpl_value_list_new(TL_LIST, self.u.l->n);
     for (size_t i = 0; i < self.u.l->n; i++) {
-        template_value_retain(self.u.l->v[i]);
-        template_list_push(l.u.l, self.u.l->v[i]);
+        tmpl_value_retain(self.u.l->v[i]);
+        tmpl_list_push(l.u.l, self.u.l->v[i]);
     }
     *out = l;
     return 0;
@@ -150,7 +150,7 @@ int tmpl_method_lookup(struct rctx *c, int line, struct tval obj, const char *na
     (void)line;
     const struct method_def *t = NULL;
     size_t n = 0;
-    const char *owner = template_value_type_name(obj);
+    const char *owner = tmpl_value_type_name(obj);
     const char *const *mutators = NULL;
     if (obj.k == TV_STR) {
         t = tmpl_str_methods;
@@ -173,11 +173,11 @@ int tmpl_method_lookup(struct rctx *c, int line, struct tval obj, const char *na
     }
     int i = find_method(t, n, name);
     if (i >= 0) {
-        *out = template_value_func_builtin(t[i].name, owner, t[i].fn, obj);
+        *out = tmpl_value_func_builtin(t[i].name, owner, t[i].fn, obj);
         return 1;
     }
     if (mutators && is_in(mutators, name)) {
-        *out = template_value_undef_hint("access to attribute '%s' of '%s' object is unsafe.", name, owner);
+        *out = tmpl_value_undef_hint("access to attribute '%s' of '%s' object is unsafe.", name, owner);
         return 1;
     }
     return 0;

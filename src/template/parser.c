@@ -351,9 +351,9 @@ static int parse_body(struct parser *P, const char *const *ends, struct nlist *b
                 return 0;
             struct sbuf b = {0};
             for (const char *const *e = ends; *e; e++)
-                template_strbuf_printf(&b, "%s'%s'", e == ends ? "" : " or ", *e);
+                tmpl_strbuf_printf(&b, "%s'%s'", e == ends ? "" : " or ", *e);
             tp_fail(P, t->line, "unexpected end of template, expected %s", b.p);
-            template_strbuf_free(&b);
+            tmpl_strbuf_free(&b);
             return -1;
         }
     }

@@ -79,16 +79,16 @@ static char *parse_dotted_name(struct parser *P)
     if (tp_cur(P)->type != TK_NAME)
         return tp_fail_expect(P, "name");
     struct sbuf b = {0};
-    template_strbuf_puts(&b, tp_cur(P)->s);
+    tmpl_strbuf_puts(&b, tp_cur(P)->s);
     tp_next(P);
     while (tp_is_op(tp_cur(P), OP_DOT)) {
         tp_next(P);
         if (tp_cur(P)->type != TK_NAME) {
-            template_strbuf_free(&b);
+            tmpl_strbuf_free(&b);
             return tp_fail_expect(P, "name");
         }
-        template_strbuf_putc(&b, '.');
-        template_strbuf_puts(&b, tp_cur(P)->s);
+        tmpl_strbuf_putc(&b, '.');
+        tmpl_strbuf_puts(&b, tp_cur(P)->s);
         tp_next(P);
     }
     return b.p;
@@ -235,7 +235,7 @@ static struct node *parse_subscript(struct parser *P, struct node *n)
         tp_next(P);
         struct node *g = tp_nnew(E_GETITEM, line);
         g->a = n;
-        g->b = tp_const_node(template_value_int(a->i), a->line);
+        g->b = tp_const_node(tmpl_value_int(a->i), a->line);
         return g;
     }
     /* [ ... ] */
@@ -349,11 +349,11 @@ struct node *tp_parse_primary(struct parser *P, int with_namespace)
     if (t->type == TK_NAME) {
         tp_next(P);
         if (!strcmp(t->s, "true") || !strcmp(t->s, "True"))
-            n = tp_const_node(template_value_bool(1), t->line);
+            n = tp_const_node(tmpl_value_bool(1), t->line);
         else if (!strcmp(t->s, "false") || !strcmp(t->s, "False"))
-            n = tp_const_node(template_value_bool(0), t->line);
+            n = tp_const_node(tmpl_value_bool(0), t->line);
         else if (!strcmp(t->s, "none") || !strcmp(t->s, "None"))
-            n = tp_const_node(template_value_none(), t->line);
+            n = tp_const_node(tmpl_value_none(), t->line);
         else if (with_namespace && tp_is_op(tp_cur(P), OP_DOT)) {
             tp_next(P);
             if (tp_cur(P)->type != TK_NAME) {
@@ -372,16 +372,16 @@ struct node *tp_parse_primary(struct parser *P, int with_namespace)
         struct sbuf b = {0};
         int line = t->line;
         while (tp_cur(P)->type == TK_STRING) {
-            template_strbuf_put(&b, tp_cur(P)->s, tp_cur(P)->len);
+            tmpl_strbuf_put(&b, tp_cur(P)->s, tp_cur(P)->len);
             tp_next(P);
         }
-        n = tp_const_node(template_strbuf_take_str(&b), line);
+        n = tp_const_node(tmpl_strbuf_take_str(&b), line);
     } else if (t->type == TK_INT) {
         tp_next(P);
-        n = tp_const_node(template_value_int(t->i), t->line);
+        n = tp_const_node(tmpl_value_int(t->i), t->line);
     } else if (t->type == TK_FLOAT) {
         tp_next(P);
-        n = tp_const_node(template_value_float(t->f), t->line);
+        n = tp_const_node(tmpl_value_float(t->f), t->line);
     } else if (tp_is_op(t, OP_LPAREN)) {
         tp_next(P);
         n = tp_parse_tuple(P, 0, 1, NULL, 1, 0);

@@ -122,7 +122,7 @@ void tmpl_node_free(struct node *n)
     free(n->str);
     free(n->str2);
     if (n->kind == E_CONST)
-        template_value_free_immortal(n->cval);
+        tmpl_value_free_immortal(n->cval);
     tmpl_node_free(n->a);
     tmpl_node_free(n->b);
     tmpl_node_free(n->c);
@@ -139,7 +139,7 @@ void tmpl_node_free(struct node *n)
 struct node *tp_const_node(struct tval v, int line)
 {
     struct node *n = tp_nnew(E_CONST, line);
-    template_value_make_immortal(v);
+    tmpl_value_make_immortal(v);
     n->cval = v;
     return n;
 }

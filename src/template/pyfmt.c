@@ -32,9 +32,9 @@ static int64_t read_count(const char *s, size_t n, size_t *i)
 
 static void pad_to(struct sbuf *out, const char *s, size_t n, const struct fspec *f, int numeric)
 {
-    size_t len = template_utf8_count(s, n);
+    size_t len = utf8_count(s, n);
     if (f->width <= 0 || (int64_t)len >= f->width) {
-        template_strbuf_put(out, s, n);
+        tmpl_strbuf_put(out, s, n);
         return;
     }
     size_t padn = (size_t)f->width - len;
@@ -47,31 +47,31 @@ static void pad_to(struct sbuf *out, const char *s, size_t n, const struct fspec
     size_t left = align == '>' ? padn : align == '^' ? padn / 2 : 0, right = padn - left;
     if (align == '=') {
         size_t signlen = n && (s[0] == '-' || s[0] == '+' || s[0] == ' ') ? 1 : 0;
-        template_strbuf_put(out, s, signlen);
+        tmpl_strbuf_put(out, s, signlen);
         for (size_t i = 0; i < padn; i++)
-            template_strbuf_put_cp(out, fill);
-        template_strbuf_put(out, s + signlen, n - signlen);
+            tmpl_strbuf_put_cp(out, fill);
+        tmpl_strbuf_put(out, s + signlen, n - signlen);
         return;
     }
     for (size_t i = 0; i < left; i++)
-        template_strbuf_put_cp(out, fill);
-    template_strbuf_put(out, s, n);
+        tmpl_strbuf_put_cp(out, fill);
+    tmpl_strbuf_put(out, s, n);
     for (size_t i = 0; i < right; i++)
-        template_strbuf_put_cp(out, fill);
+        tmpl_strbuf_put_cp(out, fill);
 }
 
 static void group_thousands(struct sbuf *b, const char *digits)
 {
     const char *s = digits;
     if (*s == '-' || *s == '+' || *s == ' ')
-        template_strbuf_putc(b, *s++);
+        tmpl_strbuf_putc(b, *s++);
     size_t nd = strspn(s, "0123456789");
     for (size_t i = 0; i < nd; i++) {
         if (i && (nd - i) % 3 == 0)
-            template_strbuf_putc(b, ',');
-        template_strbuf_putc(b, s[i]);
+            tmpl_strbuf_putc(b, ',');
+        tmpl_strbuf_putc(b, s[i]);
     }
-    template_strbuf_puts(b, s + nd);
+    tmpl_strbuf_puts(b, s + nd);
 }
 
 /* Formats one value per spec; percent selects %-format rules for ints from floats. */
@@ -83,9 +83,9 @@ static int format_one(struct rctx *c, int line, struct sbuf *out, struct tval v,
     int numeric = 0;
     char t = f->type;
     if (v.k == TV_UNDEF && t != 's' && t != 'r' && t != 'a' && t != 0)
-        return template_eval_undefined_error(c, line, v);
+        return tmpl_eval_undefined_error(c, line, v);
     if (t == 0 || t == 's' || t == 'r' || t == 'a') {
-        if (t == 0 && template_value_is_num(v) && v.k != TV_BOOL && !percent) {
+        if (t == 0 && tmpl_value_is_num(v) && v.k != TV_BOOL && !percent) {
             struct fspec g = *f;
             g.type = v.k == TV_INT ? 'd' : f->prec >= 0 ? 'g' : 0;
             if (g.type)
@@ -93,18 +93,18 @@ static int format_one(struct rctx *c, int line, struct sbuf *out, struct tval v,
             numeric = 1;
         }
         if (t == 'r' || t == 'a')
-            template_value_write_repr(&s, v);
+            tmpl_value_write_repr(&s, v);
         else
-            template_value_write_str(&s, v);
+            tmpl_value_write_str(&s, v);
         if (f->prec >= 0 && s.n) {
-            size_t cut = template_utf8_offset(s.p, s.n, (size_t)f->prec);
+            size_t cut = utf8_offset(s.p, s.n, (size_t)f->prec);
             s.n = cut;
         }
         if (numeric && (f->sign == '+' || f->sign == ' ') && s.n && s.p[0] != '-') {
             struct sbuf t2 = {0};
-            template_strbuf_putc(&t2, f->sign);
-            template_strbuf_put(&t2, s.p, s.n);
-            template_strbuf_free(&s);
+            tmpl_strbuf_putc(&t2, f->sign);
+            tmpl_strbuf_put(&t2, s.p, s.n);
+            tmpl_strbuf_free(&s);
             s = t2;
         }
     } else if (strchr("diuxXobc", t)) {
@@ -118,11 +118,11 @@ static int format_one(struct rctx *c, int line, struct sbuf *out, struct tval v,
             return 0;
         } else {
             return tmpl_err(c, line, "%%%c format: an integer is required, not %s", t,
-                            template_value_type_name(v));
+                            tmpl_value_type_name(v));
         }
         numeric = 1;
         if (t == 'c') {
-            template_strbuf_put_cp(&s, (uint32_t)i);
+            tmpl_strbuf_put_cp(&s, (uint32_t)i);
             numeric = 0;
         } else {
             const char *sg = i < 0 ? "-" : f->sign == '+' ? "+" : f->sign == ' ' ? " " : "";
@@ -151,12 +151,12 @@ static int format_one(struct rctx *c, int line, struct sbuf *out, struct tval v,
             if (f->comma)
                 group_thousands(&s, tmp);
             else
-                template_strbuf_puts(&s, tmp);
+                tmpl_strbuf_puts(&s, tmp);
         }
     } else if (strchr("eEfFgG%", t)) {
-        if (!template_value_is_num(v))
-            return tmpl_err(c, line, "must be real number, not %s", template_value_type_name(v));
-        double x = template_value_num(v);
+        if (!tmpl_value_is_num(v))
+            return tmpl_err(c, line, "must be real number, not %s", tmpl_value_type_name(v));
+        double x = tmpl_value_num(v);
         int prec = f->prec >= 0 ? (int)(f->prec > 100 ? 100 : f->prec) : 6;
         char fmt[16];
         if (t == '%')
@@ -172,13 +172,13 @@ static int format_one(struct rctx *c, int line, struct sbuf *out, struct tval v,
         if (f->comma)
             group_thousands(&s, tmp);
         else
-            template_strbuf_puts(&s, tmp);
+            tmpl_strbuf_puts(&s, tmp);
         numeric = 1;
     } else {
         return tmpl_err(c, line, "unsupported format character '%c'", t);
     }
     pad_to(out, s.p ? s.p : "", s.n, f, numeric);
-    template_strbuf_free(&s);
+    tmpl_strbuf_free(&s);
     return 0;
 }
 
@@ -198,12 +198,12 @@ int tmpl_percent_format(struct rctx *c, int line, struct tval fmt, struct tval a
     struct sbuf b = {0};
     for (size_t i = 0; i < n;) {
         if (s[i] != '%') {
-            template_strbuf_putc(&b, s[i++]);
+            tmpl_strbuf_putc(&b, s[i++]);
             continue;
         }
         i++;
         if (i < n && s[i] == '%') {
-            template_strbuf_putc(&b, '%');
+            tmpl_strbuf_putc(&b, '%');
             i++;
             continue;
         }
@@ -215,14 +215,14 @@ int tmpl_percent_format(struct rctx *c, int line, struct tval fmt, struct tval a
             while (k < n && s[k] != ')')
                 k++;
             if (k >= n || !is_map) {
-                template_strbuf_free(&b);
+                tmpl_strbuf_free(&b);
                 return tmpl_err(c, line, k >= n ? "incomplete format key" : "format requires a mapping");
             }
-            struct tval key = template_value_str(s + i + 1, k - i - 1);
-            const struct tval *p = template_dict_get(args.u.d, key);
-            template_value_release(key);
+            struct tval key = tmpl_value_str(s + i + 1, k - i - 1);
+            const struct tval *p = tmpl_dict_get(args.u.d, key);
+            tmpl_value_release(key);
             if (!p) {
-                template_strbuf_free(&b);
+                tmpl_strbuf_free(&b);
                 return tmpl_err(c, line, "format key not found");
             }
             val = *p;
@@ -247,12 +247,12 @@ int tmpl_percent_format(struct rctx *c, int line, struct tval fmt, struct tval a
             too_big |= f.prec < 0;
         }
         if (too_big) {
-            template_strbuf_free(&b);
+            tmpl_strbuf_free(&b);
             return tmpl_err(c, line, "format width or precision too large (at most %lld)",
                             (long long)TMPL_MAX_WIDTH);
         }
         if (i >= n) {
-            template_strbuf_free(&b);
+            tmpl_strbuf_free(&b);
             return tmpl_err(c, line, "incomplete format");
         }
         f.type = s[i++];
@@ -262,7 +262,7 @@ int tmpl_percent_format(struct rctx *c, int line, struct tval fmt, struct tval a
             if (is_map) {
                 val = args;
             } else if (next >= nitems) {
-                template_strbuf_free(&b);
+                tmpl_strbuf_free(&b);
                 return tmpl_err(c, line, "not enough arguments for format string");
             } else {
                 val = items[next++];
@@ -273,7 +273,7 @@ int tmpl_percent_format(struct rctx *c, int line, struct tval fmt, struct tval a
         if (!f.align && !f.zero) /* %-format pads on the left whatever the type ('%5s' % 'ab': '   ab') */
             f.align = '>';
         if (format_one(c, line, &b, val, &f, 1)) {
-            template_strbuf_free(&b);
+            tmpl_strbuf_free(&b);
             return -1;
         }
     }
@@ -281,10 +281,10 @@ int tmpl_percent_format(struct rctx *c, int line, struct tval fmt, struct tval a
     int subscriptable = args.k == TV_DICT || args.k == TV_UNDEF ||
                         (args.k == TV_LIST && args.u.l->sub != TL_TUPLE && args.u.l->sub != TL_ITER);
     if (!subscriptable && next < nitems) {
-        template_strbuf_free(&b);
+        tmpl_strbuf_free(&b);
         return tmpl_err(c, line, "not all arguments converted during string formatting");
     }
-    *out = template_strbuf_take_str(&b);
+    *out = tmpl_strbuf_take_str(&b);
     return 0;
 }
 
@@ -297,7 +297,7 @@ static int parse_spec(const char *s, size_t n, struct fspec *f)
     f->prec = -1;
     if (n >= 2) {
         size_t j = 0;
-        uint32_t cp = template_utf8_next(s, n, &j);
+        uint32_t cp = utf8_next(s, n, &j);
         if (j < n && strchr("<>=^", s[j])) {
             f->fill = cp;
             f->align = s[j];
@@ -341,19 +341,19 @@ int tmpl_str_format(struct rctx *c, int line, struct tval fmt, const struct targ
     for (size_t i = 0; i < n;) {
         if (s[i] == '}') {
             if (i + 1 < n && s[i + 1] == '}') {
-                template_strbuf_putc(&b, '}');
+                tmpl_strbuf_putc(&b, '}');
                 i += 2;
                 continue;
             }
-            template_strbuf_free(&b);
+            tmpl_strbuf_free(&b);
             return tmpl_err(c, line, "Single '}' encountered in format string");
         }
         if (s[i] != '{') {
-            template_strbuf_putc(&b, s[i++]);
+            tmpl_strbuf_putc(&b, s[i++]);
             continue;
         }
         if (i + 1 < n && s[i + 1] == '{') {
-            template_strbuf_putc(&b, '{');
+            tmpl_strbuf_putc(&b, '{');
             i += 2;
             continue;
         }
@@ -361,7 +361,7 @@ int tmpl_str_format(struct rctx *c, int line, struct tval fmt, const struct targ
         while (k < n && s[k] != '}')
             k++;
         if (k >= n) {
-            template_strbuf_free(&b);
+            tmpl_strbuf_free(&b);
             return tmpl_err(c, line, "expected '}' before end of string");
         }
         const char *field = s + i + 1;
@@ -402,10 +402,10 @@ int tmpl_str_format(struct rctx *c, int line, struct tval fmt, const struct targ
                 v = a->kw[kk];
         }
         if (err) {
-            template_strbuf_free(&b);
+            tmpl_strbuf_free(&b);
             return -1;
         }
-        template_value_retain(v);
+        tmpl_value_retain(v);
         /* .attr and [key] chains */
         for (size_t p = head; p < namelen && !err;) {
             struct tval nv;
@@ -416,7 +416,7 @@ int tmpl_str_format(struct rctx *c, int line, struct tval fmt, const struct targ
                 char *attr = xmalloc(q - p);
                 memcpy(attr, field + p + 1, q - p - 1);
                 attr[q - p - 1] = 0;
-                err = template_eval_getattr(c, line, v, attr, &nv);
+                err = tmpl_eval_getattr(c, line, v, attr, &nv);
                 free(attr);
                 p = q;
             } else {
@@ -425,43 +425,43 @@ int tmpl_str_format(struct rctx *c, int line, struct tval fmt, const struct targ
                     q++;
                 struct tval key;
                 int digits = q > p + 1 && strspn(field + p + 1, "0123456789") == q - p - 1;
-                key = digits ? template_value_int(atoll(field + p + 1))
-                             : template_value_str(field + p + 1, q - p - 1);
-                err = template_eval_getitem(c, line, v, key, &nv);
-                template_value_release(key);
+                key = digits ? tmpl_value_int(atoll(field + p + 1))
+                             : tmpl_value_str(field + p + 1, q - p - 1);
+                err = tmpl_eval_getitem(c, line, v, key, &nv);
+                tmpl_value_release(key);
                 p = q + 1;
             }
-            template_value_release(v);
+            tmpl_value_release(v);
             if (err)
                 break;
             v = nv;
         }
         if (err) {
-            template_strbuf_free(&b);
+            tmpl_strbuf_free(&b);
             return -1;
         }
         struct fspec f;
         if (parse_spec(colon ? colon + 1 : "", colon ? (size_t)(field + flen - (colon + 1)) : 0, &f)) {
-            template_value_release(v);
-            template_strbuf_free(&b);
+            tmpl_value_release(v);
+            tmpl_strbuf_free(&b);
             return tmpl_err(c, line, "Invalid format specifier");
         }
         if (conv == 'r' || conv == 'a' || conv == 's') {
             struct sbuf t = {0};
             if (conv == 's')
-                template_value_write_str(&t, v);
+                tmpl_value_write_str(&t, v);
             else
-                template_value_write_repr(&t, v);
-            template_value_release(v);
-            v = template_strbuf_take_str(&t);
+                tmpl_value_write_repr(&t, v);
+            tmpl_value_release(v);
+            v = tmpl_strbuf_take_str(&t);
         }
         err = format_one(c, line, &b, v, &f, 0);
-        template_value_release(v);
+        tmpl_value_release(v);
         if (err) {
-            template_strbuf_free(&b);
+            tmpl_strbuf_free(&b);
             return -1;
         }
     }
-    *out = template_strbuf_take_str(&b);
+    *out = tmpl_strbuf_take_str(&b);
     return 0;
 }

@@ -88,32 +88,32 @@ static void write_str_repr(struct sbuf *b, const struct tstr *s)
 {
     int has_sq = memchr(s->s, '\'', s->len) != NULL, has_dq = memchr(s->s, '"', s->len) != NULL;
     char q = has_sq && !has_dq ? '"' : '\'';
-    template_strbuf_putc(b, q);
+    tmpl_strbuf_putc(b, q);
     for (size_t i = 0; i < s->len;) {
         size_t at = i;
-        uint32_t c = template_utf8_next(s->s, s->len, &i);
+        uint32_t c = utf8_next(s->s, s->len, &i);
         if (c == (uint32_t)q || c == '\\') {
-            template_strbuf_putc(b, '\\');
-            template_strbuf_putc(b, (char)c);
+            tmpl_strbuf_putc(b, '\\');
+            tmpl_strbuf_putc(b, (char)c);
         } else if (c == '\t') {
-            template_strbuf_puts(b, "\\t");
+            tmpl_strbuf_puts(b, "\\t");
         } else if (c == '\n') {
-            template_strbuf_puts(b, "\\n");
+            tmpl_strbuf_puts(b, "\\n");
         } else if (c == '\r') {
-            template_strbuf_puts(b, "\\r");
+            tmpl_strbuf_puts(b, "\\r");
         } else if (c < 0x20 || c == 0x7F) {
-            template_strbuf_printf(b, "\\x%02x", c);
-        } else if (c < 0x7F || tu_isprintable(c)) {
-            template_strbuf_put(b, s->s + at, i - at);
+            tmpl_strbuf_printf(b, "\\x%02x", c);
+        } else if (c < 0x7F || tmpl_isprintable(c)) {
+            tmpl_strbuf_put(b, s->s + at, i - at);
         } else if (c <= 0xFF) {
-            template_strbuf_printf(b, "\\x%02x", c);
+            tmpl_strbuf_printf(b, "\\x%02x", c);
         } else if (c <= 0xFFFF) {
-            template_strbuf_printf(b, "\\u%04x", c);
+            tmpl_strbuf_printf(b, "\\u%04x", c);
         } else {
-            template_strbuf_printf(b, "\\U%08x", c);
+            tmpl_strbuf_printf(b, "\\U%08x", c);
         }
     }
-    template_strbuf_putc(b, q);
+    tmpl_strbuf_putc(b, q);
 }
 
 /* The containers being written, innermost first: a container met again
@@ -135,12 +135,12 @@ static int enter(struct sbuf *b, const void *c, const char *seen, const struct r
 {
     for (const struct repr_path *p = up; p; p = p->up)
         if (p->container == c) {
-            template_strbuf_puts(b, seen);
+            tmpl_strbuf_puts(b, seen);
             return 0;
         }
     *at = (struct repr_path){c, up ? up->depth + 1 : 1, up};
     if (at->depth > REPR_MAX_DEPTH) {
-        template_strbuf_puts(b, "...");
+        tmpl_strbuf_puts(b, "...");
         return 0;
     }
     return 1;
@@ -150,7 +150,7 @@ static void write_items(struct sbuf *b, const struct tlist *l, const struct repr
 {
     for (size_t i = 0; i < l->n; i++) {
         if (i)
-            template_strbuf_puts(b, ", ");
+            tmpl_strbuf_puts(b, ", ");
         write_repr(b, l->v[i], at);
     }
 }
@@ -160,15 +160,15 @@ static void write_dict(struct sbuf *b, const struct tdict *d, const struct repr_
     struct repr_path at;
     if (!enter(b, d, "{...}", up, &at))
         return;
-    template_strbuf_putc(b, '{');
+    tmpl_strbuf_putc(b, '{');
     for (size_t i = 0; i < d->n; i++) {
         if (i)
-            template_strbuf_puts(b, ", ");
+            tmpl_strbuf_puts(b, ", ");
         write_repr(b, d->k[i], &at);
-        template_strbuf_puts(b, ": ");
+        tmpl_strbuf_puts(b, ": ");
         write_repr(b, d->v[i], &at);
     }
-    template_strbuf_putc(b, '}');
+    tmpl_strbuf_putc(b, '}');
 }
 
 /* A list-like value between its brackets (open, close). */
@@ -178,12 +178,12 @@ static void write_list(struct sbuf *b, const struct tlist *l, const char *open, 
     struct repr_path at;
     if (!enter(b, l, seen, up, &at))
         return;
-    template_strbuf_puts(b, open);
+    tmpl_strbuf_puts(b, open);
     write_items(b, l, &at);
-    template_strbuf_puts(b, close);
+    tmpl_strbuf_puts(b, close);
 }
 
-void template_value_write_repr(struct sbuf *b, struct tval v) { write_repr(b, v, NULL); }
+void tmpl_value_write_repr(struct sbuf *b, struct tval v) { write_repr(b, v, NULL); }
 
 static void write_repr(struct sbuf *b, struct tval v, const struct repr_path *up)
 {
@@ -191,20 +191,20 @@ static void write_repr(struct sbuf *b, struct tval v, const struct repr_path *up
     switch (v.k) {
     case TV_UNDEF:
     case TV_MISSING:
-        template_strbuf_puts(b, "Undefined");
+        tmpl_strbuf_puts(b, "Undefined");
         return;
     case TV_NONE:
-        template_strbuf_puts(b, "None");
+        tmpl_strbuf_puts(b, "None");
         return;
     case TV_BOOL:
-        template_strbuf_puts(b, v.u.b ? "True" : "False");
+        tmpl_strbuf_puts(b, v.u.b ? "True" : "False");
         return;
     case TV_INT:
-        template_strbuf_printf(b, "%lld", (long long)v.u.i);
+        tmpl_strbuf_printf(b, "%lld", (long long)v.u.i);
         return;
     case TV_FLOAT:
         tmpl_float_repr(v.u.f, num, sizeof num);
-        template_strbuf_puts(b, num);
+        tmpl_strbuf_puts(b, num);
         return;
     case TV_STR:
         write_str_repr(b, v.u.s);
@@ -216,7 +216,7 @@ static void write_repr(struct sbuf *b, struct tval v, const struct repr_path *up
             write_list(b, l, "(", l->n == 1 ? ",)" : ")", "(...)", up);
             return;
         case TL_ITER:
-            template_strbuf_printf(b, "<%s object>", l->what);
+            tmpl_strbuf_printf(b, "<%s object>", l->what);
             return;
         case TL_ITEMS:
         case TL_KEYS:
@@ -229,9 +229,9 @@ static void write_repr(struct sbuf *b, struct tval v, const struct repr_path *up
             return;
         case TL_RANGE:
             if (l->r_step == 1)
-                template_strbuf_printf(b, "range(%lld, %lld)", (long long)l->r_start, (long long)l->r_stop);
+                tmpl_strbuf_printf(b, "range(%lld, %lld)", (long long)l->r_start, (long long)l->r_stop);
             else
-                template_strbuf_printf(b, "range(%lld, %lld, %lld)", (long long)l->r_start,
+                tmpl_strbuf_printf(b, "range(%lld, %lld, %lld)", (long long)l->r_start,
                                        (long long)l->r_stop, (long long)l->r_step);
             return;
         default:
@@ -243,91 +243,91 @@ static void write_repr(struct sbuf *b, struct tval v, const struct repr_path *up
         write_dict(b, v.u.d, up);
         return;
     case TV_NS:
-        template_strbuf_puts(b, "<Namespace ");
+        tmpl_strbuf_puts(b, "<Namespace ");
         write_dict(b, v.u.ns->d, up);
-        template_strbuf_putc(b, '>');
+        tmpl_strbuf_putc(b, '>');
         return;
     case TV_FUNC:
         if (v.u.fn->kind == FN_MACRO)
-            template_strbuf_printf(b, "<Macro '%s'>", v.u.fn->name);
+            tmpl_strbuf_printf(b, "<Macro '%s'>", v.u.fn->name);
         else if (v.u.fn->owner)
-            template_strbuf_printf(b, "<built-in method %s of %s object>", v.u.fn->name, v.u.fn->owner);
+            tmpl_strbuf_printf(b, "<built-in method %s of %s object>", v.u.fn->name, v.u.fn->owner);
         else
-            template_strbuf_printf(b, "<built-in function %s>", v.u.fn->name);
+            tmpl_strbuf_printf(b, "<built-in function %s>", v.u.fn->name);
         return;
     case TV_LOOP:
-        template_strbuf_printf(b, "<LoopContext %zu/%zu>", v.u.loop->idx + 1, v.u.loop->items->n);
+        tmpl_strbuf_printf(b, "<LoopContext %zu/%zu>", v.u.loop->idx + 1, v.u.loop->items->n);
         return;
     }
 }
 
-void template_value_write_str(struct sbuf *b, struct tval v)
+void tmpl_value_write_str(struct sbuf *b, struct tval v)
 {
     if (v.k == TV_STR)
-        template_strbuf_put(b, v.u.s->s, v.u.s->len);
+        tmpl_strbuf_put(b, v.u.s->s, v.u.s->len);
     else if (v.k == TV_UNDEF || v.k == TV_MISSING)
         return;
     else
-        template_value_write_repr(b, v);
+        tmpl_value_write_repr(b, v);
 }
 
 /* ------------------------------------------------------------- JSON */
 
 static void json_string(struct sbuf *b, const char *s, size_t n, int ensure_ascii)
 {
-    template_strbuf_putc(b, '"');
+    tmpl_strbuf_putc(b, '"');
     for (size_t i = 0; i < n;) {
         size_t at = i;
-        uint32_t c = template_utf8_next(s, n, &i);
+        uint32_t c = utf8_next(s, n, &i);
         switch (c) {
         case '"':
-            template_strbuf_puts(b, "\\\"");
+            tmpl_strbuf_puts(b, "\\\"");
             break;
         case '\\':
-            template_strbuf_puts(b, "\\\\");
+            tmpl_strbuf_puts(b, "\\\\");
             break;
         case '\n':
-            template_strbuf_puts(b, "\\n");
+            tmpl_strbuf_puts(b, "\\n");
             break;
         case '\r':
-            template_strbuf_puts(b, "\\r");
+            tmpl_strbuf_puts(b, "\\r");
             break;
         case '\t':
-            template_strbuf_puts(b, "\\t");
+            tmpl_strbuf_puts(b, "\\t");
             break;
         case '\b':
-            template_strbuf_puts(b, "\\b");
+            tmpl_strbuf_puts(b, "\\b");
             break;
         case '\f':
-            template_strbuf_puts(b, "\\f");
+            tmpl_strbuf_puts(b, "\\f");
             break;
         default:
             if (c < 0x20) {
-                template_strbuf_printf(b, "\\u%04x", c);
+                tmpl_strbuf_printf(b, "\\u%04x", c);
             } else if (ensure_ascii && c > 0x7E) {
                 if (c >= 0x10000) {
                     uint32_t v = c - 0x10000;
-                    template_strbuf_printf(b, "\\u%04x\\u%04x", 0xD800 | (v >> 10), 0xDC00 | (v & 0x3FF));
+                    tmpl_strbuf_printf(b, "\\u%04x\\u%04x", 0xD800 | (v >> 10), 0xDC00 | (v & 0x3FF));
                 } else {
-                    template_strbuf_printf(b, "\\u%04x", c);
+                    tmpl_strbuf_printf(b, "\\u%04x", c);
                 }
             } else {
-                template_strbuf_put(b, s + at, i - at);
+                tmpl_strbuf_put(b, s + at, i - at);
             }
         }
     }
-    template_strbuf_putc(b, '"');
+    tmpl_strbuf_putc(b, '"');
 }
 
 static void json_newline(struct sbuf *b, const struct json_opts *o, int level)
 {
-    template_strbuf_putc(b, '\n');
+    tmpl_strbuf_putc(b, '\n');
     for (int i = 0; i < level; i++) {
         if (o->indent_s)
-            template_strbuf_puts(b, o->indent_s);
+            tmpl_strbuf_puts(b, o->indent_s);
         else
             for (int j = 0; j < o->indent; j++)
-                template_strbuf_putc(b, ' ');
+                tmpl_strbuf_putc(b, ' ');
     }
 }
 
@@ -339,13 +339,13 @@ static int json_key(struct sbuf *b, struct tval k, const struct json_opts *o, ch
         json_string(b, k.u.s->s, k.u.s->len, o->ensure_ascii);
         return 0;
     case TV_INT:
-        template_strbuf_printf(b, "\"%lld\"", (long long)k.u.i);
+        tmpl_strbuf_printf(b, "\"%lld\"", (long long)k.u.i);
         return 0;
     case TV_BOOL:
-        template_strbuf_puts(b, k.u.b ? "\"true\"" : "\"false\"");
+        tmpl_strbuf_puts(b, k.u.b ? "\"true\"" : "\"false\"");
         return 0;
     case TV_NONE:
-        template_strbuf_puts(b, "\"null\"");
+        tmpl_strbuf_puts(b, "\"null\"");
         return 0;
     case TV_FLOAT:
         if (isnan(k.u.f))
@@ -354,11 +354,11 @@ static int json_key(struct sbuf *b, struct tval k, const struct json_opts *o, ch
             snprintf(num, sizeof num, k.u.f < 0 ? "-Infinity" : "Infinity");
         else
             tmpl_float_repr(k.u.f, num, sizeof num);
-        template_strbuf_printf(b, "\"%s\"", num);
+        tmpl_strbuf_printf(b, "\"%s\"", num);
         return 0;
     default:
         snprintf(msg, msg_len, "keys must be str, int, float, bool or None, not %s",
-                 template_value_type_name(k));
+                 tmpl_value_type_name(k));
         return -1;
     }
 }
@@ -375,7 +375,7 @@ static int sort_dict_order(const struct tdict *d, size_t *order, char *msg, size
         size_t cur = order[i], j = i;
         while (j > 0) {
             int lt;
-            if (template_value_less(d->k[cur], d->k[order[j - 1]], &lt, msg, msg_len))
+            if (tmpl_value_less(d->k[cur], d->k[order[j - 1]], &lt, msg, msg_len))
                 return -1;
             if (!lt)
                 break;
@@ -398,22 +398,22 @@ static int json_write(struct sbuf *b, struct tval v, const struct json_opts *o, 
     }
     switch (v.k) {
     case TV_NONE:
-        template_strbuf_puts(b, "null");
+        tmpl_strbuf_puts(b, "null");
         return 0;
     case TV_BOOL:
-        template_strbuf_puts(b, v.u.b ? "true" : "false");
+        tmpl_strbuf_puts(b, v.u.b ? "true" : "false");
         return 0;
     case TV_INT:
-        template_strbuf_printf(b, "%lld", (long long)v.u.i);
+        tmpl_strbuf_printf(b, "%lld", (long long)v.u.i);
         return 0;
     case TV_FLOAT:
         if (isnan(v.u.f))
-            template_strbuf_puts(b, "NaN");
+            tmpl_strbuf_puts(b, "NaN");
         else if (isinf(v.u.f))
-            template_strbuf_puts(b, v.u.f < 0 ? "-Infinity" : "Infinity");
+            tmpl_strbuf_puts(b, v.u.f < 0 ? "-Infinity" : "Infinity");
         else {
             tmpl_float_repr(v.u.f, num, sizeof num);
-            template_strbuf_puts(b, num);
+            tmpl_strbuf_puts(b, num);
         }
         return 0;
     case TV_STR:
@@ -423,13 +423,13 @@ static int json_write(struct sbuf *b, struct tval v, const struct json_opts *o, 
         if (v.u.l->sub == TL_LIST || v.u.l->sub == TL_TUPLE) {
             const struct tlist *l = v.u.l;
             if (!l->n) {
-                template_strbuf_puts(b, "[]");
+                tmpl_strbuf_puts(b, "[]");
                 return 0;
             }
-            template_strbuf_putc(b, '[');
+            tmpl_strbuf_putc(b, '[');
             for (size_t i = 0; i < l->n; i++) {
                 if (i)
-                    template_strbuf_puts(b, o->item_sep);
+                    tmpl_strbuf_puts(b, o->item_sep);
                 if (pretty)
                     json_newline(b, o, level + 1);
                 if (json_write(b, l->v[i], o, level + 1, msg, msg_len))
@@ -437,14 +437,14 @@ static int json_write(struct sbuf *b, struct tval v, const struct json_opts *o, 
             }
             if (pretty)
                 json_newline(b, o, level);
-            template_strbuf_putc(b, ']');
+            tmpl_strbuf_putc(b, ']');
             return 0;
         }
         break;
     case TV_DICT: {
         const struct tdict *d = v.u.d;
         if (!d->n) {
-            template_strbuf_puts(b, "{}");
+            tmpl_strbuf_puts(b, "{}");
             return 0;
         }
         size_t *order = xmalloc(d->n * sizeof *order);
@@ -454,14 +454,14 @@ static int json_write(struct sbuf *b, struct tval v, const struct json_opts *o, 
             free(order);
             return -1;
         }
-        template_strbuf_putc(b, '{');
+        tmpl_strbuf_putc(b, '{');
         for (size_t j = 0; j < d->n; j++) {
             size_t i = order[j];
             if (j)
-                template_strbuf_puts(b, o->item_sep);
+                tmpl_strbuf_puts(b, o->item_sep);
             if (pretty)
                 json_newline(b, o, level + 1);
-            if (json_key(b, d->k[i], o, msg, msg_len) || (template_strbuf_puts(b, o->key_sep), 0) ||
+            if (json_key(b, d->k[i], o, msg, msg_len) || (tmpl_strbuf_puts(b, o->key_sep), 0) ||
                 json_write(b, d->v[i], o, level + 1, msg, msg_len)) {
                 free(order);
                 return -1;
@@ -470,17 +470,17 @@ static int json_write(struct sbuf *b, struct tval v, const struct json_opts *o, 
         free(order);
         if (pretty)
             json_newline(b, o, level);
-        template_strbuf_putc(b, '}');
+        tmpl_strbuf_putc(b, '}');
         return 0;
     }
     default:
         break;
     }
-    snprintf(msg, msg_len, "Object of type %s is not JSON serializable", template_value_type_name(v));
+    snprintf(msg, msg_len, "Object of type %s is not JSON serializable", tmpl_value_type_name(v));
     return -1;
 }
 
-int template_value_write_json(struct sbuf *b, struct tval v, const struct json_opts *o, char *msg,
+int tmpl_value_write_json(struct sbuf *b, struct tval v, const struct json_opts *o, char *msg,
                               size_t msg_len)
 {
     return json_write(b, v, o, 0, msg, msg_len);

@@ -32,8 +32,8 @@ static int need_str(struct rctx *c, int line, const char *fn, struct tval v)
     if (v.k == TV_MISSING)
         return tmpl_err(c, line, "%s() missing required argument", fn);
     if (v.k == TV_UNDEF)
-        return template_eval_undefined_error(c, line, v);
-    return tmpl_err(c, line, "%s() argument must be str, not %s", fn, template_value_type_name(v));
+        return tmpl_eval_undefined_error(c, line, v);
+    return tmpl_err(c, line, "%s() argument must be str, not %s", fn, tmpl_value_type_name(v));
 }
 
 /* Python's [start:end] on a string, as byte offsets. */
@@ -53,8 +53,8 @@ static int byte_range(struct rctx *c, int line, struct tval self, struct tval st
         s0 = len;
     if (e0 > len)
         e0 = len;
-    *a = template_utf8_offset(SELF_S, SELF_N, (size_t)s0);
-    *z = e0 <= s0 ? *a : template_utf8_offset(SELF_S, SELF_N, (size_t)e0);
+    *a = utf8_offset(SELF_S, SELF_N, (size_t)s0);
+    *z = e0 <= s0 ? *a : utf8_offset(SELF_S, SELF_N, (size_t)e0);
     return 0;
 }
 
@@ -77,12 +77,12 @@ static int m_startsend(struct rctx *c, int line, struct tval self, const struct 
     for (size_t i = 0; i < nc && !res; i++) {
         if (cands[i].k != TV_STR)
             return tmpl_err(c, line, "%s first arg must be str or a tuple of str, not %s", fn,
-                            template_value_type_name(cands[i]));
+                            tmpl_value_type_name(cands[i]));
         size_t pl = cands[i].u.s->len;
         if (pl <= hi - lo)
             res = !memcmp(SELF_S + (end ? hi - pl : lo), cands[i].u.s->s, pl);
     }
-    *out = template_value_bool(res);
+    *out = tmpl_value_bool(res);
     return 0;
 }
 
@@ -105,8 +105,8 @@ static int m_strip_common(struct rctx *c, int line, struct tval self, const stru
     size_t nchars = 0, lo, hi;
     if (tmpl_args_bind(c, line, fn, a, names, 1, s) || opt_str(c, line, fn, s[0], &chars, &nchars))
         return -1;
-    tu_strip(SELF_S, SELF_N, chars, nchars, which, &lo, &hi);
-    *out = template_value_str(SELF_S + lo, hi - lo);
+    tmpl_strip(SELF_S, SELF_N, chars, nchars, which, &lo, &hi);
+    *out = tmpl_value_str(SELF_S + lo, hi - lo);
     return 0;
 }
 
@@ -129,7 +129,7 @@ static size_t ws_run(const char *s, size_t n, size_t i)
 {
     while (i < n) {
         size_t j = i;
-        if (!tu_isspace(template_utf8_next(s, n, &j)))
+        if (!tmpl_isspace(utf8_next(s, n, &j)))
             break;
         i = j;
     }
@@ -140,7 +140,7 @@ static size_t nonws_run(const char *s, size_t n, size_t i)
 {
     while (i < n) {
         size_t j = i;
-        if (tu_isspace(template_utf8_next(s, n, &j)))
+        if (tmpl_isspace(utf8_next(s, n, &j)))
             break;
         i = j;
     }
@@ -157,7 +157,7 @@ static size_t prev_cp(const char *p, size_t i)
 
 static void push_str(struct tval l, const char *s, size_t n)
 {
-    template_list_push(l.u.l, template_value_str(s, n));
+    tmpl_list_push(l.u.l, tmpl_value_str(s, n));
 }
 
 static void reverse_list(struct tlist *l)
@@ -194,7 +194,7 @@ static int m_split_common(struct rctx *c, int line, struct tval self, const stru
         return -1;
     if (sep && !nsep)
         return tmpl_err(c, line, "empty separator");
-    struct tval l = template_value_list_new(TL_LIST, 4);
+    struct tval l = tmpl_value_list_new(TL_LIST, 4);
     const char *p = SELF_S;
     size_t n = SELF_N;
     if (!sep) {
@@ -214,7 +214,7 @@ static int m_split_common(struct rctx *c, int line, struct tval self, const stru
             for (;;) {
                 while (end > 0) { /* skip trailing whitespace */
                     size_t q = prev_cp(p, end), j = q;
-                    if (!tu_isspace(template_utf8_next(p, n, &j)))
+                    if (!tmpl_isspace(utf8_next(p, n, &j)))
                         break;
                     end = q;
                 }
@@ -227,7 +227,7 @@ static int m_split_common(struct rctx *c, int line, struct tval self, const stru
                 size_t start = end;
                 while (start > 0) {
                     size_t q = prev_cp(p, start), j = q;
-                    if (tu_isspace(template_utf8_next(p, n, &j)))
+                    if (tmpl_isspace(utf8_next(p, n, &j)))
                         break;
                     start = q;
                 }
@@ -293,14 +293,14 @@ int tmpl_str_replace(struct rctx *c, int line, struct tval self, struct tval old
         int64_t done = 0;
         while (1) {
             if (count < 0 || done < count) {
-                template_strbuf_put(&b, nw, nn);
+                tmpl_strbuf_put(&b, nw, nn);
                 done++;
             }
             if (i >= n)
                 break;
             size_t j = i;
-            template_utf8_next(p, n, &j);
-            template_strbuf_put(&b, p + i, j - i);
+            utf8_next(p, n, &j);
+            tmpl_strbuf_put(&b, p + i, j - i);
             i = j;
         }
     } else {
@@ -309,11 +309,11 @@ int tmpl_str_replace(struct rctx *c, int line, struct tval self, struct tval old
         for (;;) {
             const char *hit = count >= 0 && done >= count ? NULL : memmem(p + i, n - i, o, no);
             if (!hit) {
-                template_strbuf_put(&b, p + i, n - i);
+                tmpl_strbuf_put(&b, p + i, n - i);
                 break;
             }
-            template_strbuf_put(&b, p + i, (size_t)(hit - (p + i)));
-            template_strbuf_put(&b, nw, nn);
+            tmpl_strbuf_put(&b, p + i, (size_t)(hit - (p + i)));
+            tmpl_strbuf_put(&b, nw, nn);
             i = (size_t)(hit - p) + no;
             done++;
             if (b.n > TMPL_MAX_STR)
@@ -321,10 +321,10 @@ int tmpl_str_replace(struct rctx *c, int line, struct tval self, struct tval old
         }
     }
     if (b.n > TMPL_MAX_STR) {
-        template_strbuf_free(&b);
+        tmpl_strbuf_free(&b);
         return tmpl_err(c, line, "replace() result too large");
     }
-    *out = template_strbuf_take_str(&b);
+    *out = tmpl_strbuf_take_str(&b);
     return 0;
 }
 
@@ -357,7 +357,7 @@ static int m_find_common(struct rctx *c, int line, struct tval self, const struc
     if (mode == FIND_COUNT) {
         int64_t cnt = 0;
         if (!ns) {
-            cnt = (int64_t)template_utf8_count(SELF_S + lo, hi - lo) + 1;
+            cnt = (int64_t)utf8_count(SELF_S + lo, hi - lo) + 1;
         } else {
             for (size_t i = lo; i + ns <= hi;) {
                 const char *h = memmem(SELF_S + i, hi - i, sub, ns);
@@ -367,7 +367,7 @@ static int m_find_common(struct rctx *c, int line, struct tval self, const struc
                 i = (size_t)(h - SELF_S) + ns;
             }
         }
-        *out = template_value_int(cnt);
+        *out = tmpl_value_int(cnt);
         return 0;
     }
     const char *h = NULL;
@@ -379,10 +379,10 @@ static int m_find_common(struct rctx *c, int line, struct tval self, const struc
     if (!h) {
         if (mode == FIND_INDEX || mode == FIND_RINDEX)
             return tmpl_err(c, line, "substring not found");
-        *out = template_value_int(-1);
+        *out = tmpl_value_int(-1);
         return 0;
     }
-    *out = template_value_int((int64_t)template_utf8_count(SELF_S, (size_t)(h - SELF_S)));
+    *out = tmpl_value_int((int64_t)utf8_count(SELF_S, (size_t)(h - SELF_S)));
     return 0;
 }
 
@@ -402,24 +402,24 @@ static int m_join(struct rctx *c, int line, struct tval self, const struct targs
     if (a->npos != 1 || a->nkw)
         return tmpl_err(c, line, "join() takes exactly one argument");
     struct tlist *items;
-    if (template_eval_iterate(c, line, a->pos[0], &items))
+    if (tmpl_eval_iterate(c, line, a->pos[0], &items))
         return -1;
     struct tval il = {.k = TV_LIST};
     il.u.l = items;
     struct sbuf b = {0};
     for (size_t i = 0; i < items->n; i++) {
         if (items->v[i].k != TV_STR) {
-            template_strbuf_free(&b);
-            template_value_release(il);
+            tmpl_strbuf_free(&b);
+            tmpl_value_release(il);
             return tmpl_err(c, line, "sequence item %zu: expected str instance, %s found", i,
-                            template_value_type_name(items->v[i]));
+                            tmpl_value_type_name(items->v[i]));
         }
         if (i)
-            template_strbuf_put(&b, SELF_S, SELF_N);
-        template_strbuf_put(&b, items->v[i].u.s->s, items->v[i].u.s->len);
+            tmpl_strbuf_put(&b, SELF_S, SELF_N);
+        tmpl_strbuf_put(&b, items->v[i].u.s->s, items->v[i].u.s->len);
     }
-    template_value_release(il);
-    *out = template_strbuf_take_str(&b);
+    tmpl_value_release(il);
+    *out = tmpl_strbuf_take_str(&b);
     return 0;
 }
 
@@ -431,10 +431,10 @@ static int m_splitlines(struct rctx *c, int line, struct tval self, const struct
     struct tval s[1];
     if (tmpl_args_bind(c, line, "splitlines", a, names, 1, s))
         return -1;
-    if (s[0].k != TV_MISSING && template_value_truthy(s[0]))
+    if (s[0].k != TV_MISSING && tmpl_value_truthy(s[0]))
         return tmpl_err(c, line, "splitlines(keepends=True) is not supported");
-    struct tval l = template_value_list_new(TL_LIST, 4);
-    tu_splitlines(SELF_S, SELF_N, add_line, &l);
+    struct tval l = tmpl_value_list_new(TL_LIST, 4);
+    tmpl_splitlines(SELF_S, SELF_N, add_line, &l);
     *out = l;
     return 0;
 }
@@ -449,7 +449,7 @@ static int m_partition_common(struct rctx *c, int line, struct tval self, const 
         return tmpl_err(c, line, "empty separator");
     const char *h =
         right ? rmemmem(SELF_S, SELF_N, sep->s, sep->len) : memmem(SELF_S, SELF_N, sep->s, sep->len);
-    struct tval t = template_value_list_new(TL_TUPLE, 3);
+    struct tval t = tmpl_value_list_new(TL_TUPLE, 3);
     if (!h) {
         push_str(t, right ? "" : SELF_S, right ? 0 : SELF_N);
         push_str(t, "", 0);

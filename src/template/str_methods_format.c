@@ -15,38 +15,38 @@ int tmpl_str_case(struct tval self, int mode, struct tval *out)
     struct sbuf b = {0};
     int prev_cased = 0, first = 1;
     for (size_t i = 0; i < SELF_N;) {
-        uint32_t cp = template_utf8_next(SELF_S, SELF_N, &i);
+        uint32_t cp = utf8_next(SELF_S, SELF_N, &i);
         switch (mode) {
         case CASE_UPPER:
-            tu_put_upper(&b, cp);
+            tmpl_put_upper(&b, cp);
             break;
         case CASE_LOWER:
-            tu_put_lower(&b, cp);
+            tmpl_put_lower(&b, cp);
             break;
         case CASE_TITLE:
             if (prev_cased)
-                tu_put_lower(&b, cp);
+                tmpl_put_lower(&b, cp);
             else
-                tu_put_upper(&b, cp);
-            prev_cased = tu_isupper(cp) || tu_islower(cp);
+                tmpl_put_upper(&b, cp);
+            prev_cased = tmpl_isupper(cp) || tmpl_islower(cp);
             break;
         case CASE_CAPITALIZE:
             if (first)
-                tu_put_upper(&b, cp);
+                tmpl_put_upper(&b, cp);
             else
-                tu_put_lower(&b, cp);
+                tmpl_put_lower(&b, cp);
             break;
         default:
-            if (tu_isupper(cp))
-                tu_put_lower(&b, cp);
-            else if (tu_islower(cp))
-                tu_put_upper(&b, cp);
+            if (tmpl_isupper(cp))
+                tmpl_put_lower(&b, cp);
+            else if (tmpl_islower(cp))
+                tmpl_put_upper(&b, cp);
             else
-                template_strbuf_put_cp(&b, cp);
+                tmpl_strbuf_put_cp(&b, cp);
         }
         first = 0;
     }
-    *out = template_strbuf_take_str(&b);
+    *out = tmpl_strbuf_take_str(&b);
     return 0;
 }
 
@@ -72,33 +72,33 @@ static int str_is(struct tval self, int kind)
     if (!SELF_N)
         return 0;
     for (size_t i = 0; i < SELF_N;) {
-        uint32_t cp = template_utf8_next(SELF_S, SELF_N, &i);
+        uint32_t cp = utf8_next(SELF_S, SELF_N, &i);
         switch (kind) {
         case IS_DIGIT:
-            if (!tu_isdigit(cp))
+            if (!tmpl_isdigit(cp))
                 return 0;
             break;
         case IS_ALPHA:
-            if (!tu_isalpha(cp))
+            if (!tmpl_isalpha(cp))
                 return 0;
             break;
         case IS_ALNUM:
-            if (!tu_isalpha(cp) && !tu_isdigit(cp))
+            if (!tmpl_isalpha(cp) && !tmpl_isdigit(cp))
                 return 0;
             break;
         case IS_SPACE:
-            if (!tu_isspace(cp))
+            if (!tmpl_isspace(cp))
                 return 0;
             break;
         case IS_UPPER:
-            if (tu_islower(cp))
+            if (tmpl_islower(cp))
                 return 0;
-            any_cased |= tu_isupper(cp);
+            any_cased |= tmpl_isupper(cp);
             break;
         default:
-            if (tu_isupper(cp))
+            if (tmpl_isupper(cp))
                 return 0;
-            any_cased |= tu_islower(cp);
+            any_cased |= tmpl_islower(cp);
         }
     }
     return kind == IS_UPPER || kind == IS_LOWER ? any_cased : 1;
@@ -113,7 +113,7 @@ int tmpl_str_is_lower(struct tval s) { return str_is(s, IS_LOWER); }
     {                                                                                                        \
         if (a->npos || a->nkw)                                                                               \
             return tmpl_err(c, line, "%s() takes no arguments", &(#fname)[2]);                               \
-        *out = template_value_bool(str_is(self, kind));                                                      \
+        *out = tmpl_value_bool(str_is(self, kind));                                                      \
         return 0;                                                                                            \
     }
 IS_METHOD(m_isdigit, IS_DIGIT)
@@ -137,10 +137,10 @@ static int m_affix(struct rctx *c, int line, struct tval self, const struct targ
         return tmpl_err(c, line, "remove%s() takes one str argument", suffix ? "suffix" : "prefix");
     const struct tstr *x = a->pos[0].u.s;
     if (x->len <= SELF_N && !memcmp(SELF_S + (suffix ? SELF_N - x->len : 0), x->s, x->len))
-        *out = template_value_str(SELF_S + (suffix ? 0 : x->len), SELF_N - x->len);
+        *out = tmpl_value_str(SELF_S + (suffix ? 0 : x->len), SELF_N - x->len);
     else {
         *out = self;
-        template_value_retain(self);
+        tmpl_value_retain(self);
     }
     return 0;
 }
@@ -168,12 +168,12 @@ static int m_justify(struct rctx *c, int line, struct tval self, const struct ta
     uint32_t fill = how == 'z' ? '0' : ' ';
     if (s[1].k == TV_STR && s[1].u.s->ncp == 1) {
         size_t i = 0;
-        fill = template_utf8_next(s[1].u.s->s, s[1].u.s->len, &i);
+        fill = utf8_next(s[1].u.s->s, s[1].u.s->len, &i);
     }
     int64_t len = (int64_t)self.u.s->ncp;
     if (width <= len) {
         *out = self;
-        template_value_retain(self);
+        tmpl_value_retain(self);
         return 0;
     }
     if (width > TMPL_MAX_WIDTH)
@@ -184,15 +184,15 @@ static int m_justify(struct rctx *c, int line, struct tval self, const struct ta
     struct sbuf b = {0};
     size_t skip = 0;
     if (how == 'z' && SELF_N && (SELF_S[0] == '-' || SELF_S[0] == '+')) {
-        template_strbuf_putc(&b, SELF_S[0]);
+        tmpl_strbuf_putc(&b, SELF_S[0]);
         skip = 1;
     }
     for (int64_t i = 0; i < left; i++)
-        template_strbuf_put_cp(&b, fill);
-    template_strbuf_put(&b, SELF_S + skip, SELF_N - skip);
+        tmpl_strbuf_put_cp(&b, fill);
+    tmpl_strbuf_put(&b, SELF_S + skip, SELF_N - skip);
     for (int64_t i = left; i < pad; i++)
-        template_strbuf_put_cp(&b, fill);
-    *out = template_strbuf_take_str(&b);
+        tmpl_strbuf_put_cp(&b, fill);
+    *out = tmpl_strbuf_take_str(&b);
     return 0;
 }
 

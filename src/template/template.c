@@ -37,31 +37,31 @@ static struct tval from_json(const json_t *j)
 {
     switch (json_typeof(j)) {
     case JSON_OBJECT: {
-        struct tval d = template_value_dict_new(json_object_size(j));
+        struct tval d = tmpl_value_dict_new(json_object_size(j));
         const char *k;
         json_t *v;
-        json_object_foreach((json_t *)j, k, v) template_dict_set(d.u.d, template_value_cstr(k), from_json(v));
+        json_object_foreach((json_t *)j, k, v) tmpl_dict_set(d.u.d, tmpl_value_cstr(k), from_json(v));
         return d;
     }
     case JSON_ARRAY: {
-        struct tval l = template_value_list_new(TL_LIST, json_array_size(j));
+        struct tval l = tmpl_value_list_new(TL_LIST, json_array_size(j));
         size_t i;
         json_t *v;
-        json_array_foreach(j, i, v) template_list_push(l.u.l, from_json(v));
+        json_array_foreach(j, i, v) tmpl_list_push(l.u.l, from_json(v));
         return l;
     }
     case JSON_STRING:
-        return template_value_str(json_string_value(j), json_string_length(j));
+        return tmpl_value_str(json_string_value(j), json_string_length(j));
     case JSON_INTEGER:
-        return template_value_int((int64_t)json_integer_value(j));
+        return tmpl_value_int((int64_t)json_integer_value(j));
     case JSON_REAL:
-        return template_value_float(json_real_value(j));
+        return tmpl_value_float(json_real_value(j));
     case JSON_TRUE:
-        return template_value_bool(1);
+        return tmpl_value_bool(1);
     case JSON_FALSE:
-        return template_value_bool(0);
+        return tmpl_value_bool(0);
     default:
-        return template_value_none();
+        return tmpl_value_none();
     }
 }
 
@@ -69,39 +69,39 @@ int tmpl_render(const struct tmpl *t, const json_t *vars, char **out, size_t *ou
 {
     if (vars && !json_is_object(vars))
         return err_set(e, "template variables must be a JSON object");
-    struct tval vd = vars ? from_json(vars) : template_value_dict_new(0);
+    struct tval vd = vars ? from_json(vars) : tmpl_value_dict_new(0);
     struct sbuf buf = {0};
     struct rctx c = {.e = e, .vars = vd.u.d, .out = &buf};
-    struct frame *root = tframe_new(NULL);
+    struct frame *root = tmpl_frame_new(NULL);
     int rc = tmpl_exec_body(&c, root, &t->root->l1);
     /* break cycles: macros <-> their frames, namespaces holding anything */
     for (int i = 0; i < c.ncaptured; i++) {
         struct frame *f = c.captured[i];
         for (int k = 0; k < f->n; k++)
-            template_value_release(f->vals[k]);
+            tmpl_value_release(f->vals[k]);
         f->n = 0;
     }
     for (int i = 0; i < c.nnss; i++) {
         struct tdict *d = c.nss[i]->d;
         for (size_t k = 0; k < d->n; k++) {
-            template_value_release(d->k[k]);
-            template_value_release(d->v[k]);
+            tmpl_value_release(d->k[k]);
+            tmpl_value_release(d->v[k]);
         }
         d->n = 0;
     }
     for (int i = 0; i < c.ncaptured; i++)
-        tframe_release(c.captured[i]);
+        tmpl_frame_release(c.captured[i]);
     for (int i = 0; i < c.nnss; i++) {
         struct tval v = {.k = TV_NS};
         v.u.ns = c.nss[i];
-        template_value_release(v);
+        tmpl_value_release(v);
     }
     free(c.captured);
     free(c.nss);
-    tframe_release(root);
-    template_value_release(vd);
+    tmpl_frame_release(root);
+    tmpl_value_release(vd);
     if (rc < 0) {
-        template_strbuf_free(&buf);
+        tmpl_strbuf_free(&buf);
         return -1;
     }
     if (!buf.p) {

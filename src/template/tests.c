@@ -36,7 +36,7 @@ SIMPLE_TEST(t_integer, v.k == TV_INT)
 SIMPLE_TEST(t_float, v.k == TV_FLOAT)
 SIMPLE_TEST(t_string, v.k == TV_STR)
 SIMPLE_TEST(t_mapping, v.k == TV_DICT)
-SIMPLE_TEST(t_number, template_value_is_num(v))
+SIMPLE_TEST(t_number, tmpl_value_is_num(v))
 SIMPLE_TEST(t_sequence, v.k == TV_STR || v.k == TV_DICT || v.k == TV_UNDEF ||
                             (v.k == TV_LIST &&
                              (v.u.l->sub == TL_LIST || v.u.l->sub == TL_TUPLE || v.u.l->sub == TL_RANGE)))
@@ -52,20 +52,20 @@ static int int_arg(struct rctx *c, int line, struct tval v, int64_t *i, const ch
         return 0;
     }
     if (v.k == TV_UNDEF)
-        return template_eval_undefined_error(c, line, v);
-    return tmpl_err(c, line, "test '%s' needs an integer, got %s", what, template_value_type_name(v));
+        return tmpl_eval_undefined_error(c, line, v);
+    return tmpl_err(c, line, "test '%s' needs an integer, got %s", what, tmpl_value_type_name(v));
 }
 
 static int py_mod_zero(struct rctx *c, int line, struct tval v, struct tval d, int64_t rem, int *out,
                        const char *what)
 {
     if (v.k == TV_FLOAT || d.k == TV_FLOAT) {
-        if (!template_value_is_num(v) || !template_value_is_num(d))
+        if (!tmpl_value_is_num(v) || !tmpl_value_is_num(d))
             return tmpl_err(c, line, "test '%s' needs numbers", what);
-        double y = template_value_num(d);
+        double y = tmpl_value_num(d);
         if (y == 0)
             return tmpl_err(c, line, "float modulo");
-        double m = fmod(template_value_num(v), y);
+        double m = fmod(tmpl_value_num(v), y);
         if (m && ((y < 0) != (m < 0)))
             m += y;
         *out = m == (double)rem;
@@ -86,13 +86,13 @@ static int py_mod_zero(struct rctx *c, int line, struct tval v, struct tval d, i
 TEST(t_odd)
 {
     return want_args(c, line, "odd", a, 0) ? -1
-                                           : py_mod_zero(c, line, v, template_value_int(2), 1, out, "odd");
+                                           : py_mod_zero(c, line, v, tmpl_value_int(2), 1, out, "odd");
 }
 
 TEST(t_even)
 {
     return want_args(c, line, "even", a, 0) ? -1
-                                            : py_mod_zero(c, line, v, template_value_int(2), 0, out, "even");
+                                            : py_mod_zero(c, line, v, tmpl_value_int(2), 0, out, "even");
 }
 
 TEST(t_divisibleby)
@@ -107,10 +107,10 @@ TEST(t_lower)
     if (want_args(c, line, "lower", a, 0))
         return -1;
     struct sbuf b = {0};
-    template_value_write_str(&b, v);
-    struct tval s = template_strbuf_take_str(&b);
+    tmpl_value_write_str(&b, v);
+    struct tval s = tmpl_strbuf_take_str(&b);
     *out = tmpl_str_is_lower(s);
-    template_value_release(s);
+    tmpl_value_release(s);
     return 0;
 }
 
@@ -119,10 +119,10 @@ TEST(t_upper)
     if (want_args(c, line, "upper", a, 0))
         return -1;
     struct sbuf b = {0};
-    template_value_write_str(&b, v);
-    struct tval s = template_strbuf_take_str(&b);
+    tmpl_value_write_str(&b, v);
+    struct tval s = tmpl_strbuf_take_str(&b);
     *out = tmpl_str_is_upper(s);
-    template_value_release(s);
+    tmpl_value_release(s);
     return 0;
 }
 
@@ -154,12 +154,12 @@ TEST(t_in)
     if (seq.k == TV_STR) {
         if (v.k != TV_STR)
             return tmpl_err(c, line, "'in <string>' requires string as left operand, not %s",
-                            template_value_type_name(v));
+                            tmpl_value_type_name(v));
         *out = !v.u.s->len || memmem(seq.u.s->s, seq.u.s->len, v.u.s->s, v.u.s->len) != NULL;
         return 0;
     }
     if (seq.k == TV_DICT) {
-        *out = template_value_hashable(v) && template_dict_get(seq.u.d, v) != NULL;
+        *out = tmpl_value_hashable(v) && tmpl_dict_get(seq.u.d, v) != NULL;
         return 0;
     }
     if (seq.k == TV_UNDEF) {
@@ -167,10 +167,10 @@ TEST(t_in)
         return 0;
     }
     if (seq.k != TV_LIST)
-        return tmpl_err(c, line, "argument of type '%s' is not iterable", template_value_type_name(seq));
+        return tmpl_err(c, line, "argument of type '%s' is not iterable", tmpl_value_type_name(seq));
     *out = 0;
     for (size_t i = seq.u.l->sub == TL_ITER ? seq.u.l->pos : 0; i < seq.u.l->n && !*out; i++)
-        *out = template_value_equal(seq.u.l->v[i], v);
+        *out = tmpl_value_equal(seq.u.l->v[i], v);
     return 0;
 }
 
@@ -181,14 +181,14 @@ static int cmp_test(struct rctx *c, int line, struct tval v, const struct targs 
         return -1;
     struct tval o = a->pos[0];
     if (op == 0 || op == 1) {
-        *out = template_value_equal(v, o) == (op == 0);
+        *out = tmpl_value_equal(v, o) == (op == 0);
         return 0;
     }
     if (v.k == TV_UNDEF || o.k == TV_UNDEF)
-        return template_eval_undefined_error(c, line, v.k == TV_UNDEF ? v : o);
+        return tmpl_eval_undefined_error(c, line, v.k == TV_UNDEF ? v : o);
     int lt;
     int swap = op == 4 || op == 5; /* gt, le */
-    if (template_value_less(swap ? o : v, swap ? v : o, &lt, msg, sizeof msg))
+    if (tmpl_value_less(swap ? o : v, swap ? v : o, &lt, msg, sizeof msg))
         return tmpl_err(c, line, "%s", msg);
     *out = op == 2 || op == 4 ? lt : !lt;
     return 0;

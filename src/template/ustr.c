@@ -1,6 +1,7 @@
-/* UTF-8 decoding and Python's classification of characters (str.isspace,
- * upper/lower, isprintable for repr). Strings reaching here are valid UTF-8
- * (jansson validates its input; the lexer copies template bytes as they are).
+/* Python's classification of characters (str.isspace, upper/lower,
+ * isprintable for repr), over core/utf8.h's decoder. Strings reaching here
+ * are valid UTF-8 (jansson validates its input; the lexer copies template
+ * bytes as they are).
  *
  * Case mapping covers ASCII, Latin-1, Latin Extended-A, Greek, Cyrillic and
  * fullwidth Latin, plus Python's ß -> SS; other scripts are left unchanged.
@@ -10,44 +11,7 @@
 
 #include "template/internal.h"
 
-uint32_t template_utf8_next(const char *s, size_t n, size_t *i)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    size_t k = *i;
-    uint32_t c = p[k];
-    int extra = c < 0x80 ? 0 : c < 0xE0 ? 1 : c < 0xF0 ? 2 : 3;
-    if (c >= 0x80 && c < 0xC0) { /* stray continuation byte: take it alone */
-        *i = k + 1;
-        return 0xFFFD;
-    }
-    if (extra)
-        c &= 0x3F >> extra;
-    k++;
-    for (int j = 0; j < extra && k < n && (p[k] & 0xC0) == 0x80; j++, k++)
-        c = (c << 6) | (p[k] & 0x3F);
-    *i = k;
-    return c;
-}
-
-size_t template_utf8_count(const char *s, size_t n)
-{
-    size_t c = 0;
-    for (size_t i = 0; i < n; i++)
-        c += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return c;
-}
-
-size_t template_utf8_offset(const char *s, size_t n, size_t cp_index)
-{
-    size_t i = 0;
-    while (cp_index > 0 && i < n) {
-        template_utf8_next(s, n, &i);
-        cp_index--;
-    }
-    return i;
-}
-
-int tu_isspace(uint32_t c)
+int tmpl_isspace(uint32_t c)
 {
     return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
            (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
@@ -127,17 +91,17 @@ static uint32_t map_lower(uint32_t c)
     return c;
 }
 
-int tu_isupper(uint32_t c) { return map_lower(c) != c; }
+int tmpl_isupper(uint32_t c) { return map_lower(c) != c; }
 
-int tu_islower(uint32_t c) { return map_upper(c) != c || c == 0xDF || c == 0x138; }
+int tmpl_islower(uint32_t c) { return map_upper(c) != c || c == 0xDF || c == 0x138; }
 
-int tu_isdigit(uint32_t c) { return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19); }
+int tmpl_isdigit(uint32_t c) { return (c >= '0' && c <= '9') || (c >= 0xFF10 && c <= 0xFF19); }
 
-int tu_isalpha(uint32_t c)
+int tmpl_isalpha(uint32_t c)
 {
     if (c < 0x80)
         return (c | 32) >= 'a' && (c | 32) <= 'z';
-    if (tu_isupper(c) || tu_islower(c))
+    if (tmpl_isupper(c) || tmpl_islower(c))
         return 1;
     return c == 0xAA || c == 0xBA || (c >= 0x180 && c <= 0x24F) ||
            (c >= 0x370 && c <= 0x3FF && c != 0x37E && c != 0x387) || (c >= 0x400 && c <= 0x481) ||
@@ -147,7 +111,7 @@ int tu_isalpha(uint32_t c)
            (c >= 0xAC00 && c <= 0xD7A3) || (c >= 0x20000 && c <= 0x2FA1F);
 }
 
-int tu_isprintable(uint32_t c)
+int tmpl_isprintable(uint32_t c)
 {
     if (c < 0x20 || (c >= 0x7F && c <= 0xA0) || c == 0xAD)
         return 0;
@@ -159,43 +123,43 @@ int tu_isprintable(uint32_t c)
     return 1;
 }
 
-void tu_put_upper(struct sbuf *b, uint32_t c)
+void tmpl_put_upper(struct sbuf *b, uint32_t c)
 {
     if (c == 0xDF) {
-        template_strbuf_put(b, "SS", 2);
+        tmpl_strbuf_put(b, "SS", 2);
         return;
     }
-    template_strbuf_put_cp(b, map_upper(c));
+    tmpl_strbuf_put_cp(b, map_upper(c));
 }
 
-void tu_put_lower(struct sbuf *b, uint32_t c)
+void tmpl_put_lower(struct sbuf *b, uint32_t c)
 {
     if (c == 0x130) { /* İ -> i + combining dot above */
-        template_strbuf_putc(b, 'i');
-        template_strbuf_put_cp(b, 0x307);
+        tmpl_strbuf_putc(b, 'i');
+        tmpl_strbuf_put_cp(b, 0x307);
         return;
     }
-    template_strbuf_put_cp(b, map_lower(c));
+    tmpl_strbuf_put_cp(b, map_lower(c));
 }
 
 static int in_chars(uint32_t c, const char *chars, size_t nchars)
 {
     if (!chars)
-        return tu_isspace(c);
+        return tmpl_isspace(c);
     for (size_t i = 0; i < nchars;)
-        if (template_utf8_next(chars, nchars, &i) == c)
+        if (utf8_next(chars, nchars, &i) == c)
             return 1;
     return 0;
 }
 
-void tu_strip(const char *s, size_t n, const char *chars, size_t nchars, int which, size_t *start,
+void tmpl_strip(const char *s, size_t n, const char *chars, size_t nchars, int which, size_t *start,
               size_t *end)
 {
     size_t a = 0, z = n;
     if (which & 1) {
         while (a < z) {
             size_t i = a;
-            if (!in_chars(template_utf8_next(s, n, &i), chars, nchars))
+            if (!in_chars(utf8_next(s, n, &i), chars, nchars))
                 break;
             a = i;
         }
@@ -206,7 +170,7 @@ void tu_strip(const char *s, size_t n, const char *chars, size_t nchars, int whi
             while (p > a && ((unsigned char)s[p] & 0xC0) == 0x80)
                 p--;
             size_t i = p;
-            if (!in_chars(template_utf8_next(s, n, &i), chars, nchars))
+            if (!in_chars(utf8_next(s, n, &i), chars, nchars))
                 break;
             z = p;
         }
@@ -221,12 +185,12 @@ static int is_line_break(uint32_t c)
            c == 0x85 || c == 0x2028 || c == 0x2029;
 }
 
-void tu_splitlines(const char *s, size_t n, void (*fn)(void *ctx, const char *line, size_t len), void *ctx)
+void tmpl_splitlines(const char *s, size_t n, void (*fn)(void *ctx, const char *line, size_t len), void *ctx)
 {
     size_t start = 0, i = 0;
     while (i < n) {
         size_t at = i;
-        uint32_t c = template_utf8_next(s, n, &i);
+        uint32_t c = utf8_next(s, n, &i);
         if (!is_line_break(c))
             continue;
         fn(ctx, s + start, at - start);

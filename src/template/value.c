@@ -9,7 +9,7 @@
 
 /* ------------------------------------------------------------ sbuf */
 
-static void template_strbuf_reserve(struct sbuf *b, size_t extra)
+static void tmpl_strbuf_reserve(struct sbuf *b, size_t extra)
 {
     if (b->n + extra + 1 <= b->cap)
         return;
@@ -20,20 +20,20 @@ static void template_strbuf_reserve(struct sbuf *b, size_t extra)
     b->cap = cap;
 }
 
-void template_strbuf_put(struct sbuf *b, const char *s, size_t n)
+void tmpl_strbuf_put(struct sbuf *b, const char *s, size_t n)
 {
-    template_strbuf_reserve(b, n);
+    tmpl_strbuf_reserve(b, n);
     if (n)
         memcpy(b->p + b->n, s, n);
     b->n += n;
     b->p[b->n] = 0;
 }
 
-void template_strbuf_puts(struct sbuf *b, const char *s) { template_strbuf_put(b, s, strlen(s)); }
+void tmpl_strbuf_puts(struct sbuf *b, const char *s) { tmpl_strbuf_put(b, s, strlen(s)); }
 
-void template_strbuf_putc(struct sbuf *b, char c) { template_strbuf_put(b, &c, 1); }
+void tmpl_strbuf_putc(struct sbuf *b, char c) { tmpl_strbuf_put(b, &c, 1); }
 
-void template_strbuf_printf(struct sbuf *b, const char *fmt, ...)
+void tmpl_strbuf_printf(struct sbuf *b, const char *fmt, ...)
 {
     char tmp[256];
     va_list ap;
@@ -43,17 +43,17 @@ void template_strbuf_printf(struct sbuf *b, const char *fmt, ...)
     if (n < 0)
         return;
     if ((size_t)n < sizeof tmp) {
-        template_strbuf_put(b, tmp, (size_t)n);
+        tmpl_strbuf_put(b, tmp, (size_t)n);
         return;
     }
-    template_strbuf_reserve(b, (size_t)n);
+    tmpl_strbuf_reserve(b, (size_t)n);
     va_start(ap, fmt);
     vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap);
     va_end(ap);
     b->n += (size_t)n;
 }
 
-void template_strbuf_put_cp(struct sbuf *b, uint32_t cp)
+void tmpl_strbuf_put_cp(struct sbuf *b, uint32_t cp)
 {
     char o[4];
     size_t n;
@@ -76,17 +76,17 @@ void template_strbuf_put_cp(struct sbuf *b, uint32_t cp)
         o[3] = (char)(0x80 | (cp & 0x3F));
         n = 4;
     }
-    template_strbuf_put(b, o, n);
+    tmpl_strbuf_put(b, o, n);
 }
 
-struct tval template_strbuf_take_str(struct sbuf *b)
+struct tval tmpl_strbuf_take_str(struct sbuf *b)
 {
-    struct tval v = template_value_str(b->p ? b->p : "", b->n);
-    template_strbuf_free(b);
+    struct tval v = tmpl_value_str(b->p ? b->p : "", b->n);
+    tmpl_strbuf_free(b);
     return v;
 }
 
-void template_strbuf_free(struct sbuf *b)
+void tmpl_strbuf_free(struct sbuf *b)
 {
     free(b->p);
     b->p = NULL;
@@ -103,18 +103,18 @@ struct tstr *tstr_new(const char *s, size_t len)
     if (len)
         memcpy(t->s, s, len);
     t->s[len] = 0;
-    t->ncp = template_utf8_count(t->s, len);
+    t->ncp = utf8_count(t->s, len);
     return t;
 }
 
-struct tval template_value_undef(void)
+struct tval tmpl_value_undef(void)
 {
     struct tval v = {.k = TV_UNDEF};
     v.u.s = NULL;
     return v;
 }
 
-struct tval template_value_undef_hint(const char *fmt, ...)
+struct tval tmpl_value_undef_hint(const char *fmt, ...)
 {
     char tmp[512];
     va_list ap;
@@ -126,48 +126,48 @@ struct tval template_value_undef_hint(const char *fmt, ...)
     return v;
 }
 
-struct tval template_value_none(void)
+struct tval tmpl_value_none(void)
 {
     struct tval v = {.k = TV_NONE};
     return v;
 }
 
-struct tval template_value_bool(int b)
+struct tval tmpl_value_bool(int b)
 {
     struct tval v = {.k = TV_BOOL};
     v.u.b = !!b;
     return v;
 }
 
-struct tval template_value_int(int64_t i)
+struct tval tmpl_value_int(int64_t i)
 {
     struct tval v = {.k = TV_INT};
     v.u.i = i;
     return v;
 }
 
-struct tval template_value_float(double f)
+struct tval tmpl_value_float(double f)
 {
     struct tval v = {.k = TV_FLOAT};
     v.u.f = f;
     return v;
 }
 
-struct tval template_value_str(const char *s, size_t len)
+struct tval tmpl_value_str(const char *s, size_t len)
 {
-    return template_value_str_take(tstr_new(s, len));
+    return tmpl_value_str_take(tstr_new(s, len));
 }
 
-struct tval template_value_cstr(const char *s) { return template_value_str(s, strlen(s)); }
+struct tval tmpl_value_cstr(const char *s) { return tmpl_value_str(s, strlen(s)); }
 
-struct tval template_value_str_take(struct tstr *s)
+struct tval tmpl_value_str_take(struct tstr *s)
 {
     struct tval v = {.k = TV_STR};
     v.u.s = s;
     return v;
 }
 
-struct tval template_value_list_new(uint8_t sub, size_t cap)
+struct tval tmpl_value_list_new(uint8_t sub, size_t cap)
 {
     struct tlist *l = xcalloc(1, sizeof *l);
     l->h.rc = 1;
@@ -180,7 +180,7 @@ struct tval template_value_list_new(uint8_t sub, size_t cap)
     return v;
 }
 
-void template_list_push(struct tlist *l, struct tval v)
+void tmpl_list_push(struct tlist *l, struct tval v)
 {
     if (l->n == l->cap) {
         l->cap = l->cap ? l->cap * 2 : 4;
@@ -189,7 +189,7 @@ void template_list_push(struct tlist *l, struct tval v)
     l->v[l->n++] = v;
 }
 
-struct tval template_value_dict_new(size_t cap)
+struct tval tmpl_value_dict_new(size_t cap)
 {
     struct tdict *d = xcalloc(1, sizeof *d);
     d->h.rc = 1;
@@ -203,15 +203,15 @@ struct tval template_value_dict_new(size_t cap)
     return v;
 }
 
-struct tval *template_dict_get(const struct tdict *d, struct tval k)
+struct tval *tmpl_dict_get(const struct tdict *d, struct tval k)
 {
     for (size_t i = 0; i < d->n; i++)
-        if (template_value_equal(d->k[i], k))
+        if (tmpl_value_equal(d->k[i], k))
             return &d->v[i];
     return NULL;
 }
 
-struct tval *template_dict_get_str(const struct tdict *d, const char *key)
+struct tval *tmpl_dict_get_str(const struct tdict *d, const char *key)
 {
     size_t len = strlen(key);
     for (size_t i = 0; i < d->n; i++)
@@ -220,13 +220,13 @@ struct tval *template_dict_get_str(const struct tdict *d, const char *key)
     return NULL;
 }
 
-void template_dict_set(struct tdict *d, struct tval k, struct tval v)
+void tmpl_dict_set(struct tdict *d, struct tval k, struct tval v)
 {
-    struct tval *old = template_dict_get(d, k);
+    struct tval *old = tmpl_dict_get(d, k);
     if (old) {
-        template_value_release(*old);
+        tmpl_value_release(*old);
         *old = v;
-        template_value_release(k);
+        tmpl_value_release(k);
         return;
     }
     if (d->n == d->cap) {
@@ -239,18 +239,18 @@ void template_dict_set(struct tdict *d, struct tval k, struct tval v)
     d->n++;
 }
 
-struct tval template_value_ns_new(void)
+struct tval tmpl_value_ns_new(void)
 {
     struct tns *ns = xcalloc(1, sizeof *ns);
     ns->h.rc = 1;
-    struct tval d = template_value_dict_new(0);
+    struct tval d = tmpl_value_dict_new(0);
     ns->d = d.u.d;
     struct tval v = {.k = TV_NS};
     v.u.ns = ns;
     return v;
 }
 
-struct tval template_value_func_builtin(const char *name, const char *owner, tbuiltin_fn fn, struct tval self)
+struct tval tmpl_value_func_builtin(const char *name, const char *owner, tbuiltin_fn fn, struct tval self)
 {
     struct tfunc *f = xcalloc(1, sizeof *f);
     f->h.rc = 1;
@@ -259,7 +259,7 @@ struct tval template_value_func_builtin(const char *name, const char *owner, tbu
     f->owner = owner;
     f->fn = fn;
     f->self = self;
-    template_value_retain(self);
+    tmpl_value_retain(self);
     struct tval v = {.k = TV_FUNC};
     v.u.fn = f;
     return v;
@@ -288,7 +288,7 @@ static struct tobj *heap_of(struct tval v)
     }
 }
 
-void template_value_retain(struct tval v)
+void tmpl_value_retain(struct tval v)
 {
     struct tobj *h = heap_of(v);
     if (h && h->rc >= 0)
@@ -298,15 +298,15 @@ void template_value_retain(struct tval v)
 static void dict_free(struct tdict *d)
 {
     for (size_t i = 0; i < d->n; i++) {
-        template_value_release(d->k[i]);
-        template_value_release(d->v[i]);
+        tmpl_value_release(d->k[i]);
+        tmpl_value_release(d->v[i]);
     }
     free(d->k);
     free(d->v);
     free(d);
 }
 
-void template_value_release(struct tval v)
+void tmpl_value_release(struct tval v)
 {
     struct tobj *h = heap_of(v);
     if (!h || h->rc < 0 || --h->rc > 0)
@@ -318,7 +318,7 @@ void template_value_release(struct tval v)
         break;
     case TV_LIST:
         for (size_t i = 0; i < v.u.l->n; i++)
-            template_value_release(v.u.l->v[i]);
+            tmpl_value_release(v.u.l->v[i]);
         free(v.u.l->v);
         free(v.u.l);
         break;
@@ -330,16 +330,16 @@ void template_value_release(struct tval v)
         free(v.u.ns);
         break;
     case TV_FUNC:
-        template_value_release(v.u.fn->self);
+        tmpl_value_release(v.u.fn->self);
         if (v.u.fn->closure)
-            tframe_release(v.u.fn->closure);
+            tmpl_frame_release(v.u.fn->closure);
         free(v.u.fn);
         break;
     case TV_LOOP: {
         struct tval items = {.k = TV_LIST};
         items.u.l = v.u.loop->items;
-        template_value_release(items);
-        template_value_release(v.u.loop->last_changed);
+        tmpl_value_release(items);
+        tmpl_value_release(v.u.loop->last_changed);
         free(v.u.loop);
         break;
     }
@@ -348,25 +348,25 @@ void template_value_release(struct tval v)
     }
 }
 
-void template_value_make_immortal(struct tval v)
+void tmpl_value_make_immortal(struct tval v)
 {
     struct tobj *h = heap_of(v);
     if (h)
         h->rc = -1;
 }
 
-void template_value_free_immortal(struct tval v)
+void tmpl_value_free_immortal(struct tval v)
 {
     struct tobj *h = heap_of(v);
     if (h) {
         h->rc = 1;
-        template_value_release(v);
+        tmpl_value_release(v);
     }
 }
 
 /* ------------------------------------------------------ Python semantics */
 
-int template_value_truthy(struct tval v)
+int tmpl_value_truthy(struct tval v)
 {
     switch (v.k) {
     case TV_UNDEF:
@@ -390,16 +390,16 @@ int template_value_truthy(struct tval v)
     }
 }
 
-int template_value_is_str(struct tval v) { return v.k == TV_STR; }
+int tmpl_value_is_str(struct tval v) { return v.k == TV_STR; }
 
-int template_value_is_num(struct tval v) { return v.k == TV_INT || v.k == TV_FLOAT || v.k == TV_BOOL; }
+int tmpl_value_is_num(struct tval v) { return v.k == TV_INT || v.k == TV_FLOAT || v.k == TV_BOOL; }
 
-double template_value_num(struct tval v)
+double tmpl_value_num(struct tval v)
 {
     return v.k == TV_FLOAT ? v.u.f : v.k == TV_INT ? (double)v.u.i : v.k == TV_BOOL ? v.u.b : 0;
 }
 
-const char *template_value_type_name(struct tval v)
+const char *tmpl_value_type_name(struct tval v)
 {
     switch (v.k) {
     case TV_UNDEF:
@@ -449,7 +449,7 @@ static int num_equal(struct tval a, struct tval b)
     int64_t x, y;
     if (tval_int_of(a, &x) && tval_int_of(b, &y))
         return x == y;
-    return template_value_num(a) == template_value_num(b);
+    return tmpl_value_num(a) == tmpl_value_num(b);
 }
 
 /* list and tuple never compare equal to each other; views and ranges
@@ -459,9 +459,9 @@ static int seq_class(const struct tlist *l)
     return l->sub == TL_KEYS || l->sub == TL_ITEMS ? TL_ITEMS : l->sub;
 }
 
-int template_value_equal(struct tval a, struct tval b)
+int tmpl_value_equal(struct tval a, struct tval b)
 {
-    if (template_value_is_num(a) && template_value_is_num(b))
+    if (tmpl_value_is_num(a) && tmpl_value_is_num(b))
         return num_equal(a, b);
     if (a.k != b.k)
         return 0;
@@ -479,7 +479,7 @@ int template_value_equal(struct tval a, struct tval b)
         if (x->sub == TL_ITER || x->sub == TL_VALUES || seq_class(x) != seq_class(y) || x->n != y->n)
             return 0;
         for (size_t i = 0; i < x->n; i++)
-            if (!template_value_equal(x->v[i], y->v[i]))
+            if (!tmpl_value_equal(x->v[i], y->v[i]))
                 return 0;
         return 1;
     }
@@ -490,8 +490,8 @@ int template_value_equal(struct tval a, struct tval b)
         if (x->n != y->n)
             return 0;
         for (size_t i = 0; i < x->n; i++) {
-            const struct tval *o = template_dict_get(y, x->k[i]);
-            if (!o || !template_value_equal(x->v[i], *o))
+            const struct tval *o = tmpl_dict_get(y, x->k[i]);
+            if (!o || !tmpl_value_equal(x->v[i], *o))
                 return 0;
         }
         return 1;
@@ -507,14 +507,14 @@ int template_value_equal(struct tval a, struct tval b)
     }
 }
 
-int template_value_less(struct tval a, struct tval b, int *lt, char *msg, size_t msg_len)
+int tmpl_value_less(struct tval a, struct tval b, int *lt, char *msg, size_t msg_len)
 {
-    if (template_value_is_num(a) && template_value_is_num(b)) {
+    if (tmpl_value_is_num(a) && tmpl_value_is_num(b)) {
         int64_t x, y;
         if (tval_int_of(a, &x) && tval_int_of(b, &y))
             *lt = x < y;
         else
-            *lt = template_value_num(a) < template_value_num(b);
+            *lt = tmpl_value_num(a) < tmpl_value_num(b);
         return 0;
     }
     if (a.k == TV_STR && b.k == TV_STR) {
@@ -528,24 +528,24 @@ int template_value_less(struct tval a, struct tval b, int *lt, char *msg, size_t
         const struct tlist *x = a.u.l, *y = b.u.l;
         size_t n = x->n < y->n ? x->n : y->n;
         for (size_t i = 0; i < n; i++)
-            if (!template_value_equal(x->v[i], y->v[i]))
-                return template_value_less(x->v[i], y->v[i], lt, msg, msg_len);
+            if (!tmpl_value_equal(x->v[i], y->v[i]))
+                return tmpl_value_less(x->v[i], y->v[i], lt, msg, msg_len);
         *lt = x->n < y->n;
         return 0;
     }
     snprintf(msg, msg_len, "'<' not supported between instances of '%s' and '%s'",
-             template_value_type_name(a), template_value_type_name(b));
+             tmpl_value_type_name(a), tmpl_value_type_name(b));
     return -1;
 }
 
-int template_value_hashable(struct tval v)
+int tmpl_value_hashable(struct tval v)
 {
     if (v.k == TV_DICT)
         return 0;
     if (v.k == TV_LIST) {
         if (v.u.l->sub == TL_TUPLE) {
             for (size_t i = 0; i < v.u.l->n; i++)
-                if (!template_value_hashable(v.u.l->v[i]))
+                if (!tmpl_value_hashable(v.u.l->v[i]))
                     return 0;
             return 1;
         }

@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 /* A byte trie with children in an open-addressing table keyed by
  * (node, byte); node 0 is the root. terminal[node] = token index + 1. */
@@ -148,18 +148,10 @@ static int longest_at(const struct trie *t, const char *s, size_t len, size_t i,
 
 static int single_word_ok(const char *s, size_t len, size_t start, size_t stop)
 {
-    uint32_t cp;
-    if (start > 0) {
-        utf8_decode(s + utf8_prev(s, start), &cp);
-        if (utf8_is_word_char(cp))
-            return 0;
-    }
-    if (stop < len) {
-        utf8_decode(s + stop, &cp);
-        if (utf8_is_word_char(cp))
-            return 0;
-    }
-    return 1;
+    size_t at = start > 0 ? utf8_prev(s, start) : 0, after = stop;
+    if (start > 0 && utf8_is_word_char(utf8_next(s, len, &at)))
+        return 0;
+    return !(stop < len && utf8_is_word_char(utf8_next(s, len, &after)));
 }
 
 void added_tokens_split(const struct added_tokens *a, int which, const char *s, size_t len, struct pieces *out)
@@ -182,20 +174,18 @@ void added_tokens_split(const struct added_tokens *a, int which, const char *s, 
         size_t start = i;
         if (tok->lstrip) /* swallow whitespace before it, not past earlier output */
             while (start > done) {
-                size_t p = utf8_prev(s, start);
-                uint32_t cp;
-                utf8_decode(s + p, &cp);
-                if (!utf8_is_whitespace(cp))
+                const size_t p = utf8_prev(s, start);
+                size_t at = p;
+                if (!utf8_is_whitespace(utf8_next(s, len, &at)))
                     break;
                 start = p;
             }
         if (tok->rstrip)
             while (stop < len) {
-                uint32_t cp;
-                int n = utf8_decode(s + stop, &cp);
-                if (!utf8_is_whitespace(cp))
+                size_t next = stop;
+                if (!utf8_is_whitespace(utf8_next(s, len, &next)))
                     break;
-                stop += (size_t)n;
+                stop = next;
             }
         pieces_push(out, s + done, start - done, -1);
         pieces_push(out, s + start, stop - start, tok->id);

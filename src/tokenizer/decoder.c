@@ -5,7 +5,7 @@
 
 #include "tokenizer/byte_level.h"
 #include "tokenizer/pattern.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 enum dec_kind { DEC_BYTE_LEVEL, DEC_REPLACE, DEC_BYTE_FALLBACK, DEC_FUSE, DEC_STRIP, DEC_SEQUENCE };
 
@@ -99,9 +99,7 @@ static void byte_level(struct pieces *in, struct pieces *out)
         const char *s = piece_str(in, i);
         size_t len = in->v[i].len, start = n;
         for (size_t k = 0; k < len;) {
-            uint32_t cp;
-            k += (size_t)utf8_decode(s + k, &cp);
-            int b = byte_level_byte(cp);
+            int b = byte_level_byte(utf8_next(s, len, &k));
             if (b < 0) {
                 memcpy(bytes + start, s, len);
                 n = start + len;

@@ -17,7 +17,7 @@
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/spm.h"
 #include "tokenizer/tokenizer_impl.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 void tokenizer_free(struct tokenizer *t)
 {

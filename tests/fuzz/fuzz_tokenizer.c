@@ -13,7 +13,7 @@
 
 #include "tokenizer/byte_level.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 static const char small_tokenizer[] =
     "{\"added_tokens\": [{\"id\": 9, \"content\": \"<s>\", \"special\": true, \"lstrip\": true, \"rstrip\": true},"

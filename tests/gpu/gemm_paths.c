@@ -131,7 +131,7 @@ int gemm_mode_gated(struct backend *be, const struct gemm_mode *md, void *out, v
             CUDA_CHECK(launch_gemv_gated(out, x, w->data, m, F, k, act01, NULL, sms(be), cuda_stream(be)));
             return 0;
         }
-        CUDA_CHECK(gemv_gated_variant_auto(m, F, k, sms(be), 1, &v));
+        CUDA_CHECK(gemv_gated_variant_auto(m, F, k, sms(be), &v));
         v.pdl = 0;
         break;
     }

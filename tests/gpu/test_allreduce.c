@@ -6,9 +6,7 @@
  * rank: odd sizes (a tail of n % 8), in place and not, consecutive calls
  * (the buffer halves alternate), ranks launched late (the others poll),
  * data that looks like an empty slot (AR_EMPTY, -0.0), bf16 and f32 calls
- * taking turns on one buffer, and
- * the all-reduce folded into the residual equal to the all-reduce followed
- * by the norm kernels, bit for bit. Timing inside CUDA graphs, one per GPU,
+ * taking turns on one buffer. Timing inside CUDA graphs, one per GPU,
  * is bench_allreduce_in_graphs. Skipped (passes, says so) on fewer than 2
  * GPUs. */
 #include <cuda_runtime_api.h>
@@ -494,117 +492,10 @@ static void *dev_copy(const void *host, size_t bytes)
     return p;
 }
 
-GPU_TEST(allreduce_fold_equals_all_reduce_then_norm)
-{
-    static const struct {
-        int d, plus_one, sandwich;
-    } shapes[] = {{3072, 0, 0}, {2560, 0, 0}, {1152, 1, 1}};
-    static const int row_counts[] = {1, 5, 64, 130, 300};
-    struct peers p;
-    if (peers_open(&p, 8, ctx->msg, sizeof ctx->msg))
-        return 0;
-    int failed = 0, cases = 0;
-    const size_t n_shapes = sizeof shapes / sizeof shapes[0];
-    for (size_t sp = 0; sp < 2 * n_shapes && !failed; sp++) /* each shape with the fold's row preloaded, then not */
-        for (size_t ri = 0; ri < sizeof row_counts / sizeof row_counts[0] && !failed; ri++, cases++) {
-            const size_t si = sp % n_shapes;
-            const int pre = sp < n_shapes;
-            const int d = shapes[si].d, rows = row_counts[ri], po = shapes[si].plus_one;
-            const size_t n = (size_t)rows * d, bytes = n * 2;
-            uint16_t *w = rand_bf16(ctx, (size_t)d, po ? 0.f : 1.f, 0.1f);
-            uint16_t *wd = rand_bf16(ctx, (size_t)d, po ? 0.f : 1.f, 0.1f);
-            uint16_t *res = rand_bf16(ctx, n, 0.f, 1.f);
-            void *part_a[AR_MAX_RANKS], *part_b[AR_MAX_RANKS], *res_a[AR_MAX_RANKS], *res_b[AR_MAX_RANKS];
-            void *out_a[AR_MAX_RANKS], *out_b[AR_MAX_RANKS], *w_d[AR_MAX_RANKS], *wd_d[AR_MAX_RANKS];
-            for (int g = 0; g < p.n; g++) {
-                float *part = gpu_rand_f32(ctx, n, 1.f), *jit = gpu_rand_f32(ctx, n, 1.f);
-                for (size_t i = 0; i < n; i++) /* f32 partial sums: off the bf16 grid */
-                    part[i] *= 1.0f + 1e-3f * jit[i];
-                CHECK(cudaSetDevice(g) == cudaSuccess);
-                part_a[g] = dev_copy(part, n * sizeof(float));
-                part_b[g] = dev_copy(part, n * sizeof(float));
-                free(jit);
-                res_a[g] = dev_copy(res, bytes);
-                res_b[g] = dev_copy(res, bytes);
-                w_d[g] = dev_copy(w, (size_t)d * 2);
-                wd_d[g] = dev_copy(wd, (size_t)d * 2);
-                CHECK(cudaMalloc(&out_a[g], bytes) == cudaSuccess && cudaMalloc(&out_b[g], bytes) == cudaSuccess);
-                CHECK(cudaMemset(out_a[g], 0xff, bytes) == cudaSuccess &&
-                      cudaMemset(out_b[g], 0xff, bytes) == cudaSuccess);
-                free(part);
-                CHECK(cudaDeviceSynchronize() == cudaSuccess); /* the memsets, before kernels on other streams */
-            }
-            const void *wdp = NULL;
-            for (int g = 0; g < p.n; g++) { /* the two steps: the all-reduce on every GPU, */
-                CHECK(cudaSetDevice(g) == cudaSuccess);
-                CHECK(launch_ar_one_shot_f32(&p.g[g], part_a[g], part_a[g], n, p.s[g]) == cudaSuccess);
-            }
-            /* One process drives every GPU here: a kernel's first launch may load its module, which waits
-             * for the device's running kernels, so nothing is launched while a rank spins at the flags. */
-            for (int g = 0; g < p.n; g++)
-                CHECK(cudaSetDevice(g) == cudaSuccess && cudaStreamSynchronize(p.s[g]) == cudaSuccess);
-            for (int g = 0; g < p.n; g++) { /* then the norm */
-                CHECK(cudaSetDevice(g) == cudaSuccess);
-                CHECK((shapes[si].sandwich ? launch_add_normed_rmsnorm_f32(res_a[g], part_a[g], wd_d[g], out_a[g],
-                                                                           w_d[g], rows, d, 1e-6f, po, p.s[g])
-                                           : launch_add_rmsnorm_f32(res_a[g], part_a[g], out_a[g], w_d[g], rows, d,
-                                                                    1e-6f, po, p.s[g])) == cudaSuccess);
-            }
-            for (int g = 0; g < p.n; g++) /* (as above) */
-                CHECK(cudaSetDevice(g) == cudaSuccess && cudaStreamSynchronize(p.s[g]) == cudaSuccess);
-            cuda_norm_preload_set(pre);
-            for (int g = 0; g < p.n; g++) { /* the one kernel */
-                CHECK(cudaSetDevice(g) == cudaSuccess);
-                wdp = shapes[si].sandwich ? wd_d[g] : NULL;
-                CHECK(launch_ar_fold(&p.g[g], res_b[g], part_b[g], wdp, out_b[g], w_d[g], rows, d, 1e-6f, po,
-                                     p.s[g]) == cudaSuccess);
-            }
-            cuda_norm_preload_set(-1);
-            uint16_t *a = malloc(bytes), *b = malloc(bytes), *first = malloc(bytes);
-            for (int g = 0; g < p.n && !failed; g++) {
-                CHECK(cudaSetDevice(g) == cudaSuccess && cudaStreamSynchronize(p.s[g]) == cudaSuccess);
-                for (int what = 0; what < 2 && !failed; what++) {
-                    CHECK(cudaMemcpy(a, what ? res_a[g] : out_a[g], bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
-                    CHECK(cudaMemcpy(b, what ? res_b[g] : out_b[g], bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
-                    if (memcmp(a, b, bytes)) {
-                        size_t i = 0;
-                        while (a[i] == b[i])
-                            i++;
-                        snprintf(ctx->msg, sizeof ctx->msg,
-                                 "d %d, %d rows, rank %d%s: the %s differs at %zu: folded %g, two steps %g", d, rows, g,
-                                 pre ? " (preloaded)" : "", what ? "residual" : "normed output", i, bf16_to_f32(b[i]),
-                                 bf16_to_f32(a[i]));
-                        failed = 1;
-                    }
-                    if (!what && g == 0)
-                        memcpy(first, b, bytes);
-                    else if (!what && memcmp(first, b, bytes)) {
-                        snprintf(ctx->msg, sizeof ctx->msg, "d %d, %d rows: rank %d's output differs from rank 0's",
-                                 d, rows, g);
-                        failed = 1;
-                    }
-                }
-            }
-            for (int g = 0; g < p.n; g++) {
-                cudaSetDevice(g);
-                cudaFree(part_a[g]), cudaFree(part_b[g]), cudaFree(res_a[g]), cudaFree(res_b[g]);
-                cudaFree(out_a[g]), cudaFree(out_b[g]), cudaFree(w_d[g]), cudaFree(wd_d[g]);
-            }
-            free(a), free(b), free(first), free(w), free(wd), free(res);
-        }
-    if (!failed)
-        snprintf(ctx->msg, sizeof ctx->msg, "%d GPUs, %d shapes: residual and output bit-equal to the two steps", p.n,
-                 cases);
-    peers_close(&p);
-    return failed;
-}
-
 /* K calls of what in one graph per GPU, the graphs launched together: us per
- * call on GPU 0, the best of 5. what: 0 one-shot of n bf16 elements (3: two-shot), 1
- * folded (f32 partials part32, a row of d = n), 2 add_rmsnorm alone (no
- * communication, for scale). */
-static double time_in_graphs(struct peers *p, int what, size_t n, void **bufs, void **part32, void **res, void **out,
-                             void **w)
+ * call on GPU 0, the best of 5. what: 0 one-shot of n bf16 elements (3: two-shot),
+ * 2 add_rmsnorm alone (no communication, for scale). */
+static double time_in_graphs(struct peers *p, int what, size_t n, void **bufs, void **res, void **out, void **w)
 {
     enum { K = 50 };
     cudaGraphExec_t exec[AR_MAX_RANKS];
@@ -615,8 +506,6 @@ static double time_in_graphs(struct peers *p, int what, size_t n, void **bufs, v
         for (int k = 0; k < K; k++)
             CHECK((what == 3   ? launch_ar_two_shot(&p->g[g], bufs[g], bufs[g], n, p->s[g])
                    : what == 0 ? launch_ar_one_shot(&p->g[g], bufs[g], bufs[g], n, p->s[g])
-                   : what == 1 ? launch_ar_fold(&p->g[g], res[g], part32[g], NULL, out[g], w[g], 1, (int)n, 1e-6f, 0,
-                                                p->s[g])
                                : launch_add_rmsnorm(res[g], bufs[g], out[g], w[g], 1, (int)n, 1e-6f, 0, p->s[g])) ==
                   cudaSuccess);
         CHECK(cudaStreamEndCapture(p->s[g], &graph) == cudaSuccess);
@@ -664,37 +553,33 @@ GPU_TEST(bench_allreduce_in_graphs)
     struct peers p;
     if (peers_open(&p, max_n, ctx->msg, sizeof ctx->msg))
         return 0;
-    void *res[AR_MAX_RANKS], *out[AR_MAX_RANKS], *w[AR_MAX_RANKS], *part32[AR_MAX_RANKS];
+    void *res[AR_MAX_RANKS], *out[AR_MAX_RANKS], *w[AR_MAX_RANKS];
     uint16_t *h = rand_bf16(ctx, max_n, 0.f, 1.f);
-    float *h32 = gpu_rand_f32(ctx, 8192, 1.f);
     for (int g = 0; g < p.n; g++) {
         cudaSetDevice(g);
         CHECK(cudaMemcpy(p.in[g], h, max_n * 2, cudaMemcpyHostToDevice) == cudaSuccess);
         res[g] = dev_copy(h, max_n * 2);
         out[g] = dev_copy(h, max_n * 2);
         w[g] = dev_copy(h, max_n * 2);
-        part32[g] = dev_copy(h32, 8192 * sizeof(float));
     }
     printf("all-reduce over %d GPUs inside CUDA graphs (50 calls a graph, one graph per GPU), us per call:\n", p.n);
-    printf("  %8s %10s %10s %14s %12s %10s\n", "elements", "KiB bf16", "one-shot", "folded (f32)", "norm alone",
-           "two-shot");
+    printf("  %8s %10s %10s %12s %10s\n", "elements", "KiB bf16", "one-shot", "norm alone", "two-shot");
     for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
         const size_t n = sizes[i];
-        double one = time_in_graphs(&p, 0, n, p.in, part32, res, out, w);
+        double one = time_in_graphs(&p, 0, n, p.in, res, out, w);
         if (n <= 8192) {
-            double fold = time_in_graphs(&p, 1, n, p.in, part32, res, out, w);
-            double norm = time_in_graphs(&p, 2, n, p.in, part32, res, out, w);
-            printf("  %8zu %10.1f %10.2f %14.2f %12.2f %10s\n", n, n * 2 / 1024.0, one, fold, norm, "-");
+            double norm = time_in_graphs(&p, 2, n, p.in, res, out, w);
+            printf("  %8zu %10.1f %10.2f %12.2f %10s\n", n, n * 2 / 1024.0, one, norm, "-");
         } else {
-            double two = time_in_graphs(&p, 3, n, p.in, part32, res, out, w);
-            printf("  %8zu %10.1f %10.2f %14s %12s %10.2f\n", n, n * 2 / 1024.0, one, "-", "-", two);
+            double two = time_in_graphs(&p, 3, n, p.in, res, out, w);
+            printf("  %8zu %10.1f %10.2f %12s %10.2f\n", n, n * 2 / 1024.0, one, "-", two);
         }
     }
     for (int g = 0; g < p.n; g++) {
         cudaSetDevice(g);
-        cudaFree(res[g]), cudaFree(out[g]), cudaFree(w[g]), cudaFree(part32[g]);
+        cudaFree(res[g]), cudaFree(out[g]), cudaFree(w[g]);
     }
-    free(h), free(h32);
+    free(h);
     peers_close(&p);
     return 0;
 }

@@ -105,7 +105,7 @@ GPU_TEST(logits_gather_places_every_shard)
     float **shard = make_shards(ctx, n, max), *in[2][AR_MAX_RANKS], *out[2];
     uint32_t **recs = make_records(n, stride), *rec[2][AR_MAX_RANKS];
     int32_t *want[2][AR_MAX_RANKS];
-    struct lg_sync *sync[AR_MAX_RANKS];
+    struct gather_sync *sync[AR_MAX_RANKS];
     cudaStream_t s[AR_MAX_RANKS];
     for (int d = 0; d < n; d++) {
         CHECK(cudaSetDevice(d) == cudaSuccess);
@@ -113,30 +113,30 @@ GPU_TEST(logits_gather_places_every_shard)
             CHECK(cudaMalloc((void **)&in[k][d], (max + 8) * 4) == cudaSuccess &&
                   cudaMalloc((void **)&rec[k][d], rec_bytes) == cudaSuccess &&
                   cudaMalloc((void **)&want[k][d], 4) == cudaSuccess);
-        CHECK(cudaMalloc((void **)&sync[d], sizeof(struct lg_sync)) == cudaSuccess &&
-              cudaMemset(sync[d], 0, sizeof(struct lg_sync)) == cudaSuccess);
+        CHECK(cudaMalloc((void **)&sync[d], sizeof(struct gather_sync)) == cudaSuccess &&
+              cudaMemset(sync[d], 0, sizeof(struct gather_sync)) == cudaSuccess);
         CHECK(cudaStreamCreateWithFlags(&s[d], cudaStreamNonBlocking) == cudaSuccess);
     }
     CHECK(cudaSetDevice(0) == cudaSuccess);
     float *landing = NULL;
     for (int k = 0; k < 2; k++)
         CHECK(cudaMalloc((void **)&out[k], (size_t)n * max * 4) == cudaSuccess);
-    CHECK(cudaMalloc((void **)&landing, LG_LANDING_BYTES) == cudaSuccess);
-    CHECK(ar_fill_empty(landing, LG_LANDING_BYTES, 0) == cudaSuccess &&
+    CHECK(cudaMalloc((void **)&landing, GATHER_LANDING_BYTES) == cudaSuccess);
+    CHECK(ar_fill_empty(landing, GATHER_LANDING_BYTES, 0) == cudaSuccess &&
           cudaDeviceSynchronize() == cudaSuccess);
-    struct lg_group g[AR_MAX_RANKS];
+    struct gather_group g[AR_MAX_RANKS];
     for (int d = 0; d < n; d++) {
-        g[d] = (struct lg_group){.landing = landing, .rank = d, .size = n};
+        g[d] = (struct gather_group){.landing = landing, .rank = d, .size = n};
         memcpy(g[d].sync, sync, sizeof sync);
     }
     float *got = malloc((size_t)n * max * 4);
     uint32_t *got_recs = malloc(rec_bytes);
-    uint32_t *left = malloc(LG_LANDING_BYTES);
+    uint32_t *left = malloc(GATHER_LANDING_BYTES);
     int calls = 0, failed = 0;
     for (size_t k = 0; k < sizeof shapes / sizeof shapes[0] && !failed; k++)
         for (int rep = 0; rep < 2 && !failed; rep++) {
             const int rows = shapes[k][0], cols = shapes[k][1];
-            if (!lg_fits(n, rows, cols, RECS, LG_LANDING_BYTES))
+            if (!gather_fits(n, rows, cols, RECS, GATHER_LANDING_BYTES))
                 continue;
             const size_t per = (size_t)rows * cols;
             for (int d = 0; d < n; d++) /* call c of the pair takes the data shifted by 2 rep + c */
@@ -155,9 +155,9 @@ GPU_TEST(logits_gather_places_every_shard)
                 if (rep == 1 && d == n - 1)
                     usleep(20000); /* a late peer */
                 for (int c = 0; c < 2; c++) {
-                    const struct lg_records r = {rec[c][d], stride, RECS};
-                    CHECK((d == 0 ? launch_lg_place(&g[0], out[c], in[c][0], r, want[c][0], rows, cols, s[0])
-                                  : launch_lg_push(&g[d], in[c][d], r, want[c][d], rows, cols, s[d])) ==
+                    const struct gather_records r = {rec[c][d], stride, RECS};
+                    CHECK((d == 0 ? launch_gather_place(&g[0], out[c], in[c][0], r, want[c][0], rows, cols, s[0])
+                                  : launch_gather_push(&g[d], in[c][d], r, want[c][d], rows, cols, s[d])) ==
                           cudaSuccess);
                 }
             }

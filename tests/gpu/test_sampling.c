@@ -26,8 +26,8 @@ static int ensure_init(struct gpu_ctx *ctx)
 {
     static int done;
     struct err e = {{0}};
-    if (!done && ctx->cuda->ops->sample_init(ctx->cuda, MAX_ROWS, MAX_V, &e)) {
-        fprintf(stderr, "sample_init: %s\n", e.msg);
+    if (!done && ctx->cuda->ops->sampler->init(ctx->cuda, MAX_ROWS, MAX_ROWS, MAX_V, &e)) {
+        fprintf(stderr, "the sampler's init: %s\n", e.msg);
         return -1;
     }
     done = 1;
@@ -39,8 +39,8 @@ static int ensure_init(struct gpu_ctx *ctx)
 static int sample_rows(struct backend *be, const float *logits, int n, int vocab, const struct sample_row *rows,
                        struct sample_result *out, struct err *e)
 {
-    return be->ops->sample_stage(be, n, n, vocab, rows, e) || be->ops->sample_enqueue(be, logits, NULL, n, vocab, e) ||
-                   be->ops->sample_finish(be, n, out, e)
+    return be->ops->sampler->stage(be, n, n, vocab, rows, e) || be->ops->sampler->enqueue(be, logits, n, vocab, e) ||
+                   be->ops->sampler->finish(be, n, out, e)
                ? -1
                : 0;
 }
@@ -256,7 +256,7 @@ static float *make_peaked_logits(struct gpu_ctx *ctx, int n, int V)
 static int check_rows(struct gpu_ctx *ctx, int V, int batches, int rows, float *(*make)(struct gpu_ctx *, int, int))
 {
     if (ensure_init(ctx))
-        GPU_FAIL("sample_init failed");
+        GPU_FAIL("the sampler's init failed");
     struct tally tl = {0};
     static struct row_case cases[MAX_ROWS];
     for (int b = 0; b < batches; b++) {
@@ -305,7 +305,7 @@ GPU_TEST(sampling_same_in_any_call)
 {
     enum { N = 48, FEW = 16, V = 262144 };
     if (ensure_init(ctx))
-        GPU_FAIL("sample_init failed");
+        GPU_FAIL("the sampler's init failed");
     static struct row_case cases[N];
     struct sample_row rows[N];
     for (int r = 0; r < N; r++) {
@@ -344,7 +344,7 @@ GPU_TEST(sampling_same_in_any_call)
 GPU_TEST(sampling_ties_at_the_cuts)
 {
     if (ensure_init(ctx))
-        GPU_FAIL("sample_init failed");
+        GPU_FAIL("the sampler's init failed");
     const int V = 5000, n = MAX_ROWS;
     float *l = malloc((size_t)n * V * sizeof(float));
     static struct row_case cases[MAX_ROWS];
@@ -370,7 +370,7 @@ GPU_TEST(sampling_ties_at_the_cuts)
 GPU_TEST(sampling_many_steps_one_seed)
 {
     if (ensure_init(ctx))
-        GPU_FAIL("sample_init failed");
+        GPU_FAIL("the sampler's init failed");
     const int V = 32000;
     static struct row_case cases[MAX_ROWS];
     struct tally tl = {0};
@@ -392,7 +392,7 @@ GPU_TEST(sampling_many_steps_one_seed)
 GPU_TEST(sampling_refuses_what_it_cannot_hold)
 {
     if (ensure_init(ctx))
-        GPU_FAIL("sample_init failed");
+        GPU_FAIL("the sampler's init failed");
     struct err e = {{0}};
     struct sampling_params p = sampling_params_default();
     p.repetition_penalty = 1.2f;
@@ -411,7 +411,7 @@ GPU_TEST(sampling_refuses_what_it_cannot_hold)
         rows[i] = (struct sample_row){&p, 0, seen, 0};
     struct sample_result outs[MAX_ROWS + 1];
     if (sample_rows(ctx->cuda, dl, MAX_ROWS + 1, 10, rows, outs, &e) == 0)
-        GPU_FAIL("more rows than sample_init sized were accepted");
+        GPU_FAIL("more rows than the sampler's init sized were accepted");
     return 0;
 }
 
@@ -469,7 +469,7 @@ static void bench_rows(struct gpu_ctx *ctx, const float *l, int V, float tempera
 GPU_TEST(bench_sampling_128256)
 {
     if (ensure_init(ctx))
-        GPU_FAIL("sample_init failed");
+        GPU_FAIL("the sampler's init failed");
     char *m = ctx->msg;
     float *(*make[2])(struct gpu_ctx *, int, int) = {make_logits, make_peaked_logits};
     for (int i = 0; i < 2; i++) {
@@ -492,7 +492,7 @@ GPU_TEST(bench_sampling_model_rows)
         return 0;
     }
     if (ensure_init(ctx))
-        GPU_FAIL("sample_init failed");
+        GPU_FAIL("the sampler's init failed");
     const char *vs = getenv("INFER_BENCH_VOCAB");
     const int V = vs ? atoi(vs) : 262144;
     if (V <= 0 || V > MAX_V)

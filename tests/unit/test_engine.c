@@ -162,7 +162,7 @@ Test(engine, concurrent_submissions_give_alone_outputs)
     wait_finished(&c, N_REQ);
     struct engine_stats st;
     engine_get_stats(eng, &st);
-    engine_destroy(eng);
+    engine_free(eng);
     cr_assert_eq(st.requests, N_REQ);
     cr_assert(st.prefix_hit_tokens > 0, "the shared start was never found in the cache");
     long completion = 0;
@@ -225,7 +225,7 @@ Test(engine, stop_string_across_tokens_ends_the_choice)
     long cut = engine_submit(eng, &rq, &e);
     cr_assert(cut > 0, "%s", e.msg);
     wait_finished(&c, 2);
-    engine_destroy(eng);
+    engine_free(eng);
     struct result *r = find(&c, cut, 0);
     cr_assert_eq(r->finish, FINISH_REASON_STOP);
     cr_assert_eq(r->n_ids, k + 2, "stopped after %d tokens, expected %d", r->n_ids, k + 2);
@@ -270,7 +270,7 @@ Test(engine, n_choices_are_reproducible_per_seed)
         struct engine_stats st;
         engine_get_stats(eng, &st);
         cr_assert(st.forked_blocks > 0, "the choices did not share the prompt's blocks");
-        engine_destroy(eng);
+        engine_free(eng);
         for (int i = 0; i < 3; i++)
             runs[run][i] = *find(&c, id, i);
     }
@@ -326,7 +326,7 @@ Test(engine, abort_and_shutdown_end_requests)
     rq.n_prompt = 20;
     long b = engine_submit(eng, &rq, &e);
     cr_assert(b > 0);
-    engine_destroy(eng);
+    engine_free(eng);
     cr_assert(find(&c, b, 0)->finished);
     cr_assert_eq(c.n_finished, 3);
     test_free_model(m, be);

@@ -1,4 +1,4 @@
-/* The relay's shared-memory mailbox (dist/mailbox.h) between processes:
+/* The relay's shared-memory mailbox (parallel/mailbox.h) between processes:
  * rank 0 posts 3000 messages of varying sizes to two ranks, one polling,
  * one that goes to sleep on a pipe between messages and is woken the way
  * group.c's relay does it (rank 0 writes a byte where mailbox_sleeping says
@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "dist/mailbox.h"
+#include "parallel/mailbox.h"
 
 enum { N_MSG = 3000, CAP = 4096 };
 

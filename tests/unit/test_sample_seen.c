@@ -102,7 +102,7 @@ Test(sample_seen, cpu_sample_op_is_sample_token)
     struct err e = {{0}};
     struct backend *be = backend_create(BACKEND_KIND_CPU, 1, &e);
     cr_assert(be, "%s", e.msg);
-    cr_assert_eq(be->ops->sample_init(be, 4, V, &e), 0);
+    cr_assert_eq(be->ops->sampler->init(be, 4, 4, V, &e), 0);
     struct rng g;
     rng_seed(&g, 8, 0, 0);
     int32_t slot[V], prompt[HIST], output[HIST];
@@ -123,12 +123,12 @@ Test(sample_seen, cpu_sample_op_is_sample_token)
         rows[r] = (struct sample_row){&p[r], (uint64_t)r, seen[r], n};
         sample_token(l + r * V, V, &p[r], prompt, np, output, no, (uint64_t)r, scratch, &want[r]);
     }
-    cr_assert_eq(be->ops->sample_stage(be, 4, 4, V, rows, &e), 0, "%s", e.msg);
-    cr_assert_eq(be->ops->sample_enqueue(be, l, NULL, 4, V, &e), 0, "%s", e.msg);
-    cr_assert_eq(be->ops->sample_finish(be, 4, got, &e), 0, "%s", e.msg);
+    cr_assert_eq(be->ops->sampler->stage(be, 4, 4, V, rows, &e), 0, "%s", e.msg);
+    cr_assert_eq(be->ops->sampler->enqueue(be, l, 4, V, &e), 0, "%s", e.msg);
+    cr_assert_eq(be->ops->sampler->finish(be, 4, got, &e), 0, "%s", e.msg);
     cr_assert_eq(memcmp(want, got, sizeof want), 0);
     rows[2].n_seen = SAMPLE_MAX_SEEN + 1;
-    cr_assert_eq(be->ops->sample_stage(be, 4, 4, V, rows, &e), -1, "the op's limit holds on the CPU too");
+    cr_assert_eq(be->ops->sampler->stage(be, 4, 4, V, rows, &e), -1, "the op's limit holds on the CPU too");
     cr_assert(strstr(e.msg, "row 2"), "%s", e.msg);
     backend_free(be);
 }
@@ -142,7 +142,7 @@ Test(sample_seen, sampler_falls_back_to_the_host)
     struct backend *be = backend_create(BACKEND_KIND_CPU, 1, &e);
     cr_assert(be, "%s", e.msg);
     struct sampler smp;
-    cr_assert_eq(sampler_init(&smp, be, 2, BIGV, &e), 0, "%s", e.msg);
+    cr_assert_eq(sampler_init(&smp, be, 2, 2, BIGV, &e), 0, "%s", e.msg);
     static float l[2 * BIGV];
     static int32_t toks[2][SAMPLE_MAX_SEEN + 10];
     static float scratch[2 * BIGV];
@@ -169,7 +169,7 @@ Test(sample_seen, sampler_falls_back_to_the_host)
     for (int pass = 0; pass < 2; pass++) {
         int n = pass ? 2 : 1; /* row 0 alone fits the op */
         cr_assert_eq(sampler_stage(&smp, q, n, n, &e), 0, "%s", e.msg);
-        cr_assert_eq(sampler_enqueue(&smp, l, NULL, n, &e), 0, "%s", e.msg);
+        cr_assert_eq(sampler_enqueue(&smp, l, n, &e), 0, "%s", e.msg);
         cr_assert_eq(sampler_collect(&smp, l, got, &e), 0, "%s", e.msg);
         cr_assert_eq(smp.host_draws, pass);
         for (int r = 0; r < n; r++) {

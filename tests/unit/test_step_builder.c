@@ -163,7 +163,7 @@ Test(step_builder, limits_are_refused)
     struct err e;
     cr_assert_eq(be->ops->meta_init(be, &caps, &mb, &e), 0);
     struct step_builder sb;
-    step_builder_init(&sb, &mb, 4);
+    step_builder_init(&sb, &mb, 4, NULL);
     int32_t toks[8] = {0};
     struct step_seq q = {.blocks = &blk, .tokens = toks, .n_tokens = 5, .draw = 1};
     struct step_shape s;
@@ -191,9 +191,14 @@ Test(step_builder, limits_are_refused)
     backend_free(be);
 }
 
-/* The step's logit-columns word: 0 only when every draw is plain greedy
- * (what a split model's CUDA sampler draws from the rows' statistics
- * alone) and no row returns its logits; padding rows change nothing. */
+/* A sampler's rule as the CUDA sampler's is: rows it draws from the
+ * statistics alone are the plain greedy ones. */
+static int unless_plain_greedy(const struct sampling_params *p) { return !sampling_params_plain_greedy(p); }
+
+/* The step's logit-columns word: 0 only when the sampler's rule needs the
+ * columns for no draw (here: every draw is plain greedy, or every row of a
+ * sampler without a rule) and no row returns its logits; padding rows
+ * change nothing. */
 Test(step_builder, logit_columns_word_says_when_rank_0_needs_them)
 {
     struct backend *be = backend_create(BACKEND_KIND_CPU, 1, NULL);
@@ -207,7 +212,7 @@ Test(step_builder, logit_columns_word_says_when_rank_0_needs_them)
     struct err e;
     cr_assert_eq(be->ops->meta_init(be, &caps, &mb, &e), 0);
     struct step_builder sb;
-    step_builder_init(&sb, &mb, 4);
+    step_builder_init(&sb, &mb, 4, unless_plain_greedy);
     int32_t toks[2] = {0};
     struct sampling_params greedy = sampling_params_default();
     greedy.temperature = 0.f;
@@ -238,6 +243,10 @@ Test(step_builder, logit_columns_word_says_when_rank_0_needs_them)
     cr_assert_eq(mb.host[mb.layout.logit_cols], 1, "a row that returns its logits");
     cr_assert_eq(step_build(&sb, NULL, 0, &padded, &e), 0, "%s", e.msg);
     cr_assert_eq(mb.host[mb.layout.logit_cols], 0, "a padding-only step (a capture's)");
+    q[1].draw = 1, q[1].return_logits = 0;
+    step_builder_init(&sb, &mb, 4, NULL);
+    cr_assert_eq(step_build(&sb, q, 2, &padded, &e), 0, "%s", e.msg);
+    cr_assert_eq(mb.host[mb.layout.logit_cols], 1, "a sampler without a rule: every draw needs them");
     be->ops->meta_free(be, &mb);
     for (int i = 0; i < 2; i++) {
         seq_blocks_release(&blk[i], &pool);

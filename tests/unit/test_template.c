@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "tokenizer/chat_template.h"
+#include "chat/chat_template.h"
 #include "template/template.h"
 
 #define VARS                                                                                                 \

@@ -15,7 +15,7 @@
 
 #include "core/fs.h"
 #include "core/threadpool.h"
-#include "dist/comm_cpu.h"
+#include "parallel/comm_cpu.h"
 #include "io/model_config.h"
 #include "model/random_init.h"
 #include "runner/runner.h"
@@ -73,7 +73,7 @@ done:
     runner_free(&r);
     model_free(m);
     if (rr->comm)
-        rr->comm->ops->destroy(rr->comm);
+        rr->comm->ops->free(rr->comm);
     backend_free(be);
     return NULL;
 }

@@ -10,7 +10,7 @@
 #include "tokenizer/json_scan.h"
 #include "tokenizer/strmap.h"
 #include "tokenizer/tokenizer.h"
-#include "tokenizer/utf8.h"
+#include "core/utf8.h"
 
 static void lossy_is(const char *in, size_t len, const char *want)
 {

@@ -148,10 +148,10 @@ static void cpu_all_reduce(struct backend *be, void *buf, size_t n)
 }
 
 /* The columns always (the CPU sampler reads them): no statistics. */
-static void cpu_gather_logits(struct backend *be, float *out, void *stats, const float *in, int rows, int cols,
+static void cpu_gather_logits(struct backend *be, float *out, const float *in, int rows, int cols,
                               const int32_t *logit_cols)
 {
-    (void)stats, (void)logit_cols;
+    (void)logit_cols;
     be->comm->ops->gather_cols(be->comm, out, in, rows, cols, NULL);
 }
 
@@ -161,6 +161,10 @@ static int cpu_synchronize(struct backend *be, struct err *e)
     (void)e;
     return 0;
 }
+
+/* No rule: the CPU gather always brings every column (needs_logit_cols NULL). */
+static const struct sampler_ops cpu_sampler_ops = {
+    .init = cpu_sample_init, .stage = cpu_sample_stage, .enqueue = cpu_sample_enqueue, .finish = cpu_sample_finish};
 
 static const struct backend_ops cpu_ops = {
     .name = "cpu",
@@ -191,10 +195,7 @@ static const struct backend_ops cpu_ops = {
     .all_reduce = cpu_all_reduce,
     .gather_logits = cpu_gather_logits,
     .logits = cpu_logits,
-    .sample_init = cpu_sample_init,
-    .sample_stage = cpu_sample_stage,
-    .sample_enqueue = cpu_sample_enqueue,
-    .sample_finish = cpu_sample_finish,
+    .sampler = &cpu_sampler_ops,
 };
 
 static void cpu_backend_free(struct backend *be)
@@ -221,6 +222,6 @@ struct backend *cpu_backend_create(int n_threads, struct err *e)
     be->kv_dtype = DTYPE_F32;
     be->fuse_weights = 0; /* weights stay in the checkpoint's mapping */
     be->weights_borrowed = 1;
-    be->destroy = cpu_backend_free;
+    be->free_impl = cpu_backend_free;
     return be;
 }

@@ -51,11 +51,10 @@ void cpu_gated_act(struct backend *be, void *out, const void *gate, const void *
                    int n_cols, int in_stride, enum act_fn act);
 void cpu_gather_rows(struct backend *be, void *out, const void *x, const struct fwd_meta *m,
                      int n_cols);
-int cpu_sample_init(struct backend *be, int max_rows, int vocab, struct err *e);
+int cpu_sample_init(struct backend *be, int max_rows, int max_logit_rows, int vocab, struct err *e);
 int cpu_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
                      struct err *e);
-int cpu_sample_enqueue(struct backend *be, const float *logits, const void *stats, int pad_rows, int vocab,
-                       struct err *e);
+int cpu_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e);
 int cpu_sample_finish(struct backend *be, int n_rows, struct sample_result *out, struct err *e);
 void cpu_sample_release(struct backend *be);
 

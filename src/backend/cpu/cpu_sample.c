@@ -20,16 +20,17 @@ struct cpu_sampler {
     size_t cap_output;
 };
 
-int cpu_sample_init(struct backend *be, int max_rows, int vocab, struct err *e)
+int cpu_sample_init(struct backend *be, int max_rows, int max_logit_rows, int vocab, struct err *e)
 {
-    if (max_rows < 1 || vocab < 1)
-        return err_set(e, "cpu backend: sample_init needs rows and a vocabulary, got %d and %d", max_rows,
-                       vocab);
+    (void)max_logit_rows; /* the CPU gather leaves the sampler nothing: every row reads its logits */
+    if (max_rows < 0 || vocab < 1)
+        return err_set(e, "cpu backend: the sampler needs a vocabulary and rows >= 0, got %d and %d", vocab,
+                       max_rows);
     cpu_sample_release(be);
     struct cpu_sampler *s = xcalloc(1, sizeof *s);
     s->max_rows = max_rows;
     s->vocab = vocab;
-    s->out = xcalloc((size_t)max_rows, sizeof *s->out);
+    s->out = xcalloc((size_t)(max_rows ? max_rows : 1), sizeof *s->out);
     s->scratch = xmalloc(2 * (size_t)vocab * sizeof(float));
     s->prompt = xmalloc(SAMPLE_MAX_SEEN * sizeof *s->prompt);
     ((struct cpu_backend *)be->impl)->sampler = s;
@@ -51,7 +52,7 @@ int cpu_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, co
 {
     struct cpu_sampler *s = ((struct cpu_backend *)be->impl)->sampler;
     if (!s)
-        return err_set(e, "cpu backend: sample before sample_init");
+        return err_set(e, "cpu backend: sample before the sampler's init");
     if (n_rows > pad_rows || pad_rows > s->max_rows || vocab > s->vocab)
         return err_set(e, "sample: %d rows (padded to %d) of %d logits exceed the sampler's %d of %d", n_rows,
                        pad_rows, vocab, s->max_rows, s->vocab);
@@ -64,15 +65,12 @@ int cpu_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, co
     return 0;
 }
 
-/* Padding rows draw nothing here: their draws are ignored anyway. The CPU
- * gather leaves no statistics (stats is NULL): every row reads its logits. */
-int cpu_sample_enqueue(struct backend *be, const float *logits, const void *stats, int pad_rows, int vocab,
-                       struct err *e)
+/* Padding rows draw nothing here: their draws are ignored anyway. */
+int cpu_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e)
 {
-    (void)stats;
     struct cpu_sampler *s = ((struct cpu_backend *)be->impl)->sampler;
     if (!s)
-        return err_set(e, "cpu backend: sample before sample_init");
+        return err_set(e, "cpu backend: sample before the sampler's init");
     if (pad_rows < s->n_rows || vocab != s->vocab)
         return err_set(e, "sample: %d rows of %d logits enqueued for %d staged rows of %d", pad_rows, vocab,
                        s->n_rows, s->vocab);
@@ -97,7 +95,7 @@ int cpu_sample_finish(struct backend *be, int n_rows, struct sample_result *out,
 {
     struct cpu_sampler *s = ((struct cpu_backend *)be->impl)->sampler;
     if (!s)
-        return err_set(e, "cpu backend: sample before sample_init");
+        return err_set(e, "cpu backend: sample before the sampler's init");
     if (n_rows > s->n_rows)
         return err_set(e, "sample: %d draws asked of %d staged rows", n_rows, s->n_rows);
     memcpy(out, s->out, (size_t)n_rows * sizeof *out);

@@ -17,14 +17,10 @@
 // as -0.0 instead (push_word): a negative f32 denormal, or two bf16 -0.0s of
 // which the first becomes +0.0, so a sum can differ from the exact rank-order
 // sum in the sign of a zero at most; every rank adds the same values, so the
-// ranks agree bit for bit. Messages are bf16 or f32, summed in f32. ar_fold
-// also folds each row of f32 sums into the residual and norms it
-// (norm_row.cuh), one row per block at a time.
+// ranks agree bit for bit. Messages are bf16 or f32, summed in f32.
 #include "backend/cuda/allreduce.h"
 #include "backend/cuda/common.cuh"
-#include "backend/cuda/kernels.h"
 #include "backend/cuda/lamport.cuh"
-#include "backend/cuda/norm_row.cuh"
 
 namespace {
 
@@ -234,59 +230,6 @@ __global__ void __launch_bounds__(AR_THREADS) ar_two_shot_kernel(ar_args g, T *o
             }
 }
 
-// Rows of d (d % 4 == 0) of f32 partial sums: summed over the ranks in rank
-// order and rounded to bf16 once (what one GPU's projection gives), then
-// folded as rmsnorm_kernel's modes 1 / 2 fold an f32 delta: the same bits as
-// the f32 all-reduce followed by add_rmsnorm_f32 / add_normed_rmsnorm_f32,
-// in one kernel.
-//
-// preload (d <= NORM_PRE * blockDim.x): the block's first row's residual and
-// weights are loaded before the wait (norm.cu's fold_preloaded says why that
-// is safe) and folded in registers, the same bits as fold_row.
-template <bool SANDWICH>
-__global__ void __launch_bounds__(1024) // norm_threads(d) <= 1024: at most 64 registers
-    ar_fold_kernel(ar_args g, bf16 *out, bf16 *residual, const float *partial, const bf16 *w, const bf16 *wd, int rows,
-                   int d, float eps, int plus_one, int preload)
-{
-    extern __shared__ float row[]; // d floats
-    const uint32_t epoch = begin_call(g);
-    float rv[NORM_PRE], wv[NORM_PRE], wdv[NORM_PRE];
-    const bool pre = preload && (int)blockIdx.x < rows;
-    if (pre)
-        fold_load_inputs<SANDWICH>(rv, wv, wdv, residual + (size_t)blockIdx.x * d, w, wd, d);
-    pdl_wait(); // partial is the previous kernel's output
-    if ((int)blockIdx.x >= rows)
-        return;
-    const size_t dv = (size_t)d / 4;
-    for (int r = blockIdx.x; r < rows; r += gridDim.x)
-        for (size_t i = threadIdx.x; i < dv; i += blockDim.x)
-            push_vec(g, epoch, partial, (size_t)r * dv + i);
-    pdl_launch_dependents();
-    for (int r = blockIdx.x; r < rows; r += gridDim.x) {
-        const size_t base = (size_t)r * d;
-        for (size_t v = threadIdx.x; v < dv; v += blockDim.x) { // 16-byte loads, every rank's in flight at once
-            float acc[4];
-            sum_vec<float>(g, epoch, partial, base / 4 + v, acc);
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                row[v * 4 + k] = round_bf16(acc[k]);
-        }
-        __syncthreads(); // fold_row reads row[] in its own order
-        if (pre && r == (int)blockIdx.x) {
-            float v[NORM_PRE];
-#pragma unroll
-            for (int e = 0; e < NORM_PRE; e++) {
-                const int i = threadIdx.x + e * blockDim.x;
-                v[e] = i < d ? row[i] : 0.f;
-            }
-            fold_regs<SANDWICH>(out + base, residual + base, v, rv, wv, wdv, d, eps, plus_one);
-        } else {
-            fold_row<SANDWICH>(out + base, residual + base, row, w, wd, d, eps, plus_one);
-        }
-        __syncthreads(); // and the next row rewrites it
-    }
-}
-
 template <typename T> __global__ void ar_sum_parts_kernel(T *out, const T *parts, int size, size_t n)
 {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
@@ -319,10 +262,6 @@ extern "C" cudaError_t ar_load_kernels(void)
     cudaError_t rc = cudaFuncGetAttributes(&attr, ar_one_shot_kernel<bf16>);
     if (rc == cudaSuccess)
         rc = cudaFuncGetAttributes(&attr, ar_one_shot_kernel<float>);
-    if (rc == cudaSuccess)
-        rc = cudaFuncGetAttributes(&attr, ar_fold_kernel<true>);
-    if (rc == cudaSuccess)
-        rc = cudaFuncGetAttributes(&attr, ar_fold_kernel<false>);
     if (rc == cudaSuccess)
         rc = cudaFuncGetAttributes(&attr, ar_two_shot_kernel<bf16>);
     if (rc == cudaSuccess)
@@ -432,32 +371,6 @@ extern "C" cudaError_t launch_ar_one_shot_f32(const struct ar_group *g, float *o
                                               cudaStream_t stream)
 {
     return one_shot<float>(g, out, in, n, stream);
-}
-
-extern "C" cudaError_t launch_ar_fold(const struct ar_group *g, void *residual, const float *partial,
-                                      const void *w_delta, void *out, const void *w, int rows, int d, float eps,
-                                      int plus_one, cudaStream_t stream)
-{
-    ar_args a;
-    if (args_of(g, &a) || d <= 0 || d % 4 || ((uintptr_t)partial & 15))
-        return cudaErrorInvalidValue;
-    const int per_call = (int)(a.slot / ((size_t)d * sizeof(float)));
-    if (per_call < 1)
-        return cudaErrorInvalidValue;
-    const size_t smem = (size_t)d * sizeof(float);
-    const int preload = cuda_fold_preloads(d);
-    for (int at = 0; at < rows; at += per_call) {
-        const int k = rows - at < per_call ? rows - at : per_call;
-        const size_t off = (size_t)at * d;
-        cudaError_t rc = launch_pdl(w_delta ? ar_fold_kernel<true> : ar_fold_kernel<false>,
-                                    k < AR_BLOCKS ? (unsigned)k : (unsigned)AR_BLOCKS,
-                                    norm_threads(d), smem, stream, a, static_cast<bf16 *>(out) + off,
-                                    static_cast<bf16 *>(residual) + off, partial + off, static_cast<const bf16 *>(w),
-                                    static_cast<const bf16 *>(w_delta), k, d, eps, plus_one, preload);
-        if (rc != cudaSuccess)
-            return rc;
-    }
-    return cudaSuccess;
 }
 
 template <typename T> static cudaError_t sum_parts(void *out, const void *parts, int size, size_t n,

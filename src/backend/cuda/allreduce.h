@@ -80,15 +80,6 @@ cudaError_t launch_ar_two_shot(const struct ar_group *g, void *out, const void *
 cudaError_t launch_ar_two_shot_f32(const struct ar_group *g, float *out, const float *in, size_t n,
                                    cudaStream_t stream);
 
-/* The all-reduce of f32 partial sums partial[rows, d] (d % 4 == 0), folded
- * into the residual stream: o = the rank-order sum rounded once to bf16;
- * with w_delta (Gemma's sandwich norm) o = rmsnorm(o; w_delta); residual +=
- * o; out = rmsnorm(residual; w). Bit for bit what launch_ar_one_shot_f32
- * then launch_add_rmsnorm_f32 (or launch_add_normed_rmsnorm_f32) give;
- * partial is left as it was. */
-cudaError_t launch_ar_fold(const struct ar_group *g, void *residual, const float *partial, const void *w_delta,
-                           void *out, const void *w, int rows, int d, float eps, int plus_one, cudaStream_t stream);
-
 /* out[i] := sum over r < size (in rank order, fp32) of parts[r * n + i]: the
  * local half of an all-reduce done as an all-gather (several machines). */
 cudaError_t launch_ar_sum_parts(void *out, const void *parts, int size, size_t n, cudaStream_t stream);

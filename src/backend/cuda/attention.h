@@ -88,16 +88,15 @@ cudaError_t launch_attention_decode_rope(const struct attn_args *a, const struct
                                          float *scratch, size_t scratch_floats, const struct attn_merge *merge,
                                          cudaStream_t stream);
 /* 1 where the decode kernel does RoPE for n_tokens rows of this head size:
- * head sizes 64, 128, 256, the early KV loads on (INFER_ATTN_EARLY), and by
- * INFER_ATTN_ROPE: 0 never, 2 at any batch, else (1) at the batches where it
- * measured faster. attention_decode_rope_mode sets the mode (-1: the
- * variable again; tests). */
+ * head sizes 64, 128, 256, at the batches where that is faster than the
+ * RoPE kernel. attention_decode_rope_mode (tests) forces it off (0) or on
+ * at any batch (2); -1 gives the engine's rule back. */
 int attention_decode_does_rope(int head_dim, int n_tokens);
 void attention_decode_rope_mode(int mode);
 /* Who merges the splits: 0 the combine kernel, 2 the last split's CTA, 1
- * (default) the last split's CTA where it measured faster (head sizes up to
- * 128, 4 rows or more); INFER_ATTN_MERGE, or attention_decode_merge_mode
- * (-1: the variable again; tests). */
+ * (the engine's rule) the last split's CTA where that is faster (head sizes
+ * up to 128, 4 rows or more); attention_decode_merge_mode sets it for tests
+ * (-1: the engine's rule again). */
 void attention_decode_merge_mode(int mode);
 /* Any batch (several query tokens per sequence, cached prefixes): tiled
  * flash attention over the paged cache with mma.sync. */

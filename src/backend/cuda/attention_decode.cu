@@ -485,45 +485,27 @@ template <int HD, int NW, int STAGES> int decode_occupancy()
     return n < 1 ? 1 : n;
 }
 
-// INFER_ATTN_EARLY=0: the decode kernel waits before its first loads (A/B).
-static int attention_early_on()
-{
-    static int on = -1;
-    if (on < 0)
-        on = env_digit("INFER_ATTN_EARLY", "0", 1);
-    return on;
-}
+// RoPE in the decode kernel: 0 never, 1 (the engine's rule) where it is
+// faster than the separate RoPE kernel, 2 at any batch; tests set 0 and 2
+// (attention_decode_rope_mode) to check both forms at every batch.
+static int rope_mode = 1;
 
-// RoPE in the decode kernel: 0 never, 1 where it measured faster, 2 at any
-// batch; INFER_ATTN_ROPE (default 1), or attention_decode_rope_mode (tests).
-static int rope_mode = -1;
-
-extern "C" void attention_decode_rope_mode(int mode) { rope_mode = mode; }
-
-static int attention_rope_mode()
-{
-    if (rope_mode < 0)
-        rope_mode = env_digit("INFER_ATTN_ROPE", "02", 1);
-    return rope_mode;
-}
+extern "C" void attention_decode_rope_mode(int mode) { rope_mode = mode < 0 ? 1 : mode; }
 
 // Who merges the splits: 0 the combine kernel, 2 the last split
-// (merge_if_last), 1 (default) the last split where it measured faster;
-// INFER_ATTN_MERGE, or attention_decode_merge_mode (tests).
-static int merge_mode = -1;
+// (merge_if_last), 1 (the engine's rule) the last split where that is
+// faster; tests set 0 and 2 (attention_decode_merge_mode).
+static int merge_mode = 1;
 
-extern "C" void attention_decode_merge_mode(int mode) { merge_mode = mode; }
+extern "C" void attention_decode_merge_mode(int mode) { merge_mode = mode < 0 ? 1 : mode; }
 
-// Mode 1 (one H100, docs/benchmarks.md "The split merge inside the decode
-// kernel"): for head size 128 the last split's merge took the step 0.9-2.4 %
-// off at batch 4, 8 and 16 (Llama batch 8 3.044 -> 2.972 ms, Qwen3 4.020 ->
-// 3.946) and cost 0.5-1.3 % at batch 1 and 2 (its fence, count and merge
-// after the last split outlast the combine kernel's PDL boundary); for
-// Gemma's head size 256 it cost 3 % at batch 1 and 8.
+// The last split's merge saves the combine kernel, but its fence, count
+// and merge come after the last split: that wins once several rows keep
+// the splits busy (4 or more) at head size 128, and loses at one or two
+// rows and at Gemma's 256, whose merge is twice the work
+// (docs/kernels/attention.md has the figures).
 static bool merge_in_kernel_wins(int head_dim, int n_tokens)
 {
-    if (merge_mode < 0)
-        merge_mode = env_digit("INFER_ATTN_MERGE", "012", 1);
     return merge_mode == 2 || (merge_mode == 1 && head_dim <= 128 && n_tokens >= 4);
 }
 
@@ -573,7 +555,7 @@ cudaError_t launch_decode_cfg(const attn_args &a, const attn_rope *rope, long ma
     const bool merge_in_kernel = n_splits > 1 && merge && merge->counters && ctas <= (long)merge->n &&
                                  merge_in_kernel_wins(a.head_dim, a.n_tokens);
     unsigned *counters = merge_in_kernel ? merge->counters : nullptr;
-    const int early = scratch && a.head_dim % 8 == 0 && attention_early_on();
+    const int early = scratch && a.head_dim % 8 == 0;
     if (rope && (!early || HD < 64 || a.head_dim != HD))
         return cudaErrorNotSupported;
     if (rope && HD >= 64) { // the split count above is the plain kernel's, so the sums split alike
@@ -603,16 +585,15 @@ cudaError_t launch_decode_cfg(const attn_args &a, const attn_rope *rope, long ma
 static int decode_variant;
 extern "C" void attention_decode_set_variant(int v) { decode_variant = v; }
 
-// Where it measured faster (one H100, docs/benchmarks.md "RoPE inside the
-// decode attention"): batch 1 for every model; batch 8 for head size 128
-// (Llama, Qwen3) but not 256 (Gemma: -2 %, each CTA rotating its q rows
-// costs more than the RoPE kernel it saves).
+// RoPE inside the kernel saves the RoPE kernel's launch and pass but has
+// every CTA of a row group rotate its q rows again: it wins at one row for
+// every head size and up to 8 rows at head size 128, not at 256, where the
+// repeated rotation outweighs the kernel it saves (docs/kernels/attention.md).
 extern "C" int attention_decode_does_rope(int head_dim, int n_tokens)
 {
-    const int mode = attention_rope_mode();
-    if (!(head_dim == 64 || head_dim == 128 || head_dim == 256) || !attention_early_on() || mode == 0)
+    if (!(head_dim == 64 || head_dim == 128 || head_dim == 256) || rope_mode == 0)
         return 0;
-    return mode == 2 || n_tokens <= (head_dim <= 128 ? 8 : 1);
+    return rope_mode == 2 || n_tokens <= (head_dim <= 128 ? 8 : 1);
 }
 
 // Warps and pipeline depth per padded head dimension; the variant picks another.

@@ -4,8 +4,6 @@
 
 #include <cuda_bf16.h>
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 typedef __nv_bfloat16 bf16;
 
@@ -23,27 +21,8 @@ __device__ __forceinline__ float round_bf16(float x) { return __bfloat162float(_
 __device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;"); }
 
-// An A/B switch from the environment: the digit NAME starts with if it is
-// one of `digits`, else `otherwise` (unset or empty). Every switch read this
-// way is listed in backend/ab_switches.c, which refuses any other value when
-// a CUDA backend is created.
-static inline int env_digit(const char *name, const char *digits, int otherwise)
-{
-    const char *s = getenv(name);
-    return s && s[0] && strchr(digits, s[0]) ? s[0] - '0' : otherwise;
-}
-
-// INFER_NO_PDL=1 launches everything plainly (A/B measurements of PDL).
-static inline int pdl_enabled()
-{
-    static int on = -1;
-    if (on < 0)
-        on = !env_digit("INFER_NO_PDL", "1", 0);
-    return on;
-}
-
-// Launches kernel with, as asked, programmatic dependent launch (pdl; none
-// under INFER_NO_PDL) and thread-block clusters of cluster_x blocks along x
+// Launches kernel with, as asked, programmatic dependent launch (pdl) and
+// thread-block clusters of cluster_x blocks along x
 // (cluster_x > 1).
 template <typename... Params, typename... Args>
 static cudaError_t launch_kernel_ex(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
@@ -63,7 +42,7 @@ static cudaError_t launch_kernel_ex(void (*kernel)(Params...), dim3 grid, dim3 b
         attr[n].val.clusterDim.z = 1;
         n++;
     }
-    if (pdl && pdl_enabled()) {
+    if (pdl) {
         attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attr[n].val.programmaticStreamSerializationAllowed = 1;
         n++;

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backend/ab_switches.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/gemv.h"
 #include "core/bf16.h"
@@ -256,6 +255,12 @@ static void cuda_graph_free(struct backend *be, void *graph)
     free(g);
 }
 
+static const struct sampler_ops cuda_sampler_ops = {.init = cuda_op_sample_init,
+                                                    .stage = cuda_op_sample_stage,
+                                                    .enqueue = cuda_op_sample_enqueue,
+                                                    .finish = cuda_op_sample_finish,
+                                                    .needs_logit_cols = cuda_sample_needs_logit_cols};
+
 static const struct backend_ops cuda_ops = {
     .name = "cuda",
     .reserve = cuda_reserve,
@@ -292,13 +297,10 @@ static const struct backend_ops cuda_ops = {
     .gather_logits = cuda_op_gather_logits,
     .all_reduce_fold = cuda_op_all_reduce_fold,
     .logits = cuda_op_logits,
-    .sample_init = cuda_op_sample_init,
-    .sample_stage = cuda_op_sample_stage,
-    .sample_enqueue = cuda_op_sample_enqueue,
-    .sample_finish = cuda_op_sample_finish,
+    .sampler = &cuda_sampler_ops,
 };
 
-static void cuda_backend_destroy(struct backend *be)
+static void cuda_backend_free(struct backend *be)
 {
     struct cuda_backend *cb = be->impl;
     if (cb->stream)
@@ -347,16 +349,12 @@ struct backend *cuda_backend_create(int device, struct err *e)
     struct cuda_backend *cb = xcalloc(1, sizeof *cb);
     struct backend *be = xcalloc(1, sizeof *be);
     *be = (struct backend){.ops = &cuda_ops, .impl = cb, .act_dtype = DTYPE_BF16, .kv_dtype = DTYPE_BF16,
-                           .fuse_weights = 1, .destroy = cuda_backend_destroy};
+                           .fuse_weights = 1, .free_impl = cuda_backend_free};
     cb->lt_workspace_bytes = 32u << 20;
     cb->device = device;
-    if (ab_switches_check(e) || cuda_gemm_read_env(e)) {
-        cuda_backend_destroy(be);
-        return NULL;
-    }
     if (device < 0 || device >= n) {
         err_set(e, "--device cuda: GPU %d is not one of the %d visible", device, n);
-        cuda_backend_destroy(be);
+        cuda_backend_free(be);
         return NULL;
     }
     if (cudaSetDevice(device) != cudaSuccess || cudaGetDeviceProperties(&cb->prop, device) != cudaSuccess ||
@@ -368,7 +366,7 @@ struct backend *cuda_backend_create(int device, struct err *e)
             cudaSuccess ||
         cudaDeviceSynchronize() != cudaSuccess) {
         err_set(e, "--device cuda: cannot initialise GPU %d (stream, cuBLASLt or workspace)", device);
-        cuda_backend_destroy(be);
+        cuda_backend_free(be);
         return NULL;
     }
     log_info("cuda: GPU %d, %s, %d SMs, %.1f GiB", device, cb->prop.name, cb->prop.multiProcessorCount,

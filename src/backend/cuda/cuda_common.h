@@ -29,7 +29,7 @@ struct cuda_backend {
     struct cudaDeviceProp prop;
     void *gemm;         /* cuda_gemm.c's plan cache */
     float *attn_scratch; /* CUDA_ATTN_SCRATCH_BYTES for split-KV decode partials (cuda_attention.c) */
-    struct cuda_sampler *sampler; /* the sample op's buffers (cuda_sampling.c), sized by sample_init */
+    struct cuda_sampler *sampler; /* the sample op's buffers (cuda_sampling.c), sized by its init (sampler_ops.h) */
 };
 
 #define CUDA_ATTN_SCRATCH_BYTES ((size_t)16 << 20)

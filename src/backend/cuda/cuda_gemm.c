@@ -31,7 +31,6 @@
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/gemv.h"
 #include "backend/cuda/kernels.h"
-#include "backend/gemv_at.h"
 
 /* Largest M the GEMV takes; above it cuBLASLt (docs/kernels/gemm.md). */
 #define GEMM_GEMV_MAX_M 16
@@ -255,50 +254,15 @@ static const struct gemm_pick *table_pick(int64_t n, int64_t k, int m)
 
 static int n_sms(struct backend *be) { return cuda_impl(be)->prop.multiProcessorCount; }
 
-/* INFER_GEMV_AT (A/B of whole one-row steps, docs/testing.md; gemv_at.h):
- * the entries read when the backend was created (cuda_gemm_read_env). */
-static struct gemv_at forced[GEMV_AT_MAX];
-static int n_forced;
-
-/* INFER_GEMV_GATED5 (A/B): 0 keeps the gated GEMV at 4 blocks an SM. */
-static int gated_allow5 = 1;
-
-int cuda_gemm_read_env(struct err *e)
-{
-    const int n = gemv_at_parse(getenv("INFER_GEMV_AT"), forced, e);
-    n_forced = n < 0 ? 0 : n;
-    if (n < 0)
-        return -1;
-    const char *g5 = getenv("INFER_GEMV_GATED5"); /* 0, 1, empty or unset: ab_switches_check ran first */
-    gated_allow5 = !(g5 && g5[0] == '0');
-    return 0;
-}
-
-/* The variant INFER_GEMV_AT forces for an N x K weight at one row, if any. */
-static int forced_variant(int64_t n, int64_t k, struct gemv_variant *v)
-{
-    for (int i = 0; i < n_forced; i++)
-        if (forced[i].n == n && forced[i].k == k) {
-            *v = (struct gemv_variant){
-                .tiles = forced[i].tiles, .unroll = forced[i].unroll, .l2_hint = forced[i].l2_hint, .pdl = 1};
-            return 1;
-        }
-    return 0;
-}
-
 enum cuda_gemm_path cuda_gemm_choose(struct backend *be, const void *x, const struct weight *w, int m,
                                      struct gemv_variant *variant)
 {
     if (!gemv_fits(x, w, m))
         return CUDA_GEMM_PATH_LT;
-    /* One row: the launcher's choice. In whole decode steps it beat the table's
-     * M <= 8 entries (timed on kernels alone) at batch 1: Gemma-3-1B 1.339 ->
-     * 1.308 ms, Qwen3-4B 3.581 -> 3.555, Llama level; the table still wins at
-     * 4-8 rows (Qwen3 3.90 -> 3.72 ms at 4, Llama 3.03 -> 2.94 at 8).
-     * docs/benchmarks.md, "The GEMV table in whole steps". */
+    /* One row: the launcher's choice, which in whole decode steps beat the
+     * table's M <= 8 entries (those were timed on kernels alone, without a
+     * step's neighbours); from two rows the table wins (docs/kernels/gemm.md). */
     const struct gemm_pick *p = m > 1 ? table_pick(w->rows, w->cols, m) : NULL;
-    if (m == 1 && forced_variant(w->rows, w->cols, variant))
-        return CUDA_GEMM_PATH_GEMV;
     if (p && p->use_lt)
         return CUDA_GEMM_PATH_LT;
     if (p)
@@ -330,7 +294,7 @@ static struct gemv_variant invariant_variant(struct backend *be, const void *x, 
         if (gated)
             v.tiles = 2; /* the table's unroll and hint; a gated block pairs a gate and an up tile */
     } else if (gated) {
-        CUDA_CHECK(gemv_gated_variant_auto(1, (int)(w->rows / 2), (int)w->cols, n_sms(be), gated_allow5, &v));
+        CUDA_CHECK(gemv_gated_variant_auto(1, (int)(w->rows / 2), (int)w->cols, n_sms(be), &v));
     } else {
         CUDA_CHECK(gemv_variant_auto(1, (int)w->rows, (int)w->cols, n_sms(be), &v));
     }
@@ -412,19 +376,15 @@ void cuda_op_logits(struct backend *be, float *out, const void *x, const struct 
 
 /* The gated GEMV for every shape that fits, with the launcher's own variant
  * (gemv_gated_variant_auto), not the main table's for the plain [2F, K]
- * GEMV: the gated kernel's best differs (bench_gemm_gated: Gemma 11.7 against
- * 13.2 us, Qwen3 35.8 against 37.7 at M = 1; docs/kernels/gemm.md). Qwen3-4B's
- * gate|up at M <= 8 once went unfused because the gated kernel alone was 1 us
- * slower, but in a whole graph step the fused one is 0.9-1.1 % faster (no
- * boundary, no gated_act; docs/benchmarks.md, 2026-11-27). */
+ * GEMV: the gated kernel's best differs. Fused even where the gated kernel
+ * alone is a little slower than the plain one, since a whole step saves a
+ * kernel boundary and gated_act (docs/kernels/gemm.md). */
 enum cuda_gemm_path cuda_gemm_choose_gated(struct backend *be, const void *x, const struct weight *w, int m,
                                            struct gemv_variant *variant)
 {
     if (!gemv_fits(x, w, m))
         return CUDA_GEMM_PATH_LT;
-    if (!(m == 1 && forced_variant(w->rows, w->cols, variant) && variant->tiles == 2))
-        CUDA_CHECK(
-            gemv_gated_variant_auto(m, (int)(w->rows / 2), (int)w->cols, n_sms(be), gated_allow5, variant));
+    CUDA_CHECK(gemv_gated_variant_auto(m, (int)(w->rows / 2), (int)w->cols, n_sms(be), variant));
     return CUDA_GEMM_PATH_GEMV;
 }
 

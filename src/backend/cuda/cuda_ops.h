@@ -5,6 +5,8 @@
 
 #include "backend/cuda/cuda_common.h"
 
+struct sample_stats;
+
 static inline struct cuda_backend *cuda_impl(struct backend *be) { return (struct cuda_backend *)be->impl; }
 static inline cudaStream_t cuda_stream(struct backend *be) { return cuda_impl(be)->stream; }
 
@@ -12,8 +14,7 @@ static inline cudaStream_t cuda_stream(struct backend *be) { return cuda_impl(be
 void cuda_op_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
                    int64_t vocab_lo, float scale);
 void cuda_op_all_reduce(struct backend *be, void *buf, size_t n);
-void cuda_op_gather_logits(struct backend *be, float *out, void *stats, const float *in, int rows, int cols,
-                           const int32_t *logit_cols);
+void cuda_op_gather_logits(struct backend *be, float *out, const float *in, int rows, int cols, const int32_t *logit_cols);
 void cuda_op_all_reduce_fold(struct backend *be, void *residual, float *partial, const struct weight *w_delta,
                              void *out, const struct weight *w, int n_rows, float eps, int plus_one);
 void cuda_op_rmsnorm(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows, float eps,
@@ -49,12 +50,18 @@ void cuda_op_attention(struct backend *be, void *out, const void *q, const struc
                        float softcap);
 
 /* cuda_sampling.c: the sampler ops (kernels in sampling.cu) */
-int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err *e);
+int cuda_op_sample_init(struct backend *be, int max_rows, int max_logit_rows, int vocab, struct err *e);
 int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
                          struct err *e);
-int cuda_op_sample_enqueue(struct backend *be, const float *logits, const void *stats, int pad_rows, int vocab,
-                           struct err *e);
+int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e);
 int cuda_op_sample_finish(struct backend *be, int n_rows, struct sample_result *out, struct err *e);
+/* sampler_ops.needs_logit_cols: all but the plain greedy rows. */
+int cuda_sample_needs_logit_cols(const struct sampling_params *p);
+/* Whether the backend's model is split (the gather leaves the statistics). */
+int cuda_sample_split(const struct backend *be);
+/* Where the gather of rows logit rows leaves their statistics (the
+ * sampler's, sized by its init; aborts when it was not). */
+struct sample_stats *cuda_sample_gather_stats(struct backend *be, int rows);
 /* Frees the sampler's buffers (at backend destruction). */
 void cuda_sample_release(struct backend *be);
 

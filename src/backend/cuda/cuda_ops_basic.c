@@ -4,13 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "backend/cuda/cuda_comm.h"
 #include "backend/cuda/cuda_ops.h"
 #include "backend/cuda/kernels.h"
 #include "backend/cuda/sampling.h"
-
-_Static_assert(LOGIT_STATS_ROW_BYTES == SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_stats),
-               "a row's statistics in the gather are the sampler's");
 
 void cuda_op_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
                    int64_t vocab_lo, float scale)
@@ -25,20 +21,21 @@ void cuda_op_all_reduce(struct backend *be, void *buf, size_t n)
 }
 
 /* Every rank's span statistics of its own columns (launch_logit_stats: the
- * spans rank 0 would cut the gathered row into), moved over CUDA IPC with
- * the columns only where the step wants them; else the columns through
- * the communicator and rank 0 finds every shard's statistics. */
-void cuda_op_gather_logits(struct backend *be, float *out, void *stats, const float *in, int rows, int cols,
+ * spans rank 0 would cut the gathered row into), moved with the columns
+ * only where the step wants them (the communicator's gather with records);
+ * else the columns through the communicator and rank 0 finds every shard's
+ * statistics. Either way into the sampler's statistics. */
+void cuda_op_gather_logits(struct backend *be, float *out, const float *in, int rows, int cols,
                            const int32_t *logit_cols)
 {
     struct comm *c = be->comm;
     cudaStream_t s = cuda_stream(be);
     const int splits = SAMPLE_STATS_SHARD_SPLITS(cols, c->size);
-    struct sample_stats *st = stats;
-    if (cuda_comm_gathers_records(c, rows, cols, splits)) {
+    struct sample_stats *st = cuda_sample_gather_stats(be, rows);
+    if (c->ops->records_fit && c->ops->records_fit(c, rows, cols, splits)) {
         CUDA_CHECK(launch_logit_stats(in, (size_t)cols, rows, cols, 1, c->size, c->rank * cols, st + c->rank * splits, s));
-        const struct lg_records recs = {st, SAMPLE_STATS_MAX_SPLITS, splits};
-        cuda_comm_gather_logits(c, out, in, recs, logit_cols, rows, cols, s);
+        const struct comm_records recs = {st, SAMPLE_STATS_MAX_SPLITS, splits};
+        c->ops->gather_records(c, out, in, recs, logit_cols, rows, cols, s);
         return;
     }
     c->ops->gather_cols(c, out, in, rows, cols, s);
@@ -51,9 +48,6 @@ void cuda_op_all_reduce_fold(struct backend *be, void *residual, float *partial,
 {
     CHECK(!w_delta || w_delta->cols == w->cols);
     const int d = (int)w->cols;
-    if (cuda_comm_all_reduce_fold(be->comm, residual, partial, w_delta ? w_delta->data : NULL, out, w->data, n_rows, d,
-                                  eps, plus_one, cuda_stream(be)))
-        return;
     be->comm->ops->all_reduce(be->comm, partial, (size_t)n_rows * (size_t)d, DTYPE_F32, cuda_stream(be));
     if (w_delta)
         CUDA_CHECK(launch_add_normed_rmsnorm_f32(residual, partial, w_delta->data, out, w->data, n_rows, d, eps,

@@ -1,4 +1,4 @@
-/* The CUDA sampler ops' host side: buffers sized once by sample_init, the
+/* The CUDA sampler (sampler_ops.h), its host side: buffers sized once by init, the
  * per-call packing of rows into mapped pinned memory, and the launch.
  *
  * Layout of the pinned host memory, which the kernels read and write in
@@ -9,7 +9,9 @@
  *         sorted by token, stable: the kernel applies a token's biases in order)
  *   out   [max_rows] struct sample_result
  * and on the device only z, [max_rows, vocab] floats of scratch, and the
- * rows' spans' statistics and draws, [max_rows, SAMPLE_STATS_MAX_SPLITS] each.
+ * rows' spans' statistics and draws, [max_rows, SAMPLE_STATS_MAX_SPLITS] each
+ * (the statistics of max_logit_rows on a split model, where every rank's
+ * gather leaves them there: cuda_op_gather_logits).
  * A call is three parts, so that a graph can hold the middle one:
  * - stage packs the rows (padding rows up to the graph bucket's count draw
  *   greedily and are ignored) — the previous call has finished, so nothing
@@ -36,20 +38,39 @@ struct cuda_sampler {
     char *host_dev;                          /* the same memory as the device addresses it */
     char *dev;                               /* z, then stats, then draws */
     float *z;
-    struct sample_stats *stats;
+    struct sample_stats *stats; /* [stats_rows, SAMPLE_STATS_MAX_SPLITS] */
+    int stats_rows;
     struct sample_draw *draws;
 };
 
 static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
 
-int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err *e)
+int cuda_sample_split(const struct backend *be) { return be->comm && be->comm->size > 1; }
+
+struct sample_stats *cuda_sample_gather_stats(struct backend *be, int rows)
+{
+    const struct cuda_sampler *s = cuda_impl(be)->sampler;
+    if (!s || rows > s->stats_rows) {
+        fprintf(stderr, "infer: fatal: the logits' gather of %d rows before the sampler's init sized %d\n", rows,
+                s ? s->stats_rows : 0);
+        abort();
+    }
+    return s->stats;
+}
+
+/* Rank 0 needs a row's logit columns unless it draws the plain greedy row,
+ * whose token and log-probability the spans' statistics give. */
+int cuda_sample_needs_logit_cols(const struct sampling_params *p) { return !sampling_params_plain_greedy(p); }
+
+int cuda_op_sample_init(struct backend *be, int max_rows, int max_logit_rows, int vocab, struct err *e)
 {
     struct cuda_backend *cb = cuda_impl(be);
     cuda_sample_release(be); /* sized again: the old buffers go */
-    if (max_rows < 1 || vocab < 1)
-        return err_set(e, "cuda backend: sample_init needs rows and a vocabulary, got %d and %d", max_rows, vocab);
+    if (max_rows < 0 || max_logit_rows < max_rows || vocab < 1)
+        return err_set(e, "cuda backend: the sampler needs a vocabulary and 0 <= rows <= logit rows, got %d, %d "
+                          "and %d", vocab, max_rows, max_logit_rows);
     struct cuda_sampler *s = xcalloc(1, sizeof *s);
-    const size_t R = (size_t)max_rows;
+    const size_t R = (size_t)max_rows, stats_rows = cuda_sample_split(be) ? (size_t)max_logit_rows : R;
     s->max_rows = max_rows;
     s->vocab = vocab;
     s->at_seen = align256(R * sizeof(struct sample_row_dev));
@@ -57,7 +78,7 @@ int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err 
     s->at_out = s->at_bias + align256(R * SAMPLE_MAX_BIAS * sizeof(struct logit_bias));
     s->staged = s->at_out + align256(R * sizeof(struct sample_result));
     const size_t z_bytes = align256(R * (size_t)vocab * sizeof(float));
-    const size_t stats_bytes = R * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_stats);
+    const size_t stats_bytes = align256(stats_rows * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_stats));
     size_t bytes = z_bytes + stats_bytes + R * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_draw);
     cudaError_t rc = cudaMalloc((void **)&s->dev, bytes);
     if (rc != cudaSuccess) {
@@ -67,8 +88,9 @@ int cuda_op_sample_init(struct backend *be, int max_rows, int vocab, struct err 
     cb->n_device_allocs++;
     s->z = (float *)s->dev;
     s->stats = (struct sample_stats *)(s->dev + z_bytes);
+    s->stats_rows = (int)stats_rows;
     s->draws = (struct sample_draw *)(s->dev + z_bytes + stats_bytes);
-    rc = cudaHostAlloc((void **)&s->host, s->staged, cudaHostAllocMapped);
+    rc = cudaHostAlloc((void **)&s->host, s->staged ? s->staged : 256, cudaHostAllocMapped);
     if (rc == cudaSuccess)
         rc = cudaHostGetDevicePointer((void **)&s->host_dev, s->host, 0);
     if (rc != cudaSuccess) {
@@ -114,7 +136,7 @@ static int check_call(const struct cuda_sampler *s, int n_rows, int vocab, const
                       int n_check, struct err *e)
 {
     if (!s)
-        return err_set(e, "cuda backend: sample before sample_init");
+        return err_set(e, "cuda backend: sample before the sampler's init");
     if (n_rows > s->max_rows || vocab > s->vocab || (size_t)n_rows * vocab > (size_t)s->max_rows * s->vocab)
         return err_set(e, "sample: %d rows of %d logits exceed the sampler's %d of %d", n_rows, vocab, s->max_rows,
                        s->vocab);
@@ -156,18 +178,18 @@ int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab
     return 0;
 }
 
-/* stats: a split model's, left by cuda_op_gather_logits for each of the
- * comm's shards; else the sampler finds them over the whole row. */
-int cuda_op_sample_enqueue(struct backend *be, const float *logits, const void *stats, int pad_rows, int vocab,
-                           struct err *e)
+/* A split model's statistics are there already, left by
+ * cuda_op_gather_logits for each of the comm's shards; else the sampler
+ * finds them over the whole row. */
+int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e)
 {
     struct cuda_sampler *s = cuda_impl(be)->sampler;
     if (check_call(s, pad_rows, vocab, NULL, 0, e))
         return -1;
     if (pad_rows == 0)
         return 0;
-    const int shards = stats ? be->comm->size : 1;
-    CUDA_TRY(launch_sample(logits, s->z, stats ? (struct sample_stats *)stats : s->stats, stats != NULL, shards,
+    const int split = cuda_sample_split(be), shards = split ? be->comm->size : 1;
+    CUDA_TRY(launch_sample(logits, s->z, s->stats, split, shards,
                            s->draws, pad_rows, vocab, (const struct sample_row_dev *)s->host_dev,
                            (const struct sample_seen *)(s->host_dev + s->at_seen),
                            (const struct logit_bias *)(s->host_dev + s->at_bias),
@@ -180,7 +202,7 @@ int cuda_op_sample_finish(struct backend *be, int n_rows, struct sample_result *
 {
     struct cuda_sampler *s = cuda_impl(be)->sampler;
     if (!s)
-        return err_set(e, "cuda backend: sample before sample_init");
+        return err_set(e, "cuda backend: sample before the sampler's init");
     CUDA_TRY(cudaStreamSynchronize(cuda_stream(be)), e);
     memcpy(out, s->host + s->at_out, (size_t)n_rows * sizeof *out);
     return 0;

@@ -419,15 +419,13 @@ static gated_variant_fn gated_instance(const struct gemv_variant *v)
 }
 
 // The gated launcher's own choice (tiles 2, prefetch hint, PDL): unroll 2 or
-// 4, or at up to 8 rows where allow5 the 5-blocks-an-SM variant, by
-// busy_share at the M class of m. 5 blocks pay where 4 leave a grid's last
-// wave short: Qwen3-4B's 1216 blocks are 2.3 waves of 528 and 1.84 of 660
-// (+3.2 % a batch-1 step on H200); Llama's 1024 are 1.94 and stay at 4
-// (docs/benchmarks.md, "The gated GEMV at 5 blocks an SM").
-extern "C" cudaError_t gemv_gated_variant_auto(int m, int f, int k, int n_sms, int allow5,
-                                               struct gemv_variant *out)
+// 4, or at up to 8 rows the 5-blocks-an-SM variant, by busy_share at the M
+// class of m. 5 blocks pay where 4 leave a grid's last wave short: on 132
+// SMs Qwen3-4B's 1216 blocks are 2.3 waves of 528 and 1.84 of 660, while
+// Llama's 1024 are 1.94 waves and stay at 4 (docs/kernels/gemm.md).
+extern "C" cudaError_t gemv_gated_variant_auto(int m, int f, int k, int n_sms, struct gemv_variant *out)
 {
-    const int tiles = (f + 7) / 8, n_cand = allow5 && m <= 8 ? 3 : 2;
+    const int tiles = (f + 7) / 8, n_cand = m <= 8 ? 3 : 2;
     double best = -1;
     static const int unrolls[3] = {2, 4, 3}; // the last at 5 blocks an SM
     for (int c = 0; c < n_cand; c++) {
@@ -460,7 +458,7 @@ extern "C" cudaError_t launch_gemv_gated(void *out, const void *x, const void *w
     if (variant) {
         v = *variant;
     } else {
-        cudaError_t rc = gemv_gated_variant_auto(m, f, k, n_sms, 1, &v);
+        cudaError_t rc = gemv_gated_variant_auto(m, f, k, n_sms, &v);
         if (rc != cudaSuccess)
             return rc;
     }

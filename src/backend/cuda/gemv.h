@@ -15,7 +15,7 @@ struct gemv_variant {
     int tiles;   /* 8-row weight tiles per block (NT): 1 or 2; the gated GEMV: 2 (one gate, one up tile) */
     int unroll;  /* 32-wide k chunks per load step (U): 2 or 4; 3 for the gated GEMV with blocks5 */
     int l2_hint; /* 1: weight loads carry the L2::256B prefetch hint */
-    int pdl;     /* 1: programmatic dependent launch (unless INFER_NO_PDL=1) */
+    int pdl;     /* 1: programmatic dependent launch */
     int blocks5; /* 1: compiled for 5 resident blocks an SM, not 4 (the gated GEMV, unroll 3 only:
                     its grid then fits 2 waves where Qwen3-4B's 1216 blocks spill into a third) */
 };
@@ -37,8 +37,8 @@ cudaError_t launch_gemv_gated(void *out, const void *x, const void *w, int m, in
  * rows (prefetch hint and PDL on): the one whose grid keeps the most
  * warp-slot time busy. A caller pins it to use one variant for every M. */
 cudaError_t gemv_variant_auto(int m, int n, int k, int n_sms, struct gemv_variant *out);
-/* allow5: the gated choice may take the blocks5 variant (at m <= 8). */
-cudaError_t gemv_gated_variant_auto(int m, int f, int k, int n_sms, int allow5, struct gemv_variant *out);
+/* The gated launcher's choice (the blocks5 variant among them at m <= 8). */
+cudaError_t gemv_gated_variant_auto(int m, int f, int k, int n_sms, struct gemv_variant *out);
 
 /* cuda_gemm.c: the path the matmul ops take for a call (outside
  * batch-invariant mode), asked without running it (tests and benchmarks
@@ -60,11 +60,6 @@ enum cuda_gemm_path cuda_gemm_choose_gated(struct backend *be, const void *x, co
  * soft-cap kernel when softcap > 0): m >= 1, bf16 W. */
 void cuda_gemm_lt(struct backend *be, void *out, int out_f32, const void *x, const struct weight *w, int m,
                   float softcap);
-/* Reads INFER_GEMV_AT (gemv_at.h) for the one-row choices above (-1 with
- * the error naming it on a bad value: cuda_backend_create refuses then) and
- * INFER_GEMV_GATED5 (0: the gated GEMV never takes its blocks5 variant; 1,
- * empty or unset: where busy_share says; ab_switches.h checked it first). */
-int cuda_gemm_read_env(struct err *e);
 /* cuBLASLt plans cached so far (one per M bucket, N, K, output type, alignment). */
 int cuda_gemm_plan_count(struct backend *be);
 

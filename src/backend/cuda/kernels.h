@@ -27,13 +27,10 @@ cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, con
 cudaError_t launch_add_normed_rmsnorm(void *residual, const void *delta, const void *w_delta, void *out,
                                       const void *w, int rows, int d, float eps, int plus_one, cudaStream_t stream);
 /* The fold launchers above and below load the residual and weights before
- * waiting for the previous kernel where a row fits (norm.cu); 0 turns that
- * off for later launches, 1 on, -1 back to INFER_NORM_PRELOAD (tests). */
+ * waiting for the previous kernel where a row fits (norm.cu); tests turn
+ * that off for later launches (0) to compare the two forms, and on again
+ * (1 or -1). */
 void cuda_norm_preload_set(int on);
-/* 1 where a fold of rows of d loads its residual and weights before the wait
- * (the row fits NORM_PRE registers a thread, and the preload is on); the
- * all-reduce's fold (allreduce.cu) asks the same. */
-int cuda_fold_preloads(int d);
 /* add_rmsnorm / add_normed_rmsnorm of an f32 delta (a split model's summed
  * partial products), each element rounded to bf16 first: the same bits as
  * the bf16 launchers on the rounded delta. */

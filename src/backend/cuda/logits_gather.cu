@@ -6,29 +6,29 @@
 namespace
 {
 
-constexpr int LG_THREADS = 512;
+constexpr int GATHER_THREADS = 512;
 
-struct lg_args {
-    lg_sync *sync[AR_MAX_RANKS];
+struct gather_args {
+    gather_sync *sync[AR_MAX_RANKS];
     float *landing;
     int rank, size;
 };
 
 // A call's shape: rows x cols floats a rank (cv vectors a row), and rows x
 // recs.n records a rank, two vectors each, ahead of the columns in a part.
-struct lg_shape {
-    lg_records recs;
+struct gather_shape {
+    gather_records recs;
     const int32_t *want_cols;
     size_t cv, rec_vecs, col_vecs; // cols / 4; vectors of records and of columns a part
 };
 
 // Peer `rank`'s part of the landing: its records' vectors, then its columns'.
-__device__ __forceinline__ uint4 *part_of(float *landing, int rank, const lg_shape &c)
+__device__ __forceinline__ uint4 *part_of(float *landing, int rank, const gather_shape &c)
 {
     return reinterpret_cast<uint4 *>(landing) + (size_t)(rank - 1) * (c.rec_vecs + c.col_vecs);
 }
 
-__device__ __forceinline__ bool want_cols(const lg_shape &c) { return !c.want_cols || *c.want_cols != 0; }
+__device__ __forceinline__ bool want_cols(const gather_shape &c) { return !c.want_cols || *c.want_cols != 0; }
 
 __device__ __forceinline__ uint32_t load_acquire(const uint32_t *p)
 {
@@ -44,7 +44,7 @@ __device__ __forceinline__ void store_release(uint32_t *p, uint32_t v)
 
 // Record vector i (half i % 2 of record i / 2, in row-major order) of this
 // rank, where it sits (mine) or where rank 0 keeps rank `from`'s.
-__device__ __forceinline__ uint2 *rec_half(const lg_shape &c, size_t i, int from)
+__device__ __forceinline__ uint2 *rec_half(const gather_shape &c, size_t i, int from)
 {
     const size_t k = i / 2, row = k / (size_t)c.recs.n, j = k % (size_t)c.recs.n;
     uint4 *rec = reinterpret_cast<uint4 *>(c.recs.at) + row * (size_t)c.recs.stride + (size_t)from * c.recs.n + j;
@@ -64,10 +64,10 @@ __device__ __forceinline__ uint2 untag_pair(uint4 v)
 
 // A peer's push of its call k waits until rank 0 has placed call k - 1.
 // Every block counts every call (count_call), so each knows k.
-__global__ void __launch_bounds__(LG_THREADS) lg_push_kernel(lg_args g, const float *in, lg_shape c)
+__global__ void __launch_bounds__(GATHER_THREADS) gather_push_kernel(gather_args g, const float *in, gather_shape c)
 {
-    lg_sync *s = g.sync[g.rank];
-    const uint32_t call = count_call(s->epoch, LG_MAX_BLOCKS);
+    gather_sync *s = g.sync[g.rank];
+    const uint32_t call = count_call(s->epoch, GATHER_MAX_BLOCKS);
     if (threadIdx.x == 0)
         while (load_acquire(&s->done) < call - 1)
             ;
@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(LG_THREADS) lg_push_kernel(lg_args g, const fl
 // vector of each peer). The last block to finish tells the peers the call
 // is placed (its emptied landing too: every block's stores are ordered
 // before its count by the fence, and the count before the signal).
-__global__ void __launch_bounds__(LG_THREADS) lg_place_kernel(lg_args g, float *out, const float *in, lg_shape c)
+__global__ void __launch_bounds__(GATHER_THREADS) gather_place_kernel(gather_args g, float *out, const float *in, gather_shape c)
 {
     pdl_wait(); // in is the LM head's output
     pdl_launch_dependents();
@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(LG_THREADS) lg_place_kernel(lg_args g, float *
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        lg_sync *s = g.sync[0];
+        gather_sync *s = g.sync[0];
         __threadfence();
         if (atomicAdd(&s->blocks_done, 1u) == gridDim.x - 1) {
             s->blocks_done = 0;
@@ -130,16 +130,16 @@ __global__ void __launch_bounds__(LG_THREADS) lg_place_kernel(lg_args g, float *
 
 unsigned blocks_for(size_t vecs)
 {
-    const size_t need = (vecs + LG_THREADS - 1) / LG_THREADS;
-    return need < 1 ? 1u : need < LG_MAX_BLOCKS ? (unsigned)need : (unsigned)LG_MAX_BLOCKS;
+    const size_t need = (vecs + GATHER_THREADS - 1) / GATHER_THREADS;
+    return need < 1 ? 1u : need < GATHER_MAX_BLOCKS ? (unsigned)need : (unsigned)GATHER_MAX_BLOCKS;
 }
 
-int args_of(const struct lg_group *g, lg_args *a)
+int args_of(const struct gather_group *g, gather_args *a)
 {
     if (g->size < 2 || g->size > AR_MAX_RANKS || g->rank < 0 || g->rank >= g->size || !g->landing ||
         ((uintptr_t)g->landing & 15))
         return -1;
-    *a = lg_args{};
+    *a = gather_args{};
     for (int r = 0; r < g->size; r++)
         a->sync[r] = g->sync[r];
     a->landing = g->landing;
@@ -150,14 +150,14 @@ int args_of(const struct lg_group *g, lg_args *a)
 
 size_t part_vecs(int rows, int cols, int recs) { return (size_t)rows * ((size_t)cols / 4 + 2 * (size_t)recs); }
 
-int shape_of(const struct lg_group *g, struct lg_records recs, const int32_t *want_cols, int rows, int cols,
-             lg_shape *c)
+int shape_of(const struct gather_group *g, struct gather_records recs, const int32_t *want_cols, int rows, int cols,
+             gather_shape *c)
 {
-    if (!lg_fits(g->size, rows, cols, recs.at ? recs.n : 0, (size_t)-1))
+    if (!gather_fits(g->size, rows, cols, recs.at ? recs.n : 0, (size_t)-1))
         return -1;
     if (recs.at && (recs.n < 1 || recs.stride < g->size * recs.n || ((uintptr_t)recs.at & 15)))
         return -1;
-    *c = lg_shape{};
+    *c = gather_shape{};
     c->recs = recs;
     c->want_cols = want_cols;
     c->cv = (size_t)cols / 4;
@@ -168,38 +168,38 @@ int shape_of(const struct lg_group *g, struct lg_records recs, const int32_t *wa
 
 } // namespace
 
-extern "C" int lg_fits(int size, int rows, int cols, int recs, size_t landing_bytes)
+extern "C" int gather_fits(int size, int rows, int cols, int recs, size_t landing_bytes)
 {
     return size >= 2 && size <= AR_MAX_RANKS && rows >= 1 && cols >= 4 && cols % 4 == 0 && recs >= 0 &&
            (size_t)(size - 1) * part_vecs(rows, cols, recs) * 16 <= landing_bytes;
 }
 
-extern "C" cudaError_t launch_lg_push(const struct lg_group *g, const float *in, struct lg_records recs,
+extern "C" cudaError_t launch_gather_push(const struct gather_group *g, const float *in, struct gather_records recs,
                                       const int32_t *want_cols, int rows, int cols, cudaStream_t stream)
 {
-    lg_args a;
-    lg_shape c;
+    gather_args a;
+    gather_shape c;
     if (args_of(g, &a) || g->rank < 1 || shape_of(g, recs, want_cols, rows, cols, &c) || ((uintptr_t)in & 15))
         return cudaErrorInvalidValue;
     if (recs.at) // the push reads this rank's records at their start
         c.recs.at = reinterpret_cast<uint4 *>(recs.at) + (size_t)g->rank * recs.n;
-    return launch_pdl(lg_push_kernel, blocks_for(c.rec_vecs + c.col_vecs), LG_THREADS, 0, stream, a, in, c);
+    return launch_pdl(gather_push_kernel, blocks_for(c.rec_vecs + c.col_vecs), GATHER_THREADS, 0, stream, a, in, c);
 }
 
-extern "C" cudaError_t launch_lg_place(const struct lg_group *g, float *out, const float *in, struct lg_records recs,
+extern "C" cudaError_t launch_gather_place(const struct gather_group *g, float *out, const float *in, struct gather_records recs,
                                        const int32_t *want_cols, int rows, int cols, cudaStream_t stream)
 {
-    lg_args a;
-    lg_shape c;
+    gather_args a;
+    gather_shape c;
     if (args_of(g, &a) || g->rank != 0 || shape_of(g, recs, want_cols, rows, cols, &c) || ((uintptr_t)in & 15) ||
         ((uintptr_t)out & 15))
         return cudaErrorInvalidValue;
-    return launch_pdl(lg_place_kernel, blocks_for(c.rec_vecs + c.col_vecs), LG_THREADS, 0, stream, a, out, in, c);
+    return launch_pdl(gather_place_kernel, blocks_for(c.rec_vecs + c.col_vecs), GATHER_THREADS, 0, stream, a, out, in, c);
 }
 
-extern "C" cudaError_t lg_load_kernels(void)
+extern "C" cudaError_t gather_load_kernels(void)
 {
     cudaFuncAttributes attr;
-    cudaError_t rc = cudaFuncGetAttributes(&attr, lg_push_kernel);
-    return rc == cudaSuccess ? cudaFuncGetAttributes(&attr, lg_place_kernel) : rc;
+    cudaError_t rc = cudaFuncGetAttributes(&attr, gather_push_kernel);
+    return rc == cudaSuccess ? cudaFuncGetAttributes(&attr, gather_place_kernel) : rc;
 }

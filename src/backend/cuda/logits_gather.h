@@ -36,21 +36,21 @@ extern "C" {
 
 /* Rank 0's landing space: a batch-64 gather of Gemma-3's 262144-entry
  * vocabulary over 4 ranks (48 MiB) fits. */
-enum { LG_LANDING_BYTES = 64 << 20, LG_MAX_BLOCKS = 1024 };
+enum { GATHER_LANDING_BYTES = 64 << 20, GATHER_MAX_BLOCKS = 1024 };
 
 /* Each rank's sync words (zeroed before the first call, in memory its
  * peers map). */
-struct lg_sync {
+struct gather_sync {
     uint32_t done;        /* a peer: calls rank 0 has finished placing (rank 0 writes it) */
     uint32_t blocks_done; /* rank 0: blocks of its current call that have finished */
     uint32_t calls;       /* rank 0: its calls */
     uint32_t pad;
-    uint32_t epoch[LG_MAX_BLOCKS]; /* a peer: its calls, counted by every block */
+    uint32_t epoch[GATHER_MAX_BLOCKS]; /* a peer: its calls, counted by every block */
 };
 
 /* One rank's view: every rank's sync words and rank 0's landing, as mapped here. */
-struct lg_group {
-    struct lg_sync *sync[AR_MAX_RANKS];
+struct gather_group {
+    struct gather_sync *sync[AR_MAX_RANKS];
     float *landing;
     int rank, size;
 };
@@ -59,7 +59,7 @@ struct lg_group {
  * (any bits; the sampler's span statistics), rank r's at recs + row *
  * stride + [0, n) where it pushes from, and at out + row * stride + r * n
  * on rank 0 (rank 0's own are left where they are). */
-struct lg_records {
+struct gather_records {
     void *at;   /* NULL: none */
     int stride; /* records from one row to the next */
     int n;      /* records a row a rank */
@@ -68,12 +68,12 @@ struct lg_records {
 /* Whether a gather of rows x cols floats and recs records a row a rank
  * over size ranks fits a landing of landing_bytes and the kernels' 16-byte
  * vectors. */
-int lg_fits(int size, int rows, int cols, int recs, size_t landing_bytes);
+int gather_fits(int size, int rows, int cols, int recs, size_t landing_bytes);
 
 /* A peer (rank >= 1): its records, and its in[rows, cols] unless
  * *want_cols (device memory; NULL: always) is 0, into its part of rank 0's
  * landing. */
-cudaError_t launch_lg_push(const struct lg_group *g, const float *in, struct lg_records recs,
+cudaError_t launch_gather_push(const struct gather_group *g, const float *in, struct gather_records recs,
                            const int32_t *want_cols, int rows, int cols, cudaStream_t stream);
 
 /* Rank 0: the peers' records into recs, and out[rows, size * cols] :=
@@ -81,11 +81,11 @@ cudaError_t launch_lg_push(const struct lg_group *g, const float *in, struct lg_
  * 0 (then out is not written): its own from in, the others' from the
  * landing once there, which is left empty again. Every peer decides the
  * same from the same word (the step's metadata). */
-cudaError_t launch_lg_place(const struct lg_group *g, float *out, const float *in, struct lg_records recs,
+cudaError_t launch_gather_place(const struct gather_group *g, float *out, const float *in, struct gather_records recs,
                             const int32_t *want_cols, int rows, int cols, cudaStream_t stream);
 
 /* Loads both kernels now (ar_load_kernels says why). */
-cudaError_t lg_load_kernels(void);
+cudaError_t gather_load_kernels(void);
 
 #ifdef __cplusplus
 }

@@ -20,16 +20,9 @@ __device__ __forceinline__ float delta_value(float x) { return round_bf16(x); }
 // by an earlier fold, which completed before the previous kernel got past
 // its own wait. So one dependent load (delta) is left after the wait
 // instead of three (delta, residual, w): ~1 us less a norm at batch 1.
-static int norm_preload = -1; // INFER_NORM_PRELOAD=0 turns it off (A/B); cuda_norm_preload_set (tests)
+static int norm_preload = 1; // tests turn it off (cuda_norm_preload_set) to compare the two forms
 
-extern "C" void cuda_norm_preload_set(int on) { norm_preload = on; }
-
-static int norm_preload_on(void)
-{
-    if (norm_preload < 0)
-        norm_preload = env_digit("INFER_NORM_PRELOAD", "0", 1);
-    return norm_preload;
-}
+extern "C" void cuda_norm_preload_set(int on) { norm_preload = on != 0; }
 
 template <bool SANDWICH, typename DeltaT>
 __device__ __forceinline__ void fold_preloaded(bf16 *out, bf16 *residual, const DeltaT *delta, const bf16 *w,
@@ -85,7 +78,7 @@ extern "C" cudaError_t launch_rmsnorm(void *out, const void *x, const void *w, i
 }
 
 // The preloaded fold where the row fits the registers (and it is on).
-extern "C" int cuda_fold_preloads(int d) { return d <= NORM_PRE * norm_threads(d) && norm_preload_on(); }
+static int cuda_fold_preloads(int d) { return d <= NORM_PRE * norm_threads(d) && norm_preload; }
 
 extern "C" cudaError_t launch_add_rmsnorm(void *residual, const void *delta, void *out, const void *w, int rows,
                                           int d, float eps, int plus_one, cudaStream_t stream)

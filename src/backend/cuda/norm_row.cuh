@@ -1,6 +1,6 @@
-// RMSNorm of one row by one block, math in f32, shared by the norm kernels
-// (norm.cu) and the all-reduce that folds its sums into the residual
-// (allreduce.cu), so that both round exactly alike. Rounding follows
+// RMSNorm of one row by one block, math in f32, for the norm kernels
+// (norm.cu): the plain norm and the folds, which round exactly alike
+// through these helpers. Rounding follows
 // transformers' bf16 modules: the residual sum is rounded to bf16;
 // Llama/Qwen3 round the normalised value before multiplying by w, Gemma
 // multiplies by (1 + w) in f32 and rounds once.
