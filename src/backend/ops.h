@@ -117,7 +117,7 @@ struct qkv_rope {
 
 enum act_fn { ACT_FN_SILU, ACT_FN_GELU_TANH };
 
-/* The parts of the memory plan (ARCHITECTURE.md section 3). */
+/* The parts of the memory plan (docs/architecture.md, section 3). */
 enum mem_region {
     MEM_REGION_WEIGHTS,   /* weights and constant tables (RoPE frequencies) */
     MEM_REGION_WORKSPACE, /* activations, sized for the largest step */

@@ -9,7 +9,7 @@
  *   engine; output tokens per second from the engine's ready to its last
  *   token (what tools/decode_speed.py measures), and the time of one step
  *   after the first token, against the weight-read floor (weight bytes /
- *   3.02 TB/s, the H100 copy bandwidth measured in GPU.md; per GPU when
+ *   3.02 TB/s, an H100's measured device-to-device copy bandwidth; per GPU when
  *   the model is split, "tp" in the line);
  * - prefill: one request of prompt-len random tokens and one output token,
  *   after a warm-up request of other tokens: time to the first token, in

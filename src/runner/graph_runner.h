@@ -1,4 +1,4 @@
-/* CUDA graphs for the runner's steps (ARCHITECTURE.md section 4;
+/* CUDA graphs for the runner's steps (docs/graphs.md;
  * `--cuda-graph-mode`): which graph takes a step, padded to what shape, and
  * their capture at start-up.
  * - none: every step eagerly (the reference for graph correctness);

@@ -1,6 +1,6 @@
 /* The step runner: one engine step on the device, the only way the model
  * runs. It owns what a step needs, sized once at start-up in the order of
- * the memory plan (ARCHITECTURE.md section 3): the activation workspace,
+ * the memory plan (docs/architecture.md, section 3): the activation workspace,
  * the metadata buffer, the sampler, the KV cache (the rest of the memory
  * budget, runner/kv_plan.h), then the captured graphs. Each step:
  * the graph runner picks the graph and padded shape (or eager), the step

@@ -476,7 +476,7 @@ GPU_TEST(attention_rope_in_decode_same_bits)
     if (!attention_decode_does_rope(128, 8) || !attention_decode_does_rope(256, 8) ||
         !attention_decode_does_rope(64, 8)) {
         attention_decode_rope_mode(-1);
-        GPU_FAIL("the decode kernel does not do RoPE here (INFER_ATTN_EARLY=0?)");
+        GPU_FAIL("the decode kernel does not do RoPE at 8 rows with the mode forced on");
     }
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (int bi = 0; bi < 3; bi++) {

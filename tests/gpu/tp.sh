@@ -12,8 +12,8 @@
 #     parity   prompt logits at TP 1/2/4/8 against transformers fp32 (tools/tp_parity.py)
 #     engine   64 requests batched = alone, full graphs, greedy, seeded and mixed (log-probabilities
 #              compared too), TP 2, 4 (and 8)
-#     bench    decode tok/s, batch 1 and 64, full graphs, TP 1/2/4/8; all-reduce paths (nccl, off:
-#              no sums, fold: INFER_AR_FOLD=1, the sums folded into the norm)
+#     bench    decode tok/s, batch 1 and 64, full graphs, TP 1/2/4/8, and with every sum over NCCL
+#              (INFER_AR_NCCL_ONLY=1, parallel/tuning.h)
 #     nodes    TP 2 as two machines (a GPU each, NCCL over sockets): engine check + speed
 #   MODELS: config folder names, comma-separated (default: all three)
 # Sizes: 2, 4 and 8 as the machine's GPUs allow, each model at those that divide its heads.
@@ -134,10 +134,8 @@ if has bench; then
         for tp in 1 $(sizes_of "$name"); do
             bench "$name" auto $B/infer bench "${args[@]}" --tp $tp
         done
-        for tp in $(sizes_of "$name"); do # the same steps with the sums over NCCL, and with none (the rest of the step)
-            bench "$name" nccl INFER_ALLREDUCE=nccl $B/infer bench "${args[@]}" --tp $tp
-            bench "$name" off INFER_ALLREDUCE=off $B/infer bench "${args[@]}" --tp $tp
-            bench "$name" fold INFER_AR_FOLD=1 $B/infer bench "${args[@]}" --tp $tp
+        for tp in $(sizes_of "$name"); do # the same steps with every sum and the gather over NCCL
+            bench "$name" nccl INFER_AR_NCCL_ONLY=1 $B/infer bench "${args[@]}" --tp $tp
         done
     done
     grep -h "cuda graphs" "$OUT"/bench-*.err | sort | uniq -c | sort -rn | head -n 20 >"$OUT/capture.txt"
@@ -146,13 +144,13 @@ import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 base = {(r["model"], r["batch"]): r["output_tok_s"] for r in rows if r["tp"] == 1}
 step = {(r["model"], r["batch"], r["tp"], r["tag"]): r["step_ms"] for r in rows}
-print(f"{'model':22} {'batch':>5} {'tp':>2} {'path':>5} {'tok/s':>8} {'x tp1':>6} {'step ms':>8} {'ar ms/step':>10}")
+print(f"{'model':22} {'batch':>5} {'tp':>2} {'path':>5} {'tok/s':>8} {'x tp1':>6} {'step ms':>8} {'nccl - auto':>11}")
 for r in rows:
     k = (r["model"], r["batch"])
-    off = step.get((r["model"], r["batch"], r["tp"], "off"))
-    ar = f"{r['step_ms'] - off:10.3f}" if off is not None and r["tag"] != "off" and r["tp"] > 1 else " " * 10
+    auto = step.get((r["model"], r["batch"], r["tp"], "auto"))
+    d = f"{r['step_ms'] - auto:11.3f}" if auto is not None and r["tag"] == "nccl" else " " * 11
     print(f"{r['model']:22} {r['batch']:5} {r['tp']:2} {r['tag']:>5} {r['output_tok_s']:8.1f} "
-          f"{r['output_tok_s'] / base[k] if k in base else 0:6.2f} {r['step_ms']:8.3f} {ar}")
+          f"{r['output_tok_s'] / base[k] if k in base else 0:6.2f} {r['step_ms']:8.3f} {d}")
 PY
     note "bench: $(grep -c '^{' "$OUT/bench.jsonl") runs (bench.txt)"
 fi

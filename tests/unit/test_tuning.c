@@ -37,28 +37,29 @@ Test(tuning, unset_and_empty_give_the_defaults)
     cr_assert(!memcmp(&t, &d, sizeof t));
 }
 
-Test(tuning, each_knob_takes_its_values)
+/* Sets the values names[i] = values[i] (NULL: unset) and reads them back. */
+static struct parallel_tuning read_with(const char *const values[N_NAMES])
 {
     struct parallel_tuning t;
     struct err e = {{0}};
-    unset_all();
-    setenv("INFER_AR_NCCL_ONLY", "1", 1);
-    setenv("INFER_AR_ONE_SHOT_MAX", "524288", 1);
-    setenv("INFER_AR_TWO_SHOT_MIN", "0", 1);
-    setenv("INFER_RELAY_SPIN_MS", "0.5", 1);
-    setenv("INFER_RELAY", "tcp", 1);
-    setenv("INFER_RELAY_MAILBOX_BYTES", "64", 1);
+    for (size_t i = 0; i < N_NAMES; i++)
+        values[i] ? setenv(names[i], values[i], 1) : unsetenv(names[i]);
     cr_assert_eq(parallel_tuning_read(&t, &e), 0, "%s", e.msg);
+    return t;
+}
+
+Test(tuning, each_knob_takes_its_values)
+{
+    static const char *const set[N_NAMES] = {"1", "524288", "0", "0.5", "tcp", "64"};
+    struct parallel_tuning t = read_with(set);
     cr_assert_eq(t.ar_nccl_only, 1);
     cr_assert_eq(t.ar_one_shot_max, 524288);
     cr_assert_eq(t.ar_two_shot_min, 0);
     cr_assert_float_eq(t.relay_spin_ms, 0.5, 1e-12);
     cr_assert_eq(t.relay_tcp, 1);
     cr_assert_eq(t.relay_mailbox_bytes, 64);
-    setenv("INFER_AR_NCCL_ONLY", "0", 1);
-    setenv("INFER_RELAY", "shm", 1);
-    setenv("INFER_RELAY_MAILBOX_BYTES", "1073741824", 1);
-    cr_assert_eq(parallel_tuning_read(&t, &e), 0, "%s", e.msg);
+    static const char *const other[N_NAMES] = {"0", NULL, NULL, NULL, "shm", "1073741824"};
+    t = read_with(other);
     cr_assert_eq(t.ar_nccl_only, 0);
     cr_assert_eq(t.relay_tcp, 0);
     cr_assert_eq(t.relay_mailbox_bytes, 1 << 30);

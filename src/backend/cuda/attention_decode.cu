@@ -616,12 +616,11 @@ static cudaError_t launch_decode(const struct attn_args *a, const attn_rope *rop
             return launch_decode_cfg<128, 4, 2>(*a, rope, max_range, scratch, scratch_floats, merge, n_splits, stream);
         return launch_decode_cfg<128, 4, 3>(*a, rope, max_range, scratch, scratch_floats, merge, n_splits, stream);
     }
-    /* 256: 2 warps, 2 stages (76 KB) lets two CTAs share an SM, which beat one
-     * CTA of 4 warps by 20-35% at batch 32 (H200, 2026-11-25); but when every
-     * split of every CTA group fits one CTA per SM (batch 1, short contexts)
-     * the 4-warp CTA, one 64-key tile a split, is quicker: Gemma batch 1 at 1k
-     * 10.45 against 13.25 us a layer, at 8k 12.5 against 14.6 (H100,
-     * bench_attention_decode). Counts only, so graphs stay valid; never
+    /* 256: 2 warps, 2 stages (76 KB) lets two CTAs share an SM, which beats
+     * one CTA of 4 warps once the batch fills the GPU; but when every split of
+     * every CTA group fits one CTA per SM (batch 1, short contexts) the 4-warp
+     * CTA, one 64-key tile a split, is quicker (bench_attention_decode;
+     * docs/kernels/attention.md). Counts only, so graphs stay valid; never
      * without scratch (batch-invariant mode: one kernel shape for any batch). */
     const long groups = (long)a->n_tokens * a->n_kv_heads * ((a->n_heads / a->n_kv_heads + 15) / 16);
     if (v == 0 && scratch && groups * ((max_range + CHUNK - 1) / CHUNK) <= a->sm_count)

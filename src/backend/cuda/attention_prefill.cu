@@ -266,9 +266,9 @@ cudaError_t launch_prefill_cfg(const attn_args &a, cudaStream_t stream)
 // Tile shapes per padded head dimension: 8 warps (128 query rows, K/V tiles
 // shared by more rows) when that still gives a CTA to every SM, else 4 warps
 // (64 rows: more CTAs for short or few-head steps). The choice depends on
-// counts only. INFER_ATTN_PREFILL_VARIANT (a tuning knob for
-// bench_attention_prefill, not for users) forces one shape for head dims 128
-// and 256: 1 = 4 warps, 2 = 8 warps, 3 = 8 warps with 3 stages of 32 keys.
+// counts only. attention_prefill_set_variant (bench_attention_prefill's
+// hook, not the engine's) forces one shape for head dims 128 and 256: 1 = 4
+// warps, 2 = 8 warps, 3 = 8 warps with 3 stages of 32 keys.
 template <int HD> cudaError_t launch_prefill_hd(const attn_args &a, int variant, cudaStream_t stream)
 {
     if constexpr (HD == 256 || HD == 128) {

@@ -58,7 +58,7 @@ struct gemm_pick {
 
 /* The decode shapes (N x K) of the target models, and their fused q|k|v and
  * gate|up: the GEMV variant measured fastest for M <= 8 and for 8 < M <= 16,
- * or cuBLASLt where it beat every variant. Measured on H100 2026-11-25
+ * or cuBLASLt where it beat every variant, as measured on an H100
  * (docs/kernels/gemm.md): `gpu_tests bench_gemm_gemv_variants` times all 16
  * variants (tiles x unroll x hint x PDL; the winners all use PDL) and
  * cuBLASLt at M = 1, 8, 16, each as a graph of back-to-back calls rotating

@@ -24,8 +24,7 @@ extern "C" cudaError_t launch_embed(void *out, const int32_t *ids, int n_tokens,
 {
     // The scale (Gemma's sqrt(hidden)) in f32, as the CPU backend (the oracle), llama.cpp and
     // transformers in f32 apply it. transformers in bf16 rounds it to bf16 first (25.25 for 25.30
-    // at hidden 640), a 0.2% bias on every embedding that the CPU does not have (docs/benchmarks.md,
-    // "GGUF: the embedded default model").
+    // at hidden 640), a 0.2% bias on every embedding that the CPU does not have (docs/testing.md).
     embed_kernel<<<n_tokens, 256, 0, stream>>>((bf16 *)out, ids, (const bf16 *)table, vocab_lo, rows, d, scale);
     return cudaGetLastError();
 }

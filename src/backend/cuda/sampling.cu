@@ -53,8 +53,7 @@ __device__ static float gumbel(uint64_t seed, uint64_t step, int32_t token)
 // + GUMBEL_SPREAD reaches the best token's draw. On a trained model's row
 // they are a few thousand of the vocabulary, scattered, so a warp computing
 // the noise wherever one of its lanes passes paid it for nearly every
-// element (0.2 ms a 262144-wide row, docs/benchmarks.md "The Gumbel draw
-// queued by warp"). Each warp queues its passing elements in shared memory
+// element (docs/kernels/sampling.md). Each warp queues its passing elements in shared memory
 // instead and draws them 32 at a time (a warp whose lanes all pass draws at
 // once: random weights' flat rows): the same draws, and the same winner (the
 // largest, the lowest id on ties, whatever thread holds it).
@@ -101,7 +100,7 @@ __device__ __forceinline__ void gumbel_best(const row_state &s, const gumbel_arg
     int queued = 0; // the same in every lane
     // LOADS elements a lane in flight before the first ballot: a ballot
     // each 32 elements otherwise holds a lane to one load at a time (a round
-    // trip each of Gemma's 256 elements a lane: ~0.13 ms a row)
+    // trip for each of Gemma's 256 elements a lane)
     constexpr int LOADS = 8;
     for (int base = warp * 32; base < n; base += LOADS * NT) { // a warp's lanes run the same trips
         float zs[LOADS];
@@ -144,9 +143,9 @@ __device__ __forceinline__ void gumbel_best(const row_state &s, const gumbel_arg
 
 // ---- the row's max and log-sum-exp, over many blocks ----
 //
-// One block per row reading all V logits twice took 37 us a step (Llama,
-// V = 128256) and 60 us (Gemma, 262144) on an H100: a greedy decode step's
-// largest kernel after the GEMVs. stats_kernel spreads that over
+// One block per row reading all V logits twice was a greedy decode step's
+// largest kernel after the GEMVs (one SM streaming 0.5-1 MB a row).
+// stats_kernel spreads that over
 // SAMPLE_STATS_SPLITS(V) blocks a row: each finds its span's best (value
 // descending, id ascending) and sum of exp(l - its max) in double;
 // sample_kernel combines them (the best exactly; the sum as
@@ -162,15 +161,13 @@ __device__ __forceinline__ void gumbel_best(const row_state &s, const gumbel_arg
 // A row whose Gumbel-max draw stats_kernel makes: tempered, with nothing to
 // add or cut (sample_kernel's no_z rows without min-p, whose threshold
 // needs the row's max first). One block a row drew it over the whole row,
-// Philox and two logf an element that can win: 0.1-0.2 ms a step on one SM
-// (docs/benchmarks.md, "The draw with the statistics"); spread over the
+// Philox and two logf an element that can win, on one SM; spread over the
 // statistics' blocks it is a few microseconds.
 // Past SAMPLE_DRAW_MAX_ROWS rows a call leaves the draw to sample_kernel:
 // each span prunes with its own best's draw, far below the row's on a
 // trained model's rows, so the spans compute many times the noise one
-// block does, and past ~32 rows a block a row fills the SMs as well (Gemma 3
-// 270M's rows, one H200: 8 rows 0.14 ms in sample_kernel, 0.07 here; 16
-// rows 0.15 / 0.10; 32 rows 0.19 / 0.17; 64 rows 0.24 / 0.31).
+// block does, and past ~32 rows a block a row fills the SMs as well: the
+// crossing point on a trained model's rows (docs/kernels/sampling.md).
 #define SAMPLE_DRAW_MAX_ROWS 32
 __device__ __forceinline__ bool draws_with_stats(const sample_row_dev &p)
 {
@@ -180,8 +177,8 @@ __device__ __forceinline__ bool draws_with_stats(const sample_row_dev &p)
 
 // A row whose mass over z stats_kernel sums, span by span (z_mass: the sum
 // of exp(z - the span's best z)): top-p without top-k, where
-// prefilter_tempered needs the whole row's mass and one block made it at
-// ~60 us a trained row (an expf an element on one SM). Not with min-p,
+// prefilter_tempered needs the whole row's mass and one block made it
+// slowly (an expf an element on one SM). Not with min-p,
 // whose threshold needs the row's max.
 __device__ __forceinline__ bool z_mass_with_stats(const sample_row_dev &p)
 {
@@ -205,7 +202,7 @@ __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_
     const float *l = logits + (size_t)r * pitch;
     // The row's parameters: host memory no kernel writes (staged before the
     // step), read by one thread (every block's warps reading it over the
-    // link cost a batch-64 step ~1 %) before waiting, shared after.
+    // link cost a large batch's step measurably) before waiting, shared after.
     __shared__ float row_temp;
     __shared__ bool row_mass;
     __shared__ uint64_t row_seed, row_step;

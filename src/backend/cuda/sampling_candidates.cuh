@@ -10,8 +10,7 @@
 // ---- the candidates of a top-k / top-p row ----
 //
 // The cuts' bisections take ~35 whole-row passes each (one SM streaming the
-// row, a block reduction a pass: 1.1-2.3 ms a step with both,
-// docs/benchmarks.md). Every element either cut keeps lies within a span of
+// row, a block reduction a pass: milliseconds a step with both). Every element either cut keeps lies within a span of
 // the best z when (a) at least top_k alive elements do and (b) their mass is
 // at least top_p times the row's; then those candidates, copied to shared
 // memory and sorted, give the same cuts as the whole row: the top-k cut is
@@ -42,8 +41,8 @@ __constant__ const float prefilter_span[SPANS] = {16.f, 12.f, 9.f, 6.f};
 // order; every pass over the same row visits the same ones): the scalar
 // loop's elements (ROW_LOADS loads in flight), or, where the row is 16-byte
 // aligned and n a multiple of 4, VEC_LOADS float4s in flight: four times the
-// bytes a load (a trained top-p row 0.103 -> 0.101 ms, top 20 log-probs
-// 0.068 -> 0.064: one block's pass is not bound by its loads alone).
+// bytes a load, a small gain only, since one block's pass is not bound by
+// its loads alone (docs/kernels/sampling.md).
 // The passes that use it are not inlined into sample_kernel: inlined, its
 // float4s pushed the kernel's other live values to ~1.4 KB of spill loads.
 #define VEC_LOADS 4

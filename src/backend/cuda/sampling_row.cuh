@@ -132,7 +132,7 @@ __device__ __forceinline__ float weight(float zt, const row_state &s) { return e
 
 // tally's loop over the candidates (CAND) or the whole row: two loops, not
 // one choosing its source per element, which made the whole row's passes
-// ~1.5x slower (docs/benchmarks.md, "The sampler's candidates").
+// ~1.5x slower (docs/kernels/sampling.md).
 template <bool CAND>
 __device__ __forceinline__ void tally_loop(const row_state &s, cut c, uint32_t k, int mode, int id_max, bool mass,
                                            double &acc, int &n)
