@@ -83,10 +83,10 @@ static int encode_prompt(const struct tokenizer *tok, const char *text, int add_
 }
 
 /* The single prompt as a request; ids are handed over. */
-static void single_request(struct generate_request *r, int32_t *ids, int n_ids,
+static void single_request(struct request_fields *r, int32_t *ids, int n_ids,
                            const struct generate_defaults *d, char **stop)
 {
-    *r = (struct generate_request){.prompt = ids, .stop = stop};
+    *r = (struct request_fields){.prompt = ids, .stop = stop};
     r->submit = (struct engine_request){.prompt = ids,
                                         .n_prompt = n_ids,
                                         .max_tokens = d->max_tokens,
@@ -182,7 +182,7 @@ int cmd_generate(int argc, char **argv)
             goto done;
         }
     char *stops[1] = {(char *)stop};
-    struct generate_request r;
+    struct request_fields r;
     single_request(&r, ids, n_ids, &d, stop ? stops : NULL);
     if (!d.have_seed) /* a seed of its own, as a line of --input without "seed" gets */
         r.submit.sampling.seed = (uint64_t)time(NULL) * 0x2545F4914F6CDD1Dull;

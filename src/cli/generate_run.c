@@ -120,13 +120,13 @@ static void print_choice(const struct choice_out *c, int as_json, int header, in
 
 /* Every non-blank line parsed; on the first bad one, e names the line. */
 static int parse_file(struct generate_context *ctx, const char *path, const struct generate_defaults *d,
-                      struct generate_request **out, int *n_out, struct err *e)
+                      struct request_fields **out, int *n_out, struct err *e)
 {
     char *data;
     size_t len;
     if (fs_read_file(path, (size_t)1 << 30, &data, &len, e))
         return err_prefix(e, "--input");
-    struct generate_request *reqs = NULL;
+    struct request_fields *reqs = NULL;
     int n = 0, cap = 0, line_no = 0, rc = 0;
     uint64_t seed_base = (uint64_t)time(NULL) * 0x2545F4914F6CDD1Dull;
     for (size_t pos = 0; pos < len && !rc; line_no++) {
@@ -152,7 +152,7 @@ static int parse_file(struct generate_context *ctx, const char *path, const stru
     free(data);
     if (rc) {
         for (int i = 0; i < n; i++)
-            generate_request_free(&reqs[i]);
+            request_fields_free(&reqs[i]);
         free(reqs);
         return -1;
     }
@@ -165,7 +165,7 @@ int generate_run_file(struct model *m, const struct tokenizer *tok, const char *
                   const struct generate_defaults *d, const struct engine_opts *o, int as_json, struct err *e)
 {
     struct generate_context ctx = {tok, model_dir, NULL, m->cfg.vocab_size};
-    struct generate_request *reqs = NULL;
+    struct request_fields *reqs = NULL;
     int n = 0;
     int rc = parse_file(&ctx, input, d, &reqs, &n, e);
     chat_template_free(ctx.ct);
@@ -173,12 +173,12 @@ int generate_run_file(struct model *m, const struct tokenizer *tok, const char *
         return -1;
     rc = generate_run_requests(m, tok, reqs, n, o, as_json, 0, e);
     for (int i = 0; i < n; i++)
-        generate_request_free(&reqs[i]);
+        request_fields_free(&reqs[i]);
     free(reqs);
     return rc;
 }
 
-int generate_run_requests(struct model *m, const struct tokenizer *tok, struct generate_request *reqs, int n,
+int generate_run_requests(struct model *m, const struct tokenizer *tok, struct request_fields *reqs, int n,
                           const struct engine_opts *o, int as_json, int single, struct err *e)
 {
     int rc = 0;

@@ -12,7 +12,7 @@ int generate_run_file(struct model *m, const struct tokenizer *tok, const char *
 
 /* The same for requests already made; reqs stay the caller's. single: the
  * single-prompt form, whose JSON object has no "request" field. */
-int generate_run_requests(struct model *m, const struct tokenizer *tok, struct generate_request *reqs, int n,
+int generate_run_requests(struct model *m, const struct tokenizer *tok, struct request_fields *reqs, int n,
                           const struct engine_opts *o, int as_json, int single, struct err *e);
 
 #endif

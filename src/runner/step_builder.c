@@ -39,7 +39,7 @@ void step_builder_init(struct step_builder *b, const struct meta_buffer *mb, int
  * row returns its logits, or draws what the sampler needs them for. A row
  * without parameters (a step built by hand, drawn by no sampler) needs
  * none. */
-static int32_t needs_logit_cols(const struct step_builder *b, const struct step_seq *seqs, int n)
+static int32_t logit_cols_word(const struct step_builder *b, const struct step_seq *seqs, int n)
 {
     for (int s = 0; s < n; s++) {
         const struct sampling_params *p = seqs[s].sample.params;
@@ -123,7 +123,7 @@ int step_build(const struct step_builder *b, const struct step_seq *seqs, int n,
         kvl[ns + k] = 0;
     }
     qs[S] = T;
-    h[l->logit_cols] = needs_logit_cols(b, seqs, n);
+    h[l->logit_cols] = logit_cols_word(b, seqs, n);
     for (int k = nl; k < L; k++) {
         const int t = nt + (k - nl);
         rows[k] = t < T ? t : T - 1;

@@ -1,8 +1,10 @@
 /* OpenAI's request and response shapes for POST /v1/chat/completions and
  * POST /v1/completions, as pure functions (no sockets, no engine): a body
  * becomes a validated engine request (template rendered, prompt tokenized,
- * limits enforced) or an OpenAI error; results become response objects and
- * SSE chunks. The HTTP side (server.c) owns the I/O and the engine. */
+ * limits enforced; its request fields through engine/request_fields.h, the
+ * parser `infer generate --input` uses too) or an OpenAI error; results
+ * become response objects and SSE chunks. The HTTP side (server.c) owns the
+ * I/O and the engine. */
 #ifndef INFER_SERVER_OAI_H
 #define INFER_SERVER_OAI_H
 

@@ -242,20 +242,20 @@ else
 fi
 # a bad line is named by line number and field, and nothing runs
 printf '{"prompt_ids": [1, 2]}\n\n{"prompt_ids": [1], "temperature": "hot"}\n' >"$TMP/bad1.jsonl"
-expect_fail "--input: wrong type names line and field" "bad1.jsonl line 3: \"temperature\" must be a number" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad1.jsonl"
+expect_fail "--input: wrong type names line and field" "bad1.jsonl line 3: 'temperature' must be a number" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad1.jsonl"
 if [ -s "$TMP/out" ]; then bad "--input: output written before the bad line was refused"; fi
 printf '{"prompt_ids": [1], "max_token": 5}\n' >"$TMP/bad2.jsonl"
 expect_fail "--input: unknown field" "line 1: unknown field \"max_token\"" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad2.jsonl"
 printf '{"prompt_ids": [1]}\n{"prompt_ids": [1]\n' >"$TMP/bad3.jsonl"
 expect_fail "--input: broken JSON" "line 2: not valid JSON" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad3.jsonl"
 printf '{"prompt": "hi"}\n' >"$TMP/bad4.jsonl"
-expect_fail "--input: text prompt without a tokenizer" "tokenizer.json" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad4.jsonl"
+expect_fail "--input: text prompt without a tokenizer" "bad4.jsonl line 1: prompt: the model has no tokenizer" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad4.jsonl"
 printf '{"prompt_ids": [1, 5000]}\n' >"$TMP/bad5.jsonl"
-expect_fail "--input: id outside the vocabulary" "\"prompt_ids\"[1]" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad5.jsonl"
+expect_fail "--input: id outside the vocabulary" "bad5.jsonl line 1: 'prompt_ids[1]' must be a token id in [0, " "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad5.jsonl"
 printf '{"prompt_ids": [1], "n": 0}\n' >"$TMP/bad6.jsonl"
-expect_fail "--input: n out of range" "\"n\" must be" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad6.jsonl"
+expect_fail "--input: n out of range" "bad6.jsonl line 1: 'n' must be an integer in [1, 128]" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad6.jsonl"
 printf '{"prompt_ids": [1], "top_p": 0}\n' >"$TMP/bad7.jsonl"
-expect_fail "--input: top_p out of range" "line 1: top_p" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad7.jsonl"
+expect_fail "--input: top_p out of range" "bad7.jsonl line 1: 'top_p' must be a number in (0, 1]" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/bad7.jsonl"
 expect_fail "--cuda-graph-mode: unknown mode" "--cuda-graph-mode: unknown mode 'sometimes'" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode sometimes
 expect_fail "--cuda-graph-mode full needs cuda" "--cuda-graph-mode full needs --device cuda" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode full
 expect_fail "--cuda-graph-mode piecewise needs cuda" "--cuda-graph-mode piecewise needs --device cuda" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --temperature 0.5 --cuda-graph-mode piecewise

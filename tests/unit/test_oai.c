@@ -79,13 +79,7 @@ static const char *const NAMES[] = {"m1", "alias"};
 static void setup(void)
 {
     tok = make_tok();
-    json_error_t je;
-    json_t *cfg = json_loads(TEMPLATE, 0, &je);
-    cr_assert(cfg, "%s", je.text);
-    struct err e = {{0}};
-    ct = chat_template_from_config(cfg, NULL, &e);
-    json_decref(cfg);
-    cr_assert(ct, "%s", e.msg);
+    ct = tok_fixture_template(TEMPLATE);
     ctx = (struct oai_context){.tok = tok,
                                .ct = ct,
                                .model_names = NAMES,

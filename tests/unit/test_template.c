@@ -11,6 +11,7 @@
 
 #include "chat/chat_template.h"
 #include "template/template.h"
+#include "tok_fixture.h"
 
 #define VARS                                                                                                 \
     "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"assistant\", \"content\": "     \
@@ -490,17 +491,7 @@ Test(template_methods, dict_and_list)
 
 /* ------------------------------------------------------ chat_template.c */
 
-static struct chat_template *ct_from(const char *config_json)
-{
-    json_error_t je;
-    json_t *cfg = json_loads(config_json, 0, &je);
-    cr_assert(cfg, "bad config: %s", je.text);
-    struct err e = {{0}};
-    struct chat_template *ct = chat_template_from_config(cfg, NULL, &e);
-    json_decref(cfg);
-    cr_assert(ct, "%s", e.msg);
-    return ct;
-}
+static struct chat_template *ct_from(const char *config_json) { return tok_fixture_template(config_json); }
 
 static char *ct_render(const struct chat_template *ct, const char *msgs, const char *tools, int agp,
                        const char *extra, struct err *e)

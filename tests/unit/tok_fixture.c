@@ -1,6 +1,7 @@
 #include "tok_fixture.h"
 
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,4 +36,16 @@ struct tokenizer *tok_fixture_numbered(int n)
     struct tokenizer *t = tok_fixture_load(json);
     free(json);
     return t;
+}
+
+struct chat_template *tok_fixture_template(const char *config_json)
+{
+    json_error_t je;
+    json_t *cfg = json_loads(config_json, 0, &je);
+    cr_assert(cfg, "%s", je.text);
+    struct err e = {{0}};
+    struct chat_template *ct = chat_template_from_config(cfg, NULL, &e);
+    json_decref(cfg);
+    cr_assert(ct, "%s", e.msg);
+    return ct;
 }
