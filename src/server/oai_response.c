@@ -54,21 +54,13 @@ static struct tok_text token_text(const struct tokenizer *tok, int32_t id)
     return t;
 }
 
-static size_t code_points(const char *s, size_t n)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        k += ((unsigned char)s[i] & 0xC0) != 0x80;
-    return k;
-}
-
 /* Code points of s once made valid (what a client indexes). */
 static size_t text_chars(const char *s, size_t n)
 {
     if (utf8_valid_prefix(s, n) == n)
-        return code_points(s, n);
+        return utf8_count(s, n);
     char *buf = xmalloc(3 * n + 1);
-    size_t k = code_points(buf, utf8_lossy(buf, s, n));
+    size_t k = utf8_count(buf, utf8_lossy(buf, s, n));
     free(buf);
     return k;
 }

@@ -397,9 +397,7 @@ FILTER(tfilt_reverse)
         struct sbuf b = {0};
         size_t n = v.u.s->len, end = n;
         while (end > 0) {
-            size_t start = end - 1;
-            while (start > 0 && ((unsigned char)v.u.s->s[start] & 0xC0) == 0x80)
-                start--;
+            const size_t start = utf8_prev(v.u.s->s, end);
             tmpl_strbuf_put(&b, v.u.s->s + start, end - start);
             end = start;
         }

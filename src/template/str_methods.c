@@ -147,14 +147,6 @@ static size_t nonws_run(const char *s, size_t n, size_t i)
     return i;
 }
 
-static size_t prev_cp(const char *p, size_t i)
-{
-    size_t q = i - 1;
-    while (q > 0 && ((unsigned char)p[q] & 0xC0) == 0x80)
-        q--;
-    return q;
-}
-
 static void push_str(struct tval l, const char *s, size_t n)
 {
     tmpl_list_push(l.u.l, tmpl_value_str(s, n));
@@ -213,7 +205,7 @@ static int m_split_common(struct rctx *c, int line, struct tval self, const stru
             size_t end = n;
             for (;;) {
                 while (end > 0) { /* skip trailing whitespace */
-                    size_t q = prev_cp(p, end), j = q;
+                    size_t q = utf8_prev(p, end), j = q;
                     if (!tmpl_isspace(utf8_next(p, n, &j)))
                         break;
                     end = q;
@@ -226,7 +218,7 @@ static int m_split_common(struct rctx *c, int line, struct tval self, const stru
                 }
                 size_t start = end;
                 while (start > 0) {
-                    size_t q = prev_cp(p, start), j = q;
+                    size_t q = utf8_prev(p, start), j = q;
                     if (tmpl_isspace(utf8_next(p, n, &j)))
                         break;
                     start = q;

@@ -166,9 +166,7 @@ void tmpl_strip(const char *s, size_t n, const char *chars, size_t nchars, int w
     }
     if (which & 2) {
         while (z > a) {
-            size_t p = z - 1;
-            while (p > a && ((unsigned char)s[p] & 0xC0) == 0x80)
-                p--;
+            const size_t p = a + utf8_prev(s + a, z - a);
             size_t i = p;
             if (!in_chars(utf8_next(s, n, &i), chars, nchars))
                 break;
