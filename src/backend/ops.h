@@ -250,8 +250,9 @@ struct backend_ops {
      * matmul_f32: f32 out[n_rows, w.rows] = x . w^T, not rounded.
      * all_reduce_fold: partial[n_rows, w.cols] := its sum over the ranks,
      * rounded to the activation dtype, then folded as add_rmsnorm (or, with
-     * w_delta, add_normed_rmsnorm) folds a delta, in one pass where the
-     * backend can; partial is scratch after. */
+     * w_delta, add_normed_rmsnorm) folds a delta; partial is scratch after.
+     * (The CUDA backend sums, then folds with a norm kernel: a fold inside
+     * the all-reduce lost at decode sizes, docs/dist.md.) */
     void (*matmul_f32)(struct backend *be, float *out, const void *x, const struct weight *w, int n_rows);
     void (*all_reduce_fold)(struct backend *be, void *residual, float *partial, const struct weight *w_delta,
                             void *out, const struct weight *w, int n_rows, float eps, int plus_one);
