@@ -40,15 +40,15 @@ static void produce(struct inflight *j)
     const struct server *s = j->srv;
     const int chat = j->req.kind == OAI_CHAT;
     int all_closed = 1;
-    for (int i = 0; i < j->req.submit.n; i++) {
+    for (int i = 0; i < j->req.f.submit.n; i++) {
         struct inflight_choice *c = &j->ch[i];
         if (!c->opened) {
             c->opened = 1;
             if (chat)
                 out_append(j, oai_chunk(&j->req, s->tok, j->id, j->created, i, 1, "", 0, NULL, 0, -1));
-            else if (j->req.echo && j->req.prompt_text)
-                out_append(j, oai_chunk(&j->req, s->tok, j->id, j->created, i, 0, j->req.prompt_text,
-                                        strlen(j->req.prompt_text), NULL, 0, -1));
+            else if (j->req.echo && j->req.f.prompt_text)
+                out_append(j, oai_chunk(&j->req, s->tok, j->id, j->created, i, 0, j->req.f.prompt_text,
+                                        strlen(j->req.f.prompt_text), NULL, 0, -1));
         }
         size_t new_text = c->len > c->sent_len ? c->len - c->sent_len : 0;
         int new_lp = c->n_lp - c->sent_lp;
@@ -67,7 +67,7 @@ static void produce(struct inflight *j)
     if (all_closed && !j->done_sent) {
         if (j->req.include_usage && !j->usage_sent) {
             int completion = 0;
-            for (int i = 0; i < j->req.submit.n; i++)
+            for (int i = 0; i < j->req.f.submit.n; i++)
                 completion += j->ch[i].completion_tokens;
             out_append(j, oai_usage_chunk(&j->req, j->id, j->created, j->prompt_tokens, completion));
             j->usage_sent = 1;
@@ -117,7 +117,7 @@ static void release(struct inflight *j)
 {
     struct server *s = j->srv;
     pthread_mutex_lock(&j->mu);
-    int running = j->n_finished < j->req.submit.n;
+    int running = j->n_finished < j->req.f.submit.n;
     pthread_mutex_unlock(&j->mu);
     if (running)
         engine_abort(s->eng, j->engine_id);
@@ -146,7 +146,7 @@ static enum MHD_Result reply_stream(struct server *s, struct conn *c, struct MHD
 
 static enum MHD_Result reply_whole(struct server *s, struct conn *c, struct MHD_Connection *conn, struct inflight *j)
 {
-    const int n = j->req.submit.n;
+    const int n = j->req.f.submit.n;
     pthread_mutex_lock(&j->mu);
     int gone = 0;
     while (j->n_finished < n && !s->stopping && !gone) {
@@ -206,11 +206,11 @@ enum MHD_Result route_completion(struct server *s, struct conn *c, struct MHD_Co
     snprintf(j->id, sizeof j->id, "%s-%016llx", kind == OAI_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)tag);
     const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
     j->client_fd = ci ? ci->connect_fd : -1;
-    j->req.submit.user = j;
+    j->req.f.submit.user = j;
     server_inflight_attach(s, j);
     j->submitted_at = clock_now();
     struct err e = {{0}};
-    long id = engine_submit(s->eng, &j->req.submit, &e);
+    long id = engine_submit(s->eng, &j->req.f.submit, &e);
     if (id < 0) {
         server_inflight_detach(s, j);
         inflight_unref(j); /* the engine never had it */

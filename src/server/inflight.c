@@ -20,7 +20,7 @@ struct inflight *inflight_new(struct server *srv, struct oai_completion_request 
     j->created = (long)time(NULL);
     j->refs = 2;
     j->client_fd = -1;
-    j->ch = xcalloc((size_t)j->req.submit.n, sizeof *j->ch);
+    j->ch = xcalloc((size_t)j->req.f.submit.n, sizeof *j->ch);
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
     return j;
@@ -28,7 +28,7 @@ struct inflight *inflight_new(struct server *srv, struct oai_completion_request 
 
 static void inflight_free(struct inflight *j)
 {
-    for (int i = 0; i < j->req.submit.n; i++) {
+    for (int i = 0; i < j->req.f.submit.n; i++) {
         free(j->ch[i].text);
         free(j->ch[i].lp);
     }
@@ -91,7 +91,7 @@ void inflight_on_event(void *ctx, const struct engine_event *ev)
             metrics_observe(srv->metrics, METRICS_ITL, now - c->last_token_at);
         c->last_token_at = now;
         if (j->req.logprobs)
-            append_lp(c, ev->sample, j->req.top_logprobs);
+            append_lp(c, ev->sample, j->req.f.submit.sampling.top_logprobs);
     }
     if (ev->text_len)
         append_text(c, ev->text, ev->text_len);
@@ -106,7 +106,7 @@ void inflight_on_event(void *ctx, const struct engine_event *ev)
         }
         j->prompt_tokens = ev->prompt_tokens;
         metrics_tokens(srv->metrics, j->n_finished == 0 ? ev->prompt_tokens : 0, ev->completion_tokens);
-        if (++j->n_finished == j->req.submit.n)
+        if (++j->n_finished == j->req.f.submit.n)
             last_ref = --j->refs == 0; /* the engine's reference */
     }
     pthread_cond_broadcast(&j->cv);

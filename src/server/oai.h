@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "engine/request_fields.h"
 #include "chat/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -44,20 +45,18 @@ struct oai_context {
     int default_max_tokens; /* when the body gives none: what the context leaves, capped by this */
 };
 
-/* A parsed request. g.submit is what goes to engine_submit (it points into the
- * owned arrays below). */
+/* A parsed request. f.submit is what goes to engine_submit (it points into
+ * the arrays f owns); f.submit.sampling.top_logprobs is chat's
+ * "top_logprobs", or the N of completions' "logprobs" (0..5); f.prompt_text
+ * is the prompt as text (completions, for echo) or the rendered messages
+ * (chat), "" when there is none. */
 struct oai_completion_request {
     enum oai_kind kind;
-    char *model;                 /* as given (one of the served names) */
-    int stream, include_usage;   /* "stream", "stream_options": {"include_usage"} */
-    int logprobs;                /* chat: "logprobs": true; completions: "logprobs": N >= 0 given */
-    int top_logprobs;            /* chat: "top_logprobs"; completions: the N of "logprobs" (0..5) */
-    int echo;                    /* completions "echo": the prompt text before the completion */
-    char *prompt_text;           /* completions: the prompt as text (for echo); chat: the rendered prompt */
-    struct engine_request submit; /* prompt, n, max_tokens, sampling, stop, ignore_eos */
-    int32_t *prompt;             /* owned */
-    char **stop;                 /* owned, submit.n_stop of them */
-    struct logit_bias *bias;     /* owned */
+    char *model;               /* as given (one of the served names) */
+    int stream, include_usage; /* "stream", "stream_options": {"include_usage"} */
+    int logprobs;              /* chat: "logprobs": true; completions: "logprobs": N >= 0 given */
+    int echo;                  /* completions "echo": the prompt text before the completion */
+    struct request_fields f;   /* the shared parser's request (engine/request_fields.h) */
 };
 
 /* Parses and validates a body (len bytes, not NUL-terminated) for kind.

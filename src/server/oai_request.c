@@ -31,7 +31,6 @@ struct parse {
     enum oai_kind kind;
     const json_t *o;
     struct oai_completion_request *r;
-    struct request_fields *fields; /* the shared parser's part, moved into r at the end */
     struct oai_error *err;
 };
 
@@ -99,7 +98,7 @@ static int parse_completion_logprobs(struct parse *p)
         return -1;
     if (r->echo && r->logprobs)
         return BAD(p, "echo", "'echo' together with 'logprobs' is not supported");
-    p->fields->submit.sampling.top_logprobs = (int)top;
+    p->r->f.submit.sampling.top_logprobs = (int)top;
     return 0;
 }
 
@@ -125,7 +124,7 @@ static int parse_best_of(struct parse *p)
 {
     long long best_of = 0;
     int given = 0;
-    const int n = p->fields->submit.n;
+    const int n = p->r->f.submit.n;
     if (get_int(p, "best_of", 1, INT32_MAX, &best_of, &given))
         return -1;
     if (given && best_of != n)
@@ -175,31 +174,17 @@ static int parse_body(struct parse *p, uint64_t seed_if_absent)
     const int completion = p->kind == OAI_COMPLETION;
     if (parse_model(p) || refuse_unsupported(p))
         return -1;
-    if (request_fields_begin(&o, p->o, p->fields, &fe))
+    if (request_fields_begin(&o, p->o, &p->r->f, &fe))
         return refused(p, &fe);
     if ((completion && parse_completion_logprobs(p)) || parse_stream(p))
         return -1;
-    if (request_fields_output(&o, p->o, p->fields, &fe))
+    if (request_fields_output(&o, p->o, &p->r->f, &fe))
         return refused(p, &fe);
     if (completion && parse_best_of(p))
         return -1;
-    if (request_fields_prompt(&o, p->o, p->fields, &fe))
+    if (request_fields_prompt(&o, p->o, &p->r->f, &fe))
         return refused(p, &fe);
     return 0;
-}
-
-/* The shared parser's request and arrays into r. */
-static void take_fields(struct oai_completion_request *r, struct request_fields *f)
-{
-    r->submit = f->submit;
-    r->prompt = f->prompt;
-    r->stop = f->stop;
-    r->bias = f->bias;
-    r->prompt_text = f->prompt_text ? f->prompt_text : xstrdup("");
-    if (r->kind == OAI_CHAT)
-        r->logprobs = f->logprobs;
-    r->top_logprobs = f->submit.sampling.top_logprobs;
-    memset(f, 0, sizeof *f);
 }
 
 int oai_request_parse(const struct oai_context *ctx, enum oai_kind kind, const char *body, size_t len,
@@ -208,8 +193,7 @@ int oai_request_parse(const struct oai_context *ctx, enum oai_kind kind, const c
     memset(out, 0, sizeof *out);
     memset(err, 0, sizeof *err);
     out->kind = kind;
-    struct request_fields fields = {0};
-    struct parse p = {ctx, kind, NULL, out, &fields, err};
+    struct parse p = {ctx, kind, NULL, out, err};
     int rc;
     json_t *o = NULL;
     if (request_fields_too_deep(body, len, REQUEST_FIELDS_MAX_DEPTH)) {
@@ -229,19 +213,19 @@ int oai_request_parse(const struct oai_context *ctx, enum oai_kind kind, const c
     }
     json_decref(o);
     if (rc) {
-        request_fields_free(&fields);
         oai_request_free(out);
         return -1;
     }
-    take_fields(out, &fields);
+    if (!out->f.prompt_text)
+        out->f.prompt_text = xstrdup("");
+    if (kind == OAI_CHAT)
+        out->logprobs = out->f.logprobs;
     return 0;
 }
 
 void oai_request_free(struct oai_completion_request *r)
 {
-    struct request_fields f = {
-        .submit = r->submit, .prompt = r->prompt, .stop = r->stop, .bias = r->bias, .prompt_text = r->prompt_text};
-    request_fields_free(&f); /* what take_fields handed over */
+    request_fields_free(&r->f);
     free(r->model);
     memset(r, 0, sizeof *r);
 }

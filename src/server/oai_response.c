@@ -67,7 +67,7 @@ static size_t text_chars(const char *s, size_t n)
 
 static int n_top(const struct oai_completion_request *r, const struct oai_token_logprob *lp)
 {
-    int n = lp->n_top < r->top_logprobs ? lp->n_top : r->top_logprobs;
+    int n = lp->n_top < r->f.submit.sampling.top_logprobs ? lp->n_top : r->f.submit.sampling.top_logprobs;
     return n < 0 ? 0 : n > 20 ? 20 : n;
 }
 
@@ -120,7 +120,7 @@ static json_t *completion_logprobs(const struct oai_completion_request *r, const
                                    const struct oai_token_logprob *lp, int n_lp, size_t offset)
 {
     json_t *tokens = json_array(), *lps = json_array(), *offsets = json_array();
-    json_t *tops = r->top_logprobs > 0 ? json_array() : json_null();
+    json_t *tops = r->f.submit.sampling.top_logprobs > 0 ? json_array() : json_null();
     for (int i = 0; i < n_lp; i++) {
         struct tok_text t = token_text(tok, lp[i].token);
         json_array_append_new(tokens, jtext(t.s, t.n));
@@ -128,7 +128,7 @@ static json_t *completion_logprobs(const struct oai_completion_request *r, const
         json_array_append_new(offsets, json_integer((json_int_t)offset));
         offset += text_chars(t.s, t.n);
         free(t.s);
-        if (r->top_logprobs > 0) {
+        if (r->f.submit.sampling.top_logprobs > 0) {
             json_t *dict = json_object();
             for (int k = 0; k < n_top(r, &lp[i]); k++)
                 top_set(dict, tok, lp[i].top_ids[k], lp[i].top_logprobs[k]);
@@ -167,10 +167,10 @@ static json_t *envelope(const struct oai_completion_request *r, const char *id, 
 /* The echoed prompt followed by text (a new string). */
 static json_t *with_echo(const struct oai_completion_request *r, int echo, const char *text, size_t len)
 {
-    size_t pl = echo && r->prompt_text ? strlen(r->prompt_text) : 0;
+    size_t pl = echo && r->f.prompt_text ? strlen(r->f.prompt_text) : 0;
     char *s = xmalloc(pl + len + 1);
     if (pl)
-        memcpy(s, r->prompt_text, pl);
+        memcpy(s, r->f.prompt_text, pl);
     if (len)
         memcpy(s + pl, text, len);
     json_t *j = jtext(s, pl + len);
@@ -180,7 +180,7 @@ static json_t *with_echo(const struct oai_completion_request *r, int echo, const
 
 static size_t echo_chars(const struct oai_completion_request *r, int echo)
 {
-    return echo && r->prompt_text ? text_chars(r->prompt_text, strlen(r->prompt_text)) : 0;
+    return echo && r->f.prompt_text ? text_chars(r->f.prompt_text, strlen(r->f.prompt_text)) : 0;
 }
 
 json_t *oai_response(const struct oai_completion_request *r, const struct tokenizer *tok, const char *id, long created,

@@ -122,10 +122,10 @@ static void expect_ids(const struct oai_completion_request *r, const char *text,
     struct token_ids t = {0};
     struct err e = {{0}};
     cr_assert_eq(tokenizer_encode(tok, text, strlen(text), add_special, &t, &e), 0, "%s", e.msg);
-    cr_assert_eq(r->submit.n_prompt, t.n, "%d prompt tokens, expected %d", r->submit.n_prompt, t.n);
-    cr_assert(r->submit.prompt == r->prompt);
+    cr_assert_eq(r->f.submit.n_prompt, t.n, "%d prompt tokens, expected %d", r->f.submit.n_prompt, t.n);
+    cr_assert(r->f.submit.prompt == r->f.prompt);
     for (int i = 0; i < t.n; i++)
-        cr_assert_eq(r->prompt[i], t.ids[i], "token %d: %d, expected %d", i, r->prompt[i], t.ids[i]);
+        cr_assert_eq(r->f.prompt[i], t.ids[i], "token %d: %d, expected %d", i, r->f.prompt[i], t.ids[i]);
     token_ids_free(&t);
 }
 
@@ -155,12 +155,12 @@ Test(oai_request, chat_every_field)
     cr_assert_eq(r.kind, OAI_CHAT);
     cr_assert_str_eq(r.model, "alias");
     const char *want = "<s>T1<|system|>be brief\n<|user|>one\ntwo\n<|assistant|>";
-    cr_assert_str_eq(r.prompt_text, want);
+    cr_assert_str_eq(r.f.prompt_text, want);
     expect_ids(&r, want, 0);
-    cr_assert_eq(r.prompt[0], BOS, "the template's BOS is the only one");
-    cr_assert_eq(r.submit.n, 2);
-    cr_assert_eq(r.submit.max_tokens, 5);
-    const struct sampling_params *s = &r.submit.sampling;
+    cr_assert_eq(r.f.prompt[0], BOS, "the template's BOS is the only one");
+    cr_assert_eq(r.f.submit.n, 2);
+    cr_assert_eq(r.f.submit.max_tokens, 5);
+    const struct sampling_params *s = &r.f.submit.sampling;
     cr_assert_float_eq(s->temperature, 0.5f, 1e-6);
     cr_assert_float_eq(s->top_p, 0.9f, 1e-6);
     cr_assert_eq(s->top_k, 40);
@@ -171,14 +171,14 @@ Test(oai_request, chat_every_field)
     cr_assert_eq(s->seed, 7);
     cr_assert_eq(s->top_logprobs, 3);
     cr_assert_eq(s->n_bias, 2);
-    cr_assert(s->bias == r.bias);
+    cr_assert(s->bias == r.f.bias);
     cr_assert(s->bias[0].token == 5 && s->bias[0].bias == -100.f);
     cr_assert(s->bias[1].token == 7 && s->bias[1].bias == 2.5f);
-    cr_assert_eq(r.submit.n_stop, 2);
-    cr_assert(r.submit.stop == r.stop);
-    cr_assert_str_eq(r.stop[0], "ab");
-    cr_assert_str_eq(r.stop[1], "cd");
-    cr_assert(r.logprobs && r.top_logprobs == 3 && r.stream && r.include_usage && r.submit.ignore_eos);
+    cr_assert_eq(r.f.submit.n_stop, 2);
+    cr_assert(r.f.submit.stop == r.f.stop);
+    cr_assert_str_eq(r.f.stop[0], "ab");
+    cr_assert_str_eq(r.f.stop[1], "cd");
+    cr_assert(r.logprobs && r.f.submit.sampling.top_logprobs == 3 && r.stream && r.include_usage && r.f.submit.ignore_eos);
     oai_request_free(&r);
 }
 
@@ -187,16 +187,16 @@ Test(oai_request, chat_defaults)
     struct oai_completion_request r;
     parse_ok(OAI_CHAT, CHAT(""), &r);
     const char *want = "<s><|user|>hi\n<|assistant|>";
-    cr_assert_str_eq(r.prompt_text, want);
+    cr_assert_str_eq(r.f.prompt_text, want);
     expect_ids(&r, want, 0);
-    cr_assert_eq(r.submit.n, 1);
-    cr_assert_eq(r.submit.max_tokens, 16, "default_max_tokens caps what the context leaves");
-    const struct sampling_params *s = &r.submit.sampling;
+    cr_assert_eq(r.f.submit.n, 1);
+    cr_assert_eq(r.f.submit.max_tokens, 16, "default_max_tokens caps what the context leaves");
+    const struct sampling_params *s = &r.f.submit.sampling;
     cr_assert(s->temperature == 1.f && s->top_p == 1.f && s->top_k == 0 && s->min_p == 0.f);
     cr_assert(s->presence_penalty == 0.f && s->frequency_penalty == 0.f && s->repetition_penalty == 1.f);
     cr_assert_eq(s->seed, 42, "seed_if_absent");
-    cr_assert(s->n_bias == 0 && s->top_logprobs == 0 && r.submit.n_stop == 0);
-    cr_assert(!r.stream && !r.include_usage && !r.logprobs && !r.echo && !r.submit.ignore_eos);
+    cr_assert(s->n_bias == 0 && s->top_logprobs == 0 && r.f.submit.n_stop == 0);
+    cr_assert(!r.stream && !r.include_usage && !r.logprobs && !r.echo && !r.f.submit.ignore_eos);
     oai_request_free(&r);
 }
 
@@ -208,11 +208,11 @@ Test(oai_request, nulls_are_absent_and_integral_reals_count)
                   "\"seed\": -3, \"stream_options\": null, \"logit_bias\": null, \"tools\": null, \"stop\": "
                   "\"zz\""),
              &r);
-    cr_assert_eq(r.submit.sampling.temperature, 1.f);
-    cr_assert_eq(r.submit.n, 2);
-    cr_assert_eq(r.submit.sampling.top_k, 0, "-1 is off");
-    cr_assert_eq(r.submit.sampling.seed, (uint64_t)-3);
-    cr_assert(r.submit.n_stop == 1 && !strcmp(r.stop[0], "zz"));
+    cr_assert_eq(r.f.submit.sampling.temperature, 1.f);
+    cr_assert_eq(r.f.submit.n, 2);
+    cr_assert_eq(r.f.submit.sampling.top_k, 0, "-1 is off");
+    cr_assert_eq(r.f.submit.sampling.seed, (uint64_t)-3);
+    cr_assert(r.f.submit.n_stop == 1 && !strcmp(r.f.stop[0], "zz"));
     oai_request_free(&r);
 }
 
@@ -226,19 +226,19 @@ Test(oai_request, max_tokens_and_the_context)
     snprintf(body, sizeof body,
              "{\"model\": \"m1\", \"messages\": [{\"role\": \"user\", \"content\": \"%s\"}]}", fill);
     parse_ok(OAI_CHAT, body, &r);
-    cr_assert_eq(r.submit.n_prompt, 44);
-    cr_assert_eq(r.submit.max_tokens, 16);
+    cr_assert_eq(r.f.submit.n_prompt, 44);
+    cr_assert_eq(r.f.submit.max_tokens, 16);
     oai_request_free(&r);
     ctx.default_max_tokens = 0; /* none: everything the context leaves */
     parse_ok(OAI_CHAT, body, &r);
-    cr_assert_eq(r.submit.max_tokens, 20);
+    cr_assert_eq(r.f.submit.max_tokens, 20);
     oai_request_free(&r);
     snprintf(
         body, sizeof body,
         "{\"model\": \"m1\", \"max_tokens\": 20, \"messages\": [{\"role\": \"user\", \"content\": \"%s\"}]}",
         fill);
     parse_ok(OAI_CHAT, body, &r); /* exactly fits */
-    cr_assert_eq(r.submit.max_tokens, 20);
+    cr_assert_eq(r.f.submit.max_tokens, 20);
     oai_request_free(&r);
     snprintf(
         body, sizeof body,
@@ -256,7 +256,7 @@ Test(oai_request, max_tokens_and_the_context)
              "\"user\", \"content\": \"%s\"}]}",
              fill);
     parse_ok(OAI_CHAT, body, &r);
-    cr_assert_eq(r.submit.max_tokens, 7, "max_completion_tokens wins over the deprecated max_tokens");
+    cr_assert_eq(r.f.submit.max_tokens, 7, "max_completion_tokens wins over the deprecated max_tokens");
     oai_request_free(&r);
 }
 
@@ -270,7 +270,7 @@ Test(oai_request, chat_message_forms)
         "\"type\": \"function\", \"function\": {\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}}]}, "
         "{\"role\": \"assistant\"}, {\"role\": \"system\", \"content\": \"\"}]}",
         &r);
-    cr_assert_str_eq(r.prompt_text,
+    cr_assert_str_eq(r.f.prompt_text,
                      "<s>X<|user|>\n<|assistant|>{\"a\": 1}\n<|assistant|>\n<|system|>\n<|assistant|>");
     oai_request_free(&r);
 }
@@ -283,17 +283,17 @@ Test(oai_request, completion_text_prompt)
                   "\"stream\": true"),
              &r);
     cr_assert_eq(r.kind, OAI_COMPLETION);
-    cr_assert_str_eq(r.prompt_text, "hi");
+    cr_assert_str_eq(r.f.prompt_text, "hi");
     expect_ids(&r, "hi", 1);
-    cr_assert_eq(r.prompt[0], BOS, "text prompts get the post-processor's BOS");
-    cr_assert(r.echo && r.stream && !r.logprobs && r.submit.n == 3 && r.submit.max_tokens == 4);
+    cr_assert_eq(r.f.prompt[0], BOS, "text prompts get the post-processor's BOS");
+    cr_assert(r.echo && r.stream && !r.logprobs && r.f.submit.n == 3 && r.f.submit.max_tokens == 4);
     oai_request_free(&r);
     parse_ok(OAI_COMPLETION, "{\"model\": \"m1\", \"prompt\": [\"hi\"], \"logprobs\": 3}", &r);
     expect_ids(&r, "hi", 1);
-    cr_assert(r.logprobs && r.top_logprobs == 3 && r.submit.sampling.top_logprobs == 3);
+    cr_assert(r.logprobs && r.f.submit.sampling.top_logprobs == 3 && r.f.submit.sampling.top_logprobs == 3);
     oai_request_free(&r);
     parse_ok(OAI_COMPLETION, CMPL(", \"logprobs\": 0"), &r);
-    cr_assert(r.logprobs && r.top_logprobs == 0, "logprobs 0: the chosen tokens only");
+    cr_assert(r.logprobs && r.f.submit.sampling.top_logprobs == 0, "logprobs 0: the chosen tokens only");
     oai_request_free(&r);
 }
 
@@ -305,10 +305,10 @@ Test(oai_request, completion_token_prompt)
     for (size_t b = 0; b < sizeof bodies / sizeof bodies[0]; b++) {
         struct oai_completion_request r;
         parse_ok(OAI_COMPLETION, bodies[b], &r);
-        cr_assert_eq(r.submit.n_prompt, 3);
-        cr_assert(r.prompt[0] == 0 && r.prompt[1] == 268 && r.prompt[2] == 269);
-        cr_assert_str_eq(r.prompt_text, "<s>hi", "decoded for echo");
-        cr_assert_eq(r.submit.max_tokens, 16);
+        cr_assert_eq(r.f.submit.n_prompt, 3);
+        cr_assert(r.f.prompt[0] == 0 && r.f.prompt[1] == 268 && r.f.prompt[2] == 269);
+        cr_assert_str_eq(r.f.prompt_text, "<s>hi", "decoded for echo");
+        cr_assert_eq(r.f.submit.max_tokens, 16);
         oai_request_free(&r);
     }
 }
@@ -506,7 +506,7 @@ Test(oai_reject, table)
         cr_assert_str_eq(e.type, b->status == 404 ? "not_found_error" : "invalid_request_error");
         cr_assert(!b->says || strstr(e.message, b->says), "case %zu: '%s' does not say '%s'", i, e.message,
                   b->says);
-        cr_assert(r.prompt == NULL && r.model == NULL && r.stop == NULL && r.bias == NULL && !r.prompt_text,
+        cr_assert(r.f.prompt == NULL && r.model == NULL && r.f.stop == NULL && r.f.bias == NULL && !r.f.prompt_text,
                   "case %zu: a refused request holds nothing", i);
         json_decref(oai_error_json(&e)); /* every message renders (ASan) */
     }
@@ -537,7 +537,7 @@ Test(oai_reject, no_chat_template_or_tokenizer)
                  -1);
     cr_assert_str_eq(e.param, "stop");
     parse_ok(OAI_COMPLETION, "{\"model\": \"m1\", \"prompt\": [1, 2]}", &r);
-    cr_assert_str_eq(r.prompt_text, "");
+    cr_assert_str_eq(r.f.prompt_text, "");
     oai_request_free(&r);
 }
 
