@@ -150,10 +150,9 @@ int launch_model(const struct launch_opts *f, struct loaded_model *lm, struct er
     snprintf(s.device, sizeof s.device, "%s", kind == BACKEND_KIND_CUDA ? "cuda" : "cpu");
     if (f->tp == 1)
         return load_rank(&s, 0, lm, e);
-    struct dist_opts o = dist_opts_of(f, b);
-    if (parallel_tuning_read(&o.tuning, e)) /* refused here, before any rank starts, where a value is bad */
+    const struct dist_opts o = dist_opts_of(f, b);
+    if (parallel_tuning_read(&s.tuning, e)) /* refused here, before any rank starts, where a value is bad */
         return -1;
-    s.tuning = o.tuning;
     if (dist_launch(&o, &lm->group, e) || comm_name(&s, e))
         return -1;
     if (!(lm->be = backend_create_on(kind, s.threads, 0, e)))

@@ -33,7 +33,6 @@ enum dist_msg {
     DIST_MSG_WAKE /* a message is in the mailbox (mailbox.h) */
 };
 
-
 struct hello {
     int32_t rank;
     int32_t live; /* 1: the liveness connection */
@@ -406,7 +405,6 @@ int dist_launch(const struct dist_opts *o, struct dist_group **out, struct err *
         return -1;
     }
     relay_init(g);
-    g->mailbox_bytes = o->tuning.relay_tcp ? 0 : (size_t)o->tuning.relay_mailbox_bytes; /* for dist_send_settings */
     *out = g;
     return 0;
 }
@@ -414,12 +412,13 @@ int dist_launch(const struct dist_opts *o, struct dist_group **out, struct err *
 int dist_send_settings(struct dist_group *g, struct dist_settings *s, struct err *e)
 {
     s->relay_mailbox[0] = '\0';
-    if (g->mailbox_bytes && s->ranks_per_host >= 2) {
+    const size_t mailbox_bytes = s->tuning.relay_tcp ? 0 : (size_t)s->tuning.relay_mailbox_bytes;
+    if (mailbox_bytes && s->ranks_per_host >= 2) {
         mailbox_name(s->relay_mailbox, sizeof s->relay_mailbox);
-        if (!(g->mbox = mailbox_create(s->relay_mailbox, s->ranks_per_host, g->mailbox_bytes, e)))
+        if (!(g->mbox = mailbox_create(s->relay_mailbox, s->ranks_per_host, mailbox_bytes, e)))
             return -1;
         g->mbox_named = 1;
-        log_info("relay: a shared-memory mailbox of %zu bytes for ranks 1-%d (this machine's)", g->mailbox_bytes,
+        log_info("relay: a shared-memory mailbox of %zu bytes for ranks 1-%d (this machine's)", mailbox_bytes,
                  s->ranks_per_host - 1);
     }
     g->settings = *s;

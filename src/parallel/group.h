@@ -28,7 +28,6 @@ struct dist_opts {
     const char *init_addr; /* --dist-init-addr HOST:PORT; NULL: 127.0.0.1 and a free port (one node) */
     enum dist_backend backend;
     double timeout; /* --dist-timeout: seconds to wait for the ranks to meet */
-    struct parallel_tuning tuning; /* the relay's (and, through the settings, every rank's) */
 };
 
 /* What rank 0 tells every rank when it joins: enough to load its share. */
@@ -55,7 +54,6 @@ struct dist_group {
     double relay_spin_s;       /* a GPU rank but 0: how long it polls for the next message (group.c) */
     struct mailbox *mbox;      /* the relay's messages to rank 0's machine (mailbox.h), or NULL */
     int mbox_named;            /* rank 0: its name still exists (unlinked once every rank opened it) */
-    size_t mailbox_bytes;      /* rank 0: the mailbox's bytes a message (tuning.h), 0: TCP only */
     pthread_t watchdog;
     int watching;
     int wake[2]; /* a pipe: the end wakes the watchdog */
