@@ -11,13 +11,14 @@ import os
 import re
 import sys
 
-LIB = ["core", "io", "tokenizer", "template", "chat", "sampling", "kvcache", "backend", "backend/cuda",
+LIB = ["core", "io", "tokenizer", "grammar", "template", "chat", "sampling", "kvcache", "backend", "backend/cuda",
        "parallel", "parallel/cuda", "model", "sched", "runner", "engine"]
 
 ALLOWED = {
     "core": [],
     "io": ["core"],
     "tokenizer": ["core", "io"],
+    "grammar": ["core", "tokenizer"],  # token masks for constrained decoding: bytes in, bits out
     "template": ["core"],
     "chat": ["core", "io", "template"],
     "sampling": ["core"],

@@ -21,6 +21,7 @@ struct sample_row {
     uint64_t step;                        /* the RNG counter, as sample_token's step */
     const struct sample_seen *seen;       /* [n_seen] the sequence's history (sample_seen_build) */
     int n_seen;
+    const uint32_t *mask;                 /* the grammar's allowed tokens (sample_token_masked), or NULL */
 };
 
 struct backend;
@@ -42,9 +43,10 @@ struct sampler_ops {
     /* Waits and writes out[n_rows] (host memory). */
     int (*finish)(struct backend *be, int n_rows, struct sample_result *out, struct err *e);
     /* A split model: 1 when rank 0 needs the other ranks' logit columns to
-     * draw a row of these parameters, 0 when what the gather leaves the
-     * sampler is enough. NULL: every row needs them. */
-    int (*needs_logit_cols)(const struct sampling_params *p);
+     * draw a row of these parameters (masked: under a grammar's mask), 0
+     * when what the gather leaves the sampler is enough. NULL: every row
+     * needs them. */
+    int (*needs_logit_cols)(const struct sampling_params *p, int masked);
 };
 /* Each call is -1 with e set when it exceeds what init sized, or a row has
  * more than SAMPLE_MAX_SEEN seen tokens or SAMPLE_MAX_BIAS biases (the

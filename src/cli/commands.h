@@ -15,5 +15,6 @@ int cmd_gguf_info(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_worker(int argc, char **argv);
 int cmd_bench_serve(int argc, char **argv);
+int cmd_grammar(int argc, char **argv);
 
 #endif

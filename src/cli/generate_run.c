@@ -50,7 +50,7 @@ static void on_event(void *ctx, const struct engine_event *ev)
         json_t *entry = json_pack("{s:i, s:f}", "id", s->token, "logprob", (double)s->logprob);
         if (c->top_n > 0) {
             json_t *top = json_array();
-            for (int i = 0; i < c->top_n; i++)
+            for (int i = 0; i < c->top_n && s->top_ids[i] >= 0; i++) /* -1: a grammar's mask left fewer */
                 json_array_append_new(top, json_pack("{s:i, s:f}", "id", s->top_ids[i], "logprob",
                                                      (double)s->top_logprobs[i]));
             json_object_set_new(entry, "top_logprobs", top);

@@ -22,6 +22,7 @@ static const struct {
     {"tokenize", cmd_tokenize, "text to token ids"},
     {"detokenize", cmd_detokenize, "token ids to text"},
     {"template", cmd_template, "render a chat template"},
+    {"grammar", cmd_grammar, "compile a structured-output constraint; check texts against it, time its masks"},
     {"worker", cmd_worker, "one rank of a split model (started by --tensor-parallel-size, not by hand)"},
 };
 

@@ -55,6 +55,8 @@ static int engine_alloc(struct engine *eng, struct err *e)
     eng->work = xcalloc((size_t)o->max_seqs, sizeof *eng->work);
     eng->seqs = xcalloc((size_t)o->max_seqs, sizeof *eng->seqs);
     eng->drawn = xcalloc((size_t)o->max_seqs, sizeof *eng->drawn);
+    eng->mask_words = (m->cfg.vocab_size + 31) / 32;
+    eng->masks = xmalloc((size_t)o->max_seqs * (size_t)eng->mask_words * sizeof *eng->masks);
     eng->stats.kv_blocks = n_blocks;
     eng->stats.max_context = o->max_context;
     eng->stats.ranks = m->sh.size;
@@ -71,6 +73,7 @@ static void engine_release(struct engine *eng)
     free(eng->work);
     free(eng->seqs);
     free(eng->drawn);
+    free(eng->masks);
     scheduler_free(&eng->sched);
     block_pool_free(&eng->pool);
     runner_free(&eng->runner);
@@ -100,6 +103,7 @@ static int engine_step(struct engine *eng, struct err *e)
         n_tokens += eng->work[i].n_tokens;
         n_draws += eng->work[i].draw != 0;
     }
+    engine_fill_masks(eng, n);
     const double t1 = clock_now();
     if (runner_step(&eng->runner, eng->work, n, eng->drawn, e))
         return -1;

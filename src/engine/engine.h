@@ -56,7 +56,12 @@ struct engine_request {
                               given continuation); no eos ends them */
     int n_forced;
     int return_logits; /* events carry the logits of every position (needs engine_opts.return_logits; n = 1) */
-    void *user;        /* handed back in every event */
+    /* A compiled constraint (src/grammar/cache.h) over the model's
+     * vocabulary, or NULL: every choice's tokens are drawn under its masks
+     * and a choice finishes with stop once the grammar is complete. The
+     * engine holds its own reference while the request runs. */
+    struct grammar_ref *grammar;
+    void *user; /* handed back in every event */
 };
 
 /* One choice's progress: a token (with its text, possibly empty while a

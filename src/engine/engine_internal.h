@@ -25,6 +25,8 @@ struct live_request {
     struct logit_bias *bias;
     struct sequence *seqs;   /* [n]; choices 1.. fork from seqs[0] */
     struct stop_text *texts; /* [n] */
+    struct grammar_ref *grammar;       /* a reference of the request's, or NULL */
+    struct grammar_matcher **matchers; /* [n] each choice's position in it */
     int n_finished;
     double submitted_at, scheduled_at; /* clock_now(): engine_submit, the first step that ran it (0 before) */
     struct live_request *next;
@@ -43,6 +45,8 @@ struct engine {
     struct step_seq *work;       /* [max_seqs] the step's entries */
     struct sequence **seqs;      /* [max_seqs] their sequences */
     struct sample_result *drawn; /* [max_seqs] the step's draws */
+    uint32_t *masks;             /* [max_seqs * mask_words]: the grammar masks of the step's draws */
+    int mask_words;              /* ceil(vocab / 32) */
     struct live_request *live;
     /* shared, under mu */
     pthread_mutex_t mu;
@@ -61,7 +65,11 @@ struct engine {
 struct live_request *live_request_new(struct engine *eng, const struct engine_request *req, struct err *e);
 void live_request_free(struct live_request *lr);
 
-/* The scheduler's on_token hook: text, stop strings, the event. */
+/* The masks of the step's drawing entries that decode under a grammar
+ * (their sample.mask set), before the step runs. */
+void engine_fill_masks(struct engine *eng, int n);
+
+/* The scheduler's on_token hook: the grammar, text, stop strings, the event. */
 int engine_on_token(void *ctx, struct sequence *seq, const struct sample_result *res, int finish);
 
 /* The logits event of a return_logits sequence's step. */

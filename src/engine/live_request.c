@@ -7,6 +7,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "engine/engine_internal.h"
+#include "grammar/cache.h"
 
 enum { MAX_CHOICES = 128, MAX_STOPS = 16 };
 
@@ -48,6 +49,14 @@ static int validate(const struct engine *eng, const struct engine_request *req, 
         return err_set(e, "return_logits: the engine was not started to return logits");
     if (req->return_logits && req->n != 1)
         return err_set(e, "return_logits: only one choice can return its logits, got n = %d", req->n);
+    if (req->grammar) {
+        const struct grammar_vocab *gv = grammar_tokens_vocab(grammar_ref_tokens(req->grammar));
+        if (grammar_vocab_size(gv) != vocab)
+            return err_set(e, "grammar: compiled for a vocabulary of %d tokens, the model has %d",
+                           grammar_vocab_size(gv), vocab);
+        if (req->n_forced > 0)
+            return err_set(e, "grammar: forced tokens and a grammar cannot be combined");
+    }
     return 0;
 }
 
@@ -78,6 +87,13 @@ struct live_request *live_request_new(struct engine *eng, const struct engine_re
     struct sampling_params sp = req->sampling;
     if (sp.n_bias > 0)
         sp.bias = lr->bias = copy_of(sp.bias, (size_t)sp.n_bias * sizeof *lr->bias);
+    if (req->grammar) {
+        grammar_ref_retain(req->grammar);
+        lr->grammar = req->grammar;
+        lr->matchers = xcalloc((size_t)req->n, sizeof *lr->matchers);
+        for (int i = 0; i < req->n; i++)
+            lr->matchers[i] = grammar_matcher_new(grammar_ref_tokens(req->grammar));
+    }
     const int room = eng->o.max_context - req->n_prompt;
     lr->seqs = xcalloc((size_t)lr->n, sizeof *lr->seqs);
     lr->texts = xcalloc((size_t)lr->n, sizeof *lr->texts);
@@ -103,7 +119,11 @@ void live_request_free(struct live_request *lr)
     for (int i = 0; i < lr->n; i++) {
         sequence_free(&lr->seqs[i]);
         stop_text_free(&lr->texts[i]);
+        if (lr->matchers)
+            grammar_matcher_free(lr->matchers[i]);
     }
+    free(lr->matchers);
+    grammar_ref_release(lr->grammar);
     for (int i = 0; i < lr->n_stop; i++)
         free(lr->stop[i]);
     free(lr->stop);
@@ -158,10 +178,47 @@ void engine_emit_logits(struct engine *eng, const struct sequence *seq, const fl
     eng->on_event(eng->ctx, &ev);
 }
 
+void engine_fill_masks(struct engine *eng, int n)
+{
+    for (int i = 0; i < n; i++) {
+        struct step_seq *w = &eng->work[i];
+        const struct sequence *seq = eng->seqs[i];
+        const struct live_request *lr = seq->user;
+        w->sample.mask = NULL;
+        if (!w->draw || !lr->matchers)
+            continue;
+        uint32_t *mask = eng->masks + (size_t)i * eng->mask_words;
+        grammar_matcher_fill_mask(lr->matchers[seq->choice], mask);
+        uint32_t any = 0;
+        for (int k = 0; k < eng->mask_words; k++)
+            any |= mask[k];
+        if (!any) /* a dead end (a byte no token spells): the eos it draws ends the choice, refused */
+            for (int k = 0; k < eng->m->cfg.n_eos; k++)
+                mask[eng->m->cfg.eos_ids[k] >> 5] |= 1u << (eng->m->cfg.eos_ids[k] & 31);
+        w->sample.mask = mask;
+    }
+}
+
+/* The grammar's verdict on a drawn token: finish as it was, stop once the
+ * grammar is complete, abort (logged) when the token breaks it. */
+static int grammar_finish(struct live_request *lr, const struct sequence *seq, int32_t token, int finish)
+{
+    struct grammar_matcher *m = lr->matchers[seq->choice];
+    if (grammar_matcher_accept(m, token) < 0) {
+        log_error("request %ld: token %d breaks its grammar; the choice ends", lr->id, token);
+        return FINISH_REASON_ABORT;
+    }
+    if (finish < 0 && grammar_matcher_done(m))
+        return FINISH_REASON_STOP;
+    return finish;
+}
+
 int engine_on_token(void *ctx, struct sequence *seq, const struct sample_result *res, int finish)
 {
     struct engine *eng = ctx;
     struct live_request *lr = seq->user;
+    if (lr->matchers)
+        finish = grammar_finish(lr, seq, res->token, finish);
     struct stop_text *st = &lr->texts[seq->choice];
     const size_t from = st->sent; /* the delta is text[from, sent) once settled */
     const char *d;

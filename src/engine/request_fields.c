@@ -20,6 +20,8 @@
  * - "chat_template_kwargs" (a vLLM extension) become template variables.
  * - Empty stop strings are refused (the engine would refuse them). */
 #include "engine/request_fields.h"
+#include "engine/request_constraint.h"
+#include "grammar/cache.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -199,6 +201,8 @@ static int known(const struct request_fields_opts *o, const char *key)
         if ((o->prompt_forms & PROMPT_FIELDS[i].forms) && !strcmp(key, PROMPT_FIELDS[i].key))
             return 1;
     if (o->chat_logprobs && (!strcmp(key, "logprobs") || !strcmp(key, "top_logprobs")))
+        return 1;
+    if (request_constraint_field(key))
         return 1;
     return o->template_inputs && (!strcmp(key, "tools") || !strcmp(key, "chat_template_kwargs"));
 }
@@ -692,7 +696,7 @@ typedef int (*step_fn)(struct parse *p);
 static int output(struct parse *p)
 {
     if (request_field_bool(p->obj, "ignore_eos", &p->r->submit.ignore_eos, p->err) || parse_stop(p) ||
-        parse_bias(p))
+        parse_bias(p) || request_constraint_parse(p->o, p->obj, p->r, p->err))
         return -1;
     return 0;
 }
@@ -745,5 +749,9 @@ void request_fields_free(struct request_fields *r)
     free(r->prompt);
     free(r->bias);
     free(r->prompt_text);
+    grammar_ref_release(r->grammar);
+    for (int i = 0; i < r->n_warnings; i++)
+        free(r->warnings[i]);
+    free(r->warnings);
     memset(r, 0, sizeof *r);
 }

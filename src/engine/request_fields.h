@@ -19,6 +19,8 @@
 #include "chat/chat_template.h"
 #include "engine/engine.h"
 
+struct grammar_cache;
+
 /* Where a request's prompt may come from (a bit set). With several allowed,
  * exactly one must be given; with one, it is required. */
 enum request_prompt_form {
@@ -54,6 +56,9 @@ struct request_fields_opts {
      * whose messages are well formed, so a caller may load it lazily. */
     const struct chat_template *(*chat_template)(void *arg, struct err *e);
     void *chat_template_arg;
+    /* Compiles output constraints (request_constraint.h) for the model's
+     * vocabulary; NULL: a constraint is refused. */
+    struct grammar_cache *grammars;
 };
 
 /* A parsed request: submit goes to engine_submit and points into the owned
@@ -67,6 +72,9 @@ struct request_fields {
     char *prompt_text;       /* the text given, the rendered messages, or the ids decoded; NULL without one */
     int logprobs;            /* "logprobs": true (chat_logprobs); top_logprobs is in submit.sampling */
     int max_tokens_given;    /* "max_tokens" or "max_completion_tokens" was given */
+    struct grammar_ref *grammar; /* the output constraint (submit.grammar), a reference, or NULL */
+    char **warnings;             /* what a "strict": false schema had ignored ("keyword at /path") */
+    int n_warnings;
 };
 
 /* A refusal: the offending field as the client wrote it ("temperature",
@@ -88,7 +96,8 @@ int request_fields_parse(const struct request_fields_opts *o, const json_t *obj,
  * with err set and out emptied.
  * - begin: fills out with the defaults; unknown fields, "n", "max_tokens",
  *   "max_completion_tokens" (which wins), sampling, "seed", log-probs;
- * - output: "ignore_eos", "stop", "logit_bias";
+ * - output: "ignore_eos", "stop", "logit_bias", the output constraint
+ *   (request_constraint.h: compiled here, so this step may take a while);
  * - prompt: the prompt (the template render and the tokenizer: the costly
  *   part, last), its tokens against the vocabulary, max_tokens against the
  *   context, and the engine's own check of the sampling parameters. */

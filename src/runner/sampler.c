@@ -18,7 +18,7 @@ int sampler_init(struct sampler *s, struct backend *be, int max_rows, int max_lo
     s->seen = xmalloc((size_t)max_rows * SAMPLE_MAX_SEEN * sizeof *s->seen);
     s->slot = xmalloc((size_t)vocab * sizeof *s->slot);
     memset(s->slot, 0xff, (size_t)vocab * sizeof *s->slot); /* all -1 */
-    s->scratch = xmalloc(2 * (size_t)vocab * sizeof(float));
+    s->scratch = xmalloc(3 * (size_t)vocab * sizeof(float));
     return 0;
 }
 
@@ -45,7 +45,7 @@ static int fill_rows(struct sampler *s, const struct step_seq *seqs, int n)
                                        s->slot, seen, SAMPLE_MAX_SEEN);
         if (n_seen < 0 || in->params->n_bias > SAMPLE_MAX_BIAS)
             return 0;
-        s->rows[row++] = (struct sample_row){in->params, in->step, seen, n_seen};
+        s->rows[row++] = (struct sample_row){in->params, in->step, seen, n_seen, in->mask};
     }
     return 1;
 }
@@ -92,8 +92,8 @@ int sampler_collect(struct sampler *s, const float *logits, struct sample_result
         if (!s->seqs[i].draw)
             continue;
         const struct sample_input *in = &s->seqs[i].sample;
-        sample_token(s->host_logits + (size_t)row * s->vocab, s->vocab, in->params, in->prompt, in->n_prompt,
-                     in->output, in->n_output, in->step, s->scratch, &out[row]);
+        sample_token_masked(s->host_logits + (size_t)row * s->vocab, s->vocab, in->mask, in->params, in->prompt,
+                            in->n_prompt, in->output, in->n_output, in->step, s->scratch, &out[row]);
         row++;
     }
     return 0;

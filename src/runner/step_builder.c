@@ -27,7 +27,7 @@ int step_returned_row(const struct step_seq *seqs, int n, int i)
 }
 
 void step_builder_init(struct step_builder *b, const struct meta_buffer *mb, int block_size,
-                       int (*needs_logit_cols)(const struct sampling_params *p))
+                       int (*needs_logit_cols)(const struct sampling_params *p, int masked))
 {
     CHECK(block_size > 0 && mb->host);
     b->mb = mb;
@@ -43,7 +43,7 @@ static int32_t logit_cols_word(const struct step_builder *b, const struct step_s
 {
     for (int s = 0; s < n; s++) {
         const struct sampling_params *p = seqs[s].sample.params;
-        if (seqs[s].return_logits || (seqs[s].draw && p && (!b->needs_logit_cols || b->needs_logit_cols(p))))
+        if (seqs[s].return_logits || (seqs[s].draw && p && (!b->needs_logit_cols || b->needs_logit_cols(p, seqs[s].sample.mask != NULL))))
             return 1;
     }
     return 0;

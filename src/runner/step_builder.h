@@ -37,11 +37,11 @@ struct step_builder {
     /* the backend sampler's rule (sampler_ops.needs_logit_cols; NULL: every
      * row): which drawing rows a split model's rank 0 needs every rank's
      * logit columns for */
-    int (*needs_logit_cols)(const struct sampling_params *p);
+    int (*needs_logit_cols)(const struct sampling_params *p, int masked);
 };
 
 void step_builder_init(struct step_builder *b, const struct meta_buffer *mb, int block_size,
-                       int (*needs_logit_cols)(const struct sampling_params *p));
+                       int (*needs_logit_cols)(const struct sampling_params *p, int masked));
 
 /* Writes seqs[n] into the staging, then padding up to `padded` (at least
  * the real counts; more sequences than the real ones when there are more

@@ -122,11 +122,12 @@ static void fill_logprobs(const float *logits, int vocab, const struct sampling_
             int taken = 0;
             for (int i = 0; i < j && !taken; i++)
                 taken = out->top_ids[i] == t;
-            if (!taken && (best < 0 || logits[t] > logits[best]))
+            if (!taken && logits[t] > -INFINITY && (best < 0 || logits[t] > logits[best]))
                 best = t;
         }
+        /* fewer tokens than asked have a probability (a grammar's mask): the rest are -1 */
         out->top_ids[j] = best;
-        out->top_logprobs[j] = logits[best] - lse;
+        out->top_logprobs[j] = best >= 0 ? logits[best] - lse : -INFINITY;
     }
 }
 
@@ -134,7 +135,20 @@ void sample_token(const float *logits, int vocab, const struct sampling_params *
                   int n_prompt, const int32_t *output, int n_output, uint64_t step, float *scratch,
                   struct sample_result *out)
 {
+    sample_token_masked(logits, vocab, NULL, p, prompt, n_prompt, output, n_output, step, scratch, out);
+}
+
+void sample_token_masked(const float *logits, int vocab, const uint32_t *mask, const struct sampling_params *p,
+                         const int32_t *prompt, int n_prompt, const int32_t *output, int n_output, uint64_t step,
+                         float *scratch, struct sample_result *out)
+{
     float *z = scratch, *aux = scratch + vocab;
+    if (mask) { /* the model's logits restricted to the mask: what everything below reads as "the logits" */
+        float *masked = scratch + 2 * (size_t)vocab;
+        for (int t = 0; t < vocab; t++)
+            masked[t] = mask[t >> 5] >> (t & 31) & 1 ? logits[t] : -INFINITY;
+        logits = masked;
+    }
     memcpy(z, logits, (size_t)vocab * sizeof(float));
     for (int i = 0; i < p->n_bias; i++)
         z[p->bias[i].token] += p->bias[i].bias;

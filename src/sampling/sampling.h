@@ -45,7 +45,7 @@ int sampling_params_plain_greedy(const struct sampling_params *p);
 struct sample_result {
     int32_t token;
     float logprob;          /* of the chosen token */
-    int32_t top_ids[20];    /* top_logprobs alternatives, most likely first */
+    int32_t top_ids[20];    /* top_logprobs alternatives, most likely first; -1 past the tokens a mask allows */
     float top_logprobs[20];
 };
 
@@ -58,8 +58,20 @@ void sample_token(const float *logits, int vocab, const struct sampling_params *
                   int n_prompt, const int32_t *output, int n_output, uint64_t step, float *scratch,
                   struct sample_result *out);
 
+/* sample_token under a grammar's mask ([ceil(vocab / 32)] words, bit t of
+ * word t / 32 set: token t allowed; NULL: no mask). A masked token is never
+ * drawn and has no probability: every step above (penalties, filters, the
+ * draw, the log-probabilities) reads the logits with the masked ones at
+ * -inf, so the distribution is the model's restricted to the grammar and a
+ * masked token never appears among top_logprobs. scratch holds 3 * vocab
+ * floats when mask is given. */
+void sample_token_masked(const float *logits, int vocab, const uint32_t *mask, const struct sampling_params *p,
+                         const int32_t *prompt, int n_prompt, const int32_t *output, int n_output, uint64_t step,
+                         float *scratch, struct sample_result *out);
+
 /* What one draw reads besides the logits: the parameters, the sequence so
- * far (the penalties read it) and the RNG counter (sample_token's step). */
+ * far (the penalties read it), the RNG counter (sample_token's step) and
+ * the grammar's mask, if any. */
 struct sample_input {
     const struct sampling_params *params;
     const int32_t *prompt;
@@ -67,6 +79,7 @@ struct sample_input {
     const int32_t *output;
     int n_output;
     uint64_t step;
+    const uint32_t *mask; /* sample_token_masked's; NULL: unconstrained */
 };
 
 /* Philox4x32-10: four 32-bit random words for (key, counter). */

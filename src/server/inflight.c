@@ -66,6 +66,8 @@ static void append_lp(struct inflight_choice *c, const struct sample_result *s, 
         c->cap_lp = c->cap_lp ? c->cap_lp * 2 : 32;
         c->lp = xrealloc(c->lp, (size_t)c->cap_lp * sizeof *c->lp);
     }
+    while (n_top > 0 && s->top_ids[n_top - 1] < 0) /* a grammar's mask left fewer */
+        n_top--;
     struct oai_token_logprob *l = &c->lp[c->n_lp++];
     l->token = s->token;
     l->logprob = s->logprob;

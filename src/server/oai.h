@@ -43,6 +43,7 @@ struct oai_context {
     int max_stop;       /* most stop strings (e.g. 16), each at most max_stop_len bytes */
     int max_stop_len;
     int default_max_tokens; /* when the body gives none: what the context leaves, capped by this */
+    struct grammar_cache *grammars; /* compiles output constraints; NULL (no tokenizer): they are refused */
 };
 
 /* A parsed request. f.submit is what goes to engine_submit (it points into
@@ -66,8 +67,9 @@ struct oai_completion_request {
  * numbers, empty prompt, prompt + max_tokens longer than the context, token
  * ids outside the vocabulary, template errors). Unknown fields are ignored
  * (clients send many), except ones whose meaning we would silently change
- * ("best_of" > n, "suffix", "tools" on completions, "response_format" other than text,
- * "logprobs" > 5 on completions): those are 400. seed: "seed", else
+ * ("best_of" > n, "suffix", "tools" on completions, "logprobs" > 5 on
+ * completions): those are 400; so are output constraints that do not
+ * compile (engine/request_constraint.h), naming the path. seed: "seed", else
  * seed_if_absent. */
 int oai_request_parse(const struct oai_context *ctx, enum oai_kind kind, const char *body, size_t len,
                       uint64_t seed_if_absent, struct oai_completion_request *out, struct oai_error *err);

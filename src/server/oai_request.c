@@ -72,13 +72,6 @@ static int parse_model(struct parse *p)
 /* Refusals of fields whose meaning we would silently change. */
 static int refuse_unsupported(struct parse *p)
 {
-    const json_t *rf = request_field_get(p->o, "response_format");
-    if (rf) {
-        const json_t *t = json_object_get(rf, "type");
-        if (!json_is_object(rf) || !json_is_string(t) || strcmp(json_string_value(t), "text"))
-            return BAD(p, "response_format",
-                       "'response_format' other than {\"type\": \"text\"} is not supported");
-    }
     if (p->kind == OAI_COMPLETION) {
         const json_t *s = request_field_get(p->o, "suffix");
         if (s && !(json_is_string(s) && json_string_length(s) == 0))
@@ -160,6 +153,7 @@ static struct request_fields_opts options(const struct oai_context *ctx, enum oa
             kind == OAI_CHAT ? "use /v1/completions with token ids" : "give the prompt as token ids",
         .chat_template = served_template,
         .chat_template_arg = (void *)ctx,
+        .grammars = ctx->grammars,
     };
     o.sampling.temperature = 1.f; /* OpenAI's default */
     o.sampling.seed = seed_if_absent;

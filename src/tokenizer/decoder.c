@@ -91,7 +91,7 @@ fail:
 
 /* All tokens -> their bytes (a token with a character outside the alphabet
  * keeps its own UTF-8 bytes) -> one lossy UTF-8 string. */
-static void byte_level(struct pieces *in, struct pieces *out)
+static void byte_level(struct pieces *in, struct pieces *out, int raw)
 {
     char *bytes = xmalloc(in->len + 1);
     size_t n = 0;
@@ -108,10 +108,14 @@ static void byte_level(struct pieces *in, struct pieces *out)
             bytes[n++] = (char)b;
         }
     }
-    char *lossy = xmalloc(3 * n + 1);
-    size_t m = utf8_lossy(lossy, bytes, n);
-    pieces_push(out, lossy, m, -1);
-    free(lossy);
+    if (raw) {
+        pieces_push_kept(out, bytes, n);
+    } else {
+        char *lossy = xmalloc(3 * n + 1);
+        size_t m = utf8_lossy(lossy, bytes, n);
+        pieces_push(out, lossy, m, -1);
+        free(lossy);
+    }
     free(bytes);
 }
 
@@ -134,7 +138,7 @@ static int byte_token(const char *s, size_t len, uint8_t *b)
 
 /* Runs of <0xNN> tokens become their UTF-8 text, or one U+FFFD per byte when
  * the run is not valid UTF-8. */
-static void byte_fallback(struct pieces *in, struct pieces *out)
+static void byte_fallback(struct pieces *in, struct pieces *out, int raw)
 {
     char *run = xmalloc((size_t)in->n + 1);
     size_t n = 0;
@@ -145,7 +149,7 @@ static void byte_fallback(struct pieces *in, struct pieces *out)
             continue;
         }
         if (n > 0) {
-            if (utf8_valid_prefix(run, n) == n)
+            if (raw || utf8_valid_prefix(run, n) == n)
                 pieces_push(out, run, n, -1);
             else
                 for (size_t k = 0; k < n; k++)
@@ -191,22 +195,26 @@ static void strip(const struct decoder *d, struct pieces *in, struct pieces *out
     }
 }
 
-void decoder_apply(const struct decoder *d, struct pieces *tokens, struct pieces *tmp)
+/* raw: bytes as they are (no U+FFFD for invalid UTF-8) and no Strip, for
+ * one token's bytes in the middle of a text. */
+static void apply(const struct decoder *d, struct pieces *tokens, struct pieces *tmp, int raw)
 {
     if (!d)
         return;
     if (d->kind == DEC_SEQUENCE) {
         for (int i = 0; i < d->n_children; i++)
-            decoder_apply(d->children[i], tokens, tmp);
+            apply(d->children[i], tokens, tmp, raw);
         return;
     }
+    if (raw && d->kind == DEC_STRIP)
+        return;
     pieces_clear(tmp);
     switch (d->kind) {
     case DEC_BYTE_LEVEL:
-        byte_level(tokens, tmp);
+        byte_level(tokens, tmp, raw);
         break;
     case DEC_BYTE_FALLBACK:
-        byte_fallback(tokens, tmp);
+        byte_fallback(tokens, tmp, raw);
         break;
     case DEC_FUSE:
         pieces_push_kept(tmp, "", 0);
@@ -226,3 +234,7 @@ void decoder_apply(const struct decoder *d, struct pieces *tokens, struct pieces
     *tokens = *tmp;
     *tmp = swap;
 }
+
+void decoder_apply(const struct decoder *d, struct pieces *tokens, struct pieces *tmp) { apply(d, tokens, tmp, 0); }
+
+void decoder_apply_raw(const struct decoder *d, struct pieces *tokens, struct pieces *tmp) { apply(d, tokens, tmp, 1); }

@@ -15,5 +15,9 @@ struct decoder *decoder_parse(const json_t *j, struct err *e, int *failed);
 void decoder_free(struct decoder *d);
 /* Runs the chain over tokens (rewritten in place; tmp is scratch). */
 void decoder_apply(const struct decoder *d, struct pieces *tokens, struct pieces *tmp);
+/* The same for the bytes a token adds in the middle of a text: invalid
+ * UTF-8 kept as it is (a byte token's one byte) and Strip skipped (it cuts
+ * only the ends of a whole text). */
+void decoder_apply_raw(const struct decoder *d, struct pieces *tokens, struct pieces *tmp);
 
 #endif

@@ -476,6 +476,27 @@ int tokenizer_decode(const struct tokenizer *t, const int32_t *ids, int n, int s
     return 0;
 }
 
+void tokenizer_token_bytes(const struct tokenizer *t, int32_t id, char **bytes, size_t *len)
+{
+    *len = 0;
+    *bytes = xmalloc(1);
+    if (id < 0 || id >= t->size || !t->bpe.id_to_token[id])
+        return;
+    struct pieces toks = {0}, tmp = {0};
+    pieces_push_kept(&toks, t->bpe.id_to_token[id], t->bpe.id_len[id]);
+    decoder_apply_raw(t->decoder, &toks, &tmp); /* as tokenizer_decode does, every token through the chain */
+    size_t n = 0;
+    for (int i = 0; i < toks.n; i++)
+        n += toks.v[i].len;
+    *bytes = xrealloc(*bytes, n + 1);
+    for (int i = 0; i < toks.n; i++) {
+        memcpy(*bytes + *len, piece_str(&toks, i), toks.v[i].len);
+        *len += toks.v[i].len;
+    }
+    pieces_free(&toks);
+    pieces_free(&tmp);
+}
+
 int32_t tokenizer_vocab_size(const struct tokenizer *t) { return t->size; }
 
 int tokenizer_is_special(const struct tokenizer *t, int32_t id)

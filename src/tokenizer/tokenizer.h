@@ -44,5 +44,9 @@ int tokenizer_is_special(const struct tokenizer *t, int32_t id);
 /* Whether id is a byte-fallback token ("<0xNN>"), whose bytes the decoder
  * groups with its neighbours'. */
 int tokenizer_is_byte_token(const struct tokenizer *t, int32_t id);
+/* The bytes id adds to a decoded text in the middle of it (a byte token's
+ * one byte, a word piece with its leading space), malloc'ed into *bytes;
+ * what a grammar matches tokens by. Ids without a token get 0 bytes. */
+void tokenizer_token_bytes(const struct tokenizer *t, int32_t id, char **bytes, size_t *len);
 
 #endif

@@ -51,6 +51,7 @@ struct row_case {
     int32_t prompt[HIST], output[HIST];
     int n_prompt, n_output;
     uint64_t step;
+    const uint32_t *mask; /* a grammar's mask, or NULL */
 };
 
 /* The CPU's draw value z + noise of one token (sample_token's arithmetic). */
@@ -99,13 +100,14 @@ static int compare(struct gpu_ctx *ctx, const float *logits, int V, struct row_c
         int ns = sample_seen_build(&c->p, c->prompt, c->n_prompt, c->output, c->n_output, slot, seen[r], 2 * HIST);
         if (ns < 0)
             GPU_FAIL("%s: seen list overflow", what);
-        rows[r] = (struct sample_row){&c->p, c->step, seen[r], ns};
+        rows[r] = (struct sample_row){&c->p, c->step, seen[r], ns, c->mask};
     }
     struct sample_result want[MAX_ROWS], got[MAX_ROWS];
-    float *scratch = malloc(2 * (size_t)V * sizeof(float));
+    float *scratch = malloc(3 * (size_t)V * sizeof(float));
     for (int r = 0; r < n; r++)
-        sample_token(logits + (size_t)r * V, V, &cases[r].p, cases[r].prompt, cases[r].n_prompt, cases[r].output,
-                     cases[r].n_output, cases[r].step, scratch, &want[r]);
+        sample_token_masked(logits + (size_t)r * V, V, cases[r].mask, &cases[r].p, cases[r].prompt,
+                            cases[r].n_prompt, cases[r].output, cases[r].n_output, cases[r].step, scratch,
+                            &want[r]);
     free(scratch);
     memset(got, 0xa5, sizeof got); /* poison: NaN logprobs, odd ids */
     float *dl = gpu_upload(ctx, logits, (size_t)n * V * sizeof(float));
@@ -120,6 +122,8 @@ static int compare(struct gpu_ctx *ctx, const float *logits, int V, struct row_c
         tl->rows++;
         if (g->token < 0 || g->token >= V)
             GPU_FAIL("%s row %d: token %d outside the vocabulary (CPU %d)", what, r, g->token, w->token);
+        if (cases[r].mask && !(cases[r].mask[g->token >> 5] >> (g->token & 31) & 1))
+            GPU_FAIL("%s row %d: token %d is outside the row's mask (CPU %d)", what, r, g->token, w->token);
         if (g->token != w->token) {
             float a = cpu_draw_value(l, &cases[r], w->token), b = cpu_draw_value(l, &cases[r], g->token);
             if (cases[r].p.temperature == 0.f || !(fabsf(a - b) <= 4e-6f * fmaxf(1.f, fabsf(a))))
@@ -136,6 +140,12 @@ static int compare(struct gpu_ctx *ctx, const float *logits, int V, struct row_c
                 if (g->top_ids[j] != 0 || g->top_logprobs[j] != 0.f)
                     GPU_FAIL("%s row %d: top_logprobs[%d] beyond the %d asked is not zero", what, r, j,
                              cases[r].p.top_logprobs);
+                continue;
+            }
+            if (w->top_ids[j] < 0 || g->top_ids[j] < 0) { /* the mask allowed fewer tokens than asked */
+                if (g->top_ids[j] != w->top_ids[j] || g->top_logprobs[j] != -INFINITY)
+                    GPU_FAIL("%s row %d: top id %d is %d (%g), CPU %d", what, r, j, g->top_ids[j],
+                             g->top_logprobs[j], w->top_ids[j]);
                 continue;
             }
             if (g->top_ids[j] != w->top_ids[j] && l[g->top_ids[j]] != l[w->top_ids[j]])
@@ -281,6 +291,64 @@ static int check_logits(struct gpu_ctx *ctx, int V, int batches, float *(*make)(
 
 static int check_vocab(struct gpu_ctx *ctx, int V, int batches) { return check_logits(ctx, V, batches, make_logits); }
 
+/* Rows under grammar masks (sample_token_masked, the mask kernel): dense
+ * and sparse random masks, a single allowed token, and a mask that takes
+ * whole spans of the row (only its last 300 tokens allowed), mixed with
+ * unmasked rows, across every configuration. */
+static int check_masked(struct gpu_ctx *ctx, int V, int batches)
+{
+    if (ensure_init(ctx))
+        GPU_FAIL("the sampler's init failed");
+    struct tally tl = {0};
+    static struct row_case cases[MAX_ROWS];
+    const int words = (V + 31) / 32;
+    uint32_t *masks = calloc((size_t)MAX_ROWS * words, sizeof(uint32_t));
+    int rc = 0;
+    for (int b = 0; b < batches && !rc; b++) {
+        int n = b % 2 ? MAX_ROWS : 16;
+        float *l = make_logits(ctx, n, V);
+        for (int r = 0; r < n; r++) {
+            make_case(ctx, &cases[r], r + b, V);
+            uint32_t *m = masks + (size_t)r * words;
+            memset(m, 0, (size_t)words * sizeof(uint32_t));
+            switch (r % 5) {
+            case 0: /* unmasked */
+                continue;
+            case 1:
+                for (int t = 0; t < V; t++)
+                    if (rng_next(&ctx->rng) % 2)
+                        m[t >> 5] |= 1u << (t & 31);
+                break;
+            case 2:
+                for (int k = 0; k < 5; k++) {
+                    int t = (int)(rng_next(&ctx->rng) % (uint64_t)V);
+                    m[t >> 5] |= 1u << (t & 31);
+                }
+                break;
+            case 3: {
+                int t = (int)(rng_next(&ctx->rng) % (uint64_t)V);
+                m[t >> 5] |= 1u << (t & 31);
+                break;
+            }
+            default:
+                for (int t = V > 300 ? V - 300 : 0; t < V; t++)
+                    m[t >> 5] |= 1u << (t & 31);
+            }
+            cases[r].mask = m;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "masked V %d batch %d", V, b);
+        rc = compare(ctx, l, V, cases, n, &tl, what);
+        free(l);
+    }
+    free(masks);
+    return rc ? rc : near_ties_ok(ctx, &tl);
+}
+
+GPU_TEST(sampling_masked_1000) { return check_masked(ctx, 1000, 6); }
+GPU_TEST(sampling_masked_128256) { return check_masked(ctx, 128256, 3); }
+GPU_TEST(sampling_masked_262144) { return check_masked(ctx, 262144, 3); }
+
 GPU_TEST(sampling_vocab_1000) { return check_vocab(ctx, 1000, 12); }
 GPU_TEST(sampling_vocab_odd_1001) { return check_vocab(ctx, 1001, 6); }
 GPU_TEST(sampling_vocab_odd_50257) { return check_vocab(ctx, 50257, 4); }
@@ -320,7 +388,7 @@ GPU_TEST(sampling_same_in_any_call)
         case 3: p->temperature = 0.8f; break;
         case 4: p->temperature = 1.2f, p->top_p = 0.5f, p->min_p = 0.02f; break;
         }
-        rows[r] = (struct sample_row){p, cases[r].step, NULL, 0};
+        rows[r] = (struct sample_row){p, cases[r].step, NULL, 0, NULL};
     }
     float *l = make_peaked_logits(ctx, N, V);
     float *dl = gpu_upload(ctx, l, (size_t)N * V * sizeof(float));
@@ -399,7 +467,7 @@ GPU_TEST(sampling_refuses_what_it_cannot_hold)
     static struct sample_seen seen[SAMPLE_MAX_SEEN + 1];
     for (int i = 0; i <= SAMPLE_MAX_SEEN; i++)
         seen[i] = (struct sample_seen){i, 1};
-    struct sample_row row = {&p, 0, seen, SAMPLE_MAX_SEEN + 1};
+    struct sample_row row = {&p, 0, seen, SAMPLE_MAX_SEEN + 1, NULL};
     struct sample_result out;
     float *zeros = calloc(10000, sizeof(float));
     float *dl = gpu_upload(ctx, zeros, 10000 * sizeof(float));
@@ -408,7 +476,7 @@ GPU_TEST(sampling_refuses_what_it_cannot_hold)
         GPU_FAIL("a row over SAMPLE_MAX_SEEN was accepted");
     struct sample_row rows[MAX_ROWS + 1];
     for (int i = 0; i <= MAX_ROWS; i++)
-        rows[i] = (struct sample_row){&p, 0, seen, 0};
+        rows[i] = (struct sample_row){&p, 0, seen, 0, NULL};
     struct sample_result outs[MAX_ROWS + 1];
     if (sample_rows(ctx->cuda, dl, MAX_ROWS + 1, 10, rows, outs, &e) == 0)
         GPU_FAIL("more rows than the sampler's init sized were accepted");
@@ -453,7 +521,7 @@ static void bench_rows(struct gpu_ctx *ctx, const float *l, int V, float tempera
     static struct sample_result out[MAX_ROWS];
     for (int i = 0; i < 6; i++) {
         for (int r = 0; r < MAX_ROWS; r++)
-            rows[r] = (struct sample_row){&ps[i], (uint64_t)r, NULL, 0};
+            rows[r] = (struct sample_row){&ps[i], (uint64_t)r, NULL, 0, NULL};
         for (int n = 1; n <= MAX_ROWS; n = n == 1 ? 8 : 2 * n) {
             struct bench_arg a = {ctx, dl, rows, out, n, V};
             double ms = gpu_time_ms(ctx, bench_call, &a, 20);

@@ -120,7 +120,7 @@ Test(sample_seen, cpu_sample_op_is_sample_token)
         random_params(&g, &p[r], bias[r]);
         random_logits(&g, l + r * V);
         int n = sample_seen_build(&p[r], prompt, np, output, no, slot, seen[r], 2 * HIST);
-        rows[r] = (struct sample_row){&p[r], (uint64_t)r, seen[r], n};
+        rows[r] = (struct sample_row){&p[r], (uint64_t)r, seen[r], n, NULL};
         sample_token(l + r * V, V, &p[r], prompt, np, output, no, (uint64_t)r, scratch, &want[r]);
     }
     cr_assert_eq(be->ops->sampler->stage(be, 4, 4, V, rows, &e), 0, "%s", e.msg);

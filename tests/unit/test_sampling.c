@@ -188,3 +188,56 @@ Test(sampling, philox_known_answer)
     cr_assert_eq(r[2], 0xa20bc7c6u);
     cr_assert_eq(r[3], 0x6d5451fdu);
 }
+
+/* A grammar's mask: the draw and every filter see only the allowed tokens,
+ * the log-probabilities are of the model's distribution restricted to them
+ * (renormalized), a masked token never appears among top_logprobs (fewer
+ * allowed than asked: the rest are -1), and a mask allowing everything is
+ * no mask. */
+Test(sampling, masks_restrict_draws_and_logprobs)
+{
+    float l[V] = {5.0f, 1.0f, 0.5f, 4.0f, -1.0f, 3.0f, 2.0f, 0.0f};
+    float scratch[3 * V];
+    const uint32_t mask = (1u << 1) | (1u << 2) | (1u << 6); /* tokens 1, 2, 6 */
+    for (int cfg = 0; cfg < 4; cfg++) {
+        struct sampling_params p = sampling_params_default();
+        p.top_logprobs = 5;
+        if (cfg >= 1)
+            p.temperature = 1.f;
+        if (cfg == 2)
+            p.top_k = 2;
+        if (cfg == 3)
+            p.top_p = 0.5f, p.min_p = 0.1f;
+        int seen[V] = {0};
+        for (uint64_t step = 0; step < 300; step++) {
+            struct sample_result r;
+            sample_token_masked(l, V, &mask, &p, NULL, 0, NULL, 0, step, scratch, &r);
+            cr_assert(mask >> r.token & 1, "cfg %d step %lu drew masked token %d", cfg, (unsigned long)step, r.token);
+            seen[r.token]++;
+            double lse = log(exp(1.0) + exp(0.5) + exp(2.0));
+            cr_assert_float_eq(r.logprob, l[r.token] - lse, 1e-5);
+            cr_assert_eq(r.top_ids[0], 6);
+            cr_assert_eq(r.top_ids[1], 1);
+            cr_assert_eq(r.top_ids[2], 2);
+            cr_assert_eq(r.top_ids[3], -1, "only three tokens are allowed");
+            cr_assert_eq(r.top_ids[4], -1);
+            cr_assert(isinf(r.top_logprobs[3]) && r.top_logprobs[3] < 0);
+        }
+        if (cfg == 0)
+            cr_assert_eq(seen[6], 300, "greedy under a mask takes the best allowed token");
+        if (cfg == 1)
+            cr_assert(seen[1] > 0 && seen[2] > 0 && seen[6] > 0, "sampling reaches every allowed token");
+        if (cfg == 2)
+            cr_assert_eq(seen[2], 0, "top_k counts the allowed tokens only");
+    }
+    /* everything allowed: the same as no mask */
+    const uint32_t all = (1u << V) - 1;
+    struct sampling_params p = sampling_params_default();
+    p.temperature = 0.7f, p.top_logprobs = 3;
+    for (uint64_t step = 0; step < 50; step++) {
+        struct sample_result a, b;
+        sample_token_masked(l, V, &all, &p, NULL, 0, NULL, 0, step, scratch, &a);
+        sample_token(l, V, &p, NULL, 0, NULL, 0, step, scratch, &b);
+        cr_assert(memcmp(&a, &b, sizeof a) == 0);
+    }
+}

@@ -193,7 +193,10 @@ Test(step_builder, limits_are_refused)
 
 /* A sampler's rule as the CUDA sampler's is: rows it draws from the
  * statistics alone are the plain greedy ones. */
-static int unless_plain_greedy(const struct sampling_params *p) { return !sampling_params_plain_greedy(p); }
+static int unless_plain_greedy(const struct sampling_params *p, int masked)
+{
+    return masked || !sampling_params_plain_greedy(p);
+}
 
 /* The step's logit-columns word: 0 only when the sampler's rule needs the
  * columns for no draw (here: every draw is plain greedy, or every row of a
@@ -238,6 +241,11 @@ Test(step_builder, logit_columns_word_says_when_rank_0_needs_them)
         cr_assert_eq(mb.host[mb.layout.logit_cols], 1, "row kind %d reads its logits", k);
     }
     q[1].sample.params = &greedy;
+    const uint32_t mask = 1;
+    q[1].sample.mask = &mask;
+    cr_assert_eq(step_build(&sb, q, 2, &padded, &e), 0, "%s", e.msg);
+    cr_assert_eq(mb.host[mb.layout.logit_cols], 1, "a greedy row under a grammar's mask reads its logits");
+    q[1].sample.mask = NULL;
     q[1].draw = 0, q[1].return_logits = 1;
     cr_assert_eq(step_build(&sb, q, 2, &padded, &e), 0, "%s", e.msg);
     cr_assert_eq(mb.host[mb.layout.logit_cols], 1, "a row that returns its logits");

@@ -15,7 +15,7 @@ struct cpu_sampler {
     const struct sample_row *rows; /* staged, the caller's until finish */
     int n_rows;
     struct sample_result *out; /* [max_rows] */
-    float *scratch;            /* [2 * vocab] */
+    float *scratch;            /* [3 * vocab] */
     int32_t *prompt, *output;  /* a row's rebuilt history */
     size_t cap_output;
 };
@@ -31,7 +31,7 @@ int cpu_sample_init(struct backend *be, int max_rows, int max_logit_rows, int vo
     s->max_rows = max_rows;
     s->vocab = vocab;
     s->out = xcalloc((size_t)(max_rows ? max_rows : 1), sizeof *s->out);
-    s->scratch = xmalloc(2 * (size_t)vocab * sizeof(float));
+    s->scratch = xmalloc(3 * (size_t)vocab * sizeof(float));
     s->prompt = xmalloc(SAMPLE_MAX_SEEN * sizeof *s->prompt);
     ((struct cpu_backend *)be->impl)->sampler = s;
     return 0;
@@ -85,8 +85,8 @@ int cpu_sample_enqueue(struct backend *be, const float *logits, int pad_rows, in
         }
         int np, no;
         sample_seen_expand(row->seen, row->n_seen, s->prompt, &np, s->output, &no);
-        sample_token(logits + (size_t)r * vocab, vocab, row->params, s->prompt, np, s->output, no, row->step,
-                     s->scratch, &s->out[r]);
+        sample_token_masked(logits + (size_t)r * vocab, vocab, row->mask, row->params, s->prompt, np, s->output,
+                            no, row->step, s->scratch, &s->out[r]);
     }
     return 0;
 }

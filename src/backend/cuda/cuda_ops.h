@@ -55,8 +55,8 @@ int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab
                          struct err *e);
 int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e);
 int cuda_op_sample_finish(struct backend *be, int n_rows, struct sample_result *out, struct err *e);
-/* sampler_ops.needs_logit_cols: all but the plain greedy rows. */
-int cuda_sample_needs_logit_cols(const struct sampling_params *p);
+/* sampler_ops.needs_logit_cols: all but the plain greedy, unmasked rows. */
+int cuda_sample_needs_logit_cols(const struct sampling_params *p, int masked);
 /* Whether the backend's model is split (the gather leaves the statistics). */
 int cuda_sample_split(const struct backend *be);
 /* Where the gather of rows logit rows leaves their statistics (the

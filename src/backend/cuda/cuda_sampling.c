@@ -8,6 +8,8 @@
  *   bias  [max_rows * SAMPLE_MAX_BIAS] struct logit_bias (packed, each row's
  *         sorted by token, stable: the kernel applies a token's biases in order)
  *   out   [max_rows] struct sample_result
+ *   masks [max_rows * ceil(vocab / 32)] uint32_t: the grammar masks of the
+ *         rows that have one (sample_row_dev.mask_at)
  * and on the device only z, [max_rows, vocab] floats of scratch, and the
  * rows' spans' statistics and draws, [max_rows, SAMPLE_STATS_MAX_SPLITS] each
  * (the statistics of max_logit_rows on a split model, where every rank's
@@ -33,7 +35,8 @@
 
 struct cuda_sampler {
     int max_rows, vocab;
-    size_t at_seen, at_bias, at_out, staged; /* byte offsets; staged: bytes of the staged part */
+    size_t at_seen, at_bias, at_out, at_masks, staged; /* byte offsets; staged: bytes of the staged part */
+    int mask_words;
     char *host;                              /* pinned and mapped, staged bytes */
     char *host_dev;                          /* the same memory as the device addresses it */
     char *dev;                               /* z, then stats, then draws */
@@ -60,7 +63,10 @@ struct sample_stats *cuda_sample_gather_stats(struct backend *be, int rows)
 
 /* Rank 0 needs a row's logit columns unless it draws the plain greedy row,
  * whose token and log-probability the spans' statistics give. */
-int cuda_sample_needs_logit_cols(const struct sampling_params *p) { return !sampling_params_plain_greedy(p); }
+int cuda_sample_needs_logit_cols(const struct sampling_params *p, int masked)
+{
+    return masked || !sampling_params_plain_greedy(p);
+}
 
 int cuda_op_sample_init(struct backend *be, int max_rows, int max_logit_rows, int vocab, struct err *e)
 {
@@ -76,7 +82,9 @@ int cuda_op_sample_init(struct backend *be, int max_rows, int max_logit_rows, in
     s->at_seen = align256(R * sizeof(struct sample_row_dev));
     s->at_bias = s->at_seen + align256(R * SAMPLE_MAX_SEEN * sizeof(struct sample_seen));
     s->at_out = s->at_bias + align256(R * SAMPLE_MAX_BIAS * sizeof(struct logit_bias));
-    s->staged = s->at_out + align256(R * sizeof(struct sample_result));
+    s->at_masks = s->at_out + align256(R * sizeof(struct sample_result));
+    s->mask_words = (vocab + 31) / 32;
+    s->staged = s->at_masks + align256(R * (size_t)s->mask_words * sizeof(uint32_t));
     const size_t z_bytes = align256(R * (size_t)vocab * sizeof(float));
     const size_t stats_bytes = align256(stats_rows * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_stats));
     size_t bytes = z_bytes + stats_bytes + R * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_draw);
@@ -166,7 +174,12 @@ int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab
             .log_min_p = p->min_p > 0.f ? logf(p->min_p) : 0.f, .repetition = p->repetition_penalty,
             .presence = p->presence_penalty, .frequency = p->frequency_penalty, .top_k = p->top_k,
             .top_logprobs = p->top_logprobs, .seen_at = n_seen, .n_seen = rows[r].n_seen, .bias_at = n_bias,
-            .n_bias = p->n_bias, .seed = p->seed, .step = rows[r].step};
+            .n_bias = p->n_bias, .mask_at = -1, .seed = p->seed, .step = rows[r].step};
+        if (rows[r].mask) {
+            uint32_t *hm = (uint32_t *)(s->host + s->at_masks) + (size_t)r * s->mask_words;
+            memcpy(hm, rows[r].mask, (size_t)((vocab + 31) / 32) * sizeof(uint32_t));
+            hr[r].mask_at = r * s->mask_words;
+        }
         if (rows[r].n_seen)
             memcpy(hs + n_seen, rows[r].seen, (size_t)rows[r].n_seen * sizeof *hs);
         put_bias_sorted(hb + n_bias, p->bias, p->n_bias);
@@ -174,7 +187,7 @@ int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab
         n_bias += p->n_bias;
     }
     for (int r = n_rows; r < pad_rows; r++) /* padding rows of a graph's bucket: greedy, nothing else */
-        hr[r] = (struct sample_row_dev){.top_p = 1.f, .repetition = 1.f};
+        hr[r] = (struct sample_row_dev){.top_p = 1.f, .repetition = 1.f, .mask_at = -1};
     return 0;
 }
 
@@ -193,6 +206,7 @@ int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows
                            s->draws, pad_rows, vocab, (const struct sample_row_dev *)s->host_dev,
                            (const struct sample_seen *)(s->host_dev + s->at_seen),
                            (const struct logit_bias *)(s->host_dev + s->at_bias),
+                           (const uint32_t *)(s->host_dev + s->at_masks),
                            (struct sample_result *)(s->host_dev + s->at_out), cuda_stream(be)),
              e);
     return 0;

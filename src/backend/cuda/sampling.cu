@@ -195,7 +195,8 @@ __device__ __forceinline__ bool z_mass_with_stats(const sample_row_dev &p)
 // best bounds the row's), so the best of the spans' draws is its token.
 __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_t pitch, int cols, int splits,
                                                       int id_base, sample_stats *stats, int stride,
-                                                      const sample_row_dev *rows, sample_draw *draws)
+                                                      const sample_row_dev *rows, sample_draw *draws,
+                                                      int masked_only)
 {
     const int b = blockIdx.x, r = blockIdx.y, span = stats_span(cols, splits);
     const int shard = b / splits, t0 = shard * cols + (b % splits) * span, t1 = min(shard * cols + cols, t0 + span);
@@ -204,13 +205,16 @@ __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_
     // step), read by one thread (every block's warps reading it over the
     // link cost a large batch's step measurably) before waiting, shared after.
     __shared__ float row_temp;
-    __shared__ bool row_mass;
+    __shared__ bool row_mass, row_skip;
     __shared__ uint64_t row_seed, row_step;
     if (threadIdx.x == 0) {
-        row_temp = 0.f, row_mass = false;
+        row_temp = 0.f, row_mass = false, row_skip = false;
         if (rows) {
             const sample_row_dev p = rows[r];
-            if (draws_with_stats(p))
+            row_skip = masked_only && p.mask_at < 0; // its statistics are the gather's, still right
+            if (!draws)
+                ;
+            else if (draws_with_stats(p))
                 row_temp = p.temperature, row_seed = p.seed, row_step = p.step;
             else if (z_mass_with_stats(p))
                 row_temp = p.temperature, row_mass = true;
@@ -218,6 +222,9 @@ __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_
     }
     pdl_wait(); // the logits are the previous kernel's output
     pdl_launch_dependents();
+    __syncthreads();
+    if (row_skip)
+        return;
     float mv = -INFINITY;
     int mi = -1;
 #pragma unroll 8
@@ -273,6 +280,8 @@ __global__ void __launch_bounds__(NT, 2) stats_kernel(const float *logits, size_
     }
     acc = block_sum_t<double>(acc);
     if (threadIdx.x == 0) {
+        if (mv == -INFINITY) // a span a grammar's mask took whole: no element, no mass (exp(-inf - -inf) is NaN)
+            mi = -1, acc = 0;
         stats[(size_t)r * stride + b] = sample_stats{mv, mi < 0 ? mi : mi + id_base, acc};
         if (temp != 0.f)
             draws[(size_t)r * stride + b] = sample_draw{gv, gi, z_mass};
@@ -545,11 +554,35 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
         sample_result *o = &out[blockIdx.x];
         o->token = token;
         o->logprob = __fsub_rn(plain ? mx : l[token], lse); // the same bits: a plain row's token holds the max
-        for (int j = 0; j < 20; j++) {
-            o->top_ids[j] = j < k ? top_ids[j] : 0;
-            o->top_logprobs[j] = j < k ? __fsub_rn(top_vals[j], lse) : 0.f;
+        for (int j = 0; j < 20; j++) { // past the tokens a grammar's mask allows: -1, as sample_token
+            const bool has = j < k && top_vals[j] > -INFINITY;
+            o->top_ids[j] = has ? top_ids[j] : j < k ? -1 : 0;
+            o->top_logprobs[j] = has ? __fsub_rn(top_vals[j], lse) : j < k ? -INFINITY : 0.f;
         }
     }
+}
+
+// A grammar's mask, applied in place: row r's logits whose bit in masks[mask_at ..] is 0 become -inf (rows
+// with mask_at < 0 are left as they are). Block (b, r) covers MASK_SPAN logits of row r; it reads its row's
+// mask_at before waiting for the logits, as the other kernels read their parameters.
+#define MASK_SPAN (NT * 8)
+__global__ void __launch_bounds__(NT) mask_kernel(float *logits, int vocab, const sample_row_dev *rows,
+                                                  const uint32_t *masks)
+{
+    const int r = blockIdx.y, t0 = blockIdx.x * MASK_SPAN;
+    __shared__ int32_t at;
+    if (threadIdx.x == 0)
+        at = rows[r].mask_at;
+    pdl_wait();
+    pdl_launch_dependents();
+    __syncthreads();
+    if (at < 0)
+        return;
+    float *l = logits + (size_t)r * vocab;
+    const uint32_t *m = masks + at;
+    for (int t = t0 + threadIdx.x; t < min(vocab, t0 + MASK_SPAN); t += NT)
+        if (!(m[t >> 5] >> (t & 31) & 1u))
+            l[t] = -INFINITY;
 }
 
 // launch_logit_stats, with rows and draws for the rows that draw there (or NULL).
@@ -566,7 +599,7 @@ static cudaError_t launch_stats(const float *logits, size_t pitch, int rows, int
         return cudaErrorInvalidValue;
     cudaError_t rc = launch_pdl(stats_kernel, dim3((unsigned)(shards * splits), (unsigned)rows), NT, 0, stream,
                                 logits, pitch, cols, splits, id_base, stats, SAMPLE_STATS_MAX_SPLITS,
-                                draws ? row_params : nullptr, draws);
+                                draws ? row_params : nullptr, draws, 0);
     return rc != cudaSuccess ? rc : cudaGetLastError();
 }
 
@@ -579,7 +612,8 @@ extern "C" cudaError_t launch_logit_stats(const float *logits, size_t pitch, int
 extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct sample_stats *stats, int have_stats,
                                      int shards, struct sample_draw *draws, int n_rows, int vocab,
                                      const struct sample_row_dev *rows, const struct sample_seen *seen,
-                                     const struct logit_bias *bias, struct sample_result *out, cudaStream_t stream)
+                                     const struct logit_bias *bias, const uint32_t *masks,
+                                     struct sample_result *out, cudaStream_t stream)
 {
     if (n_rows <= 0)
         return cudaSuccess;
@@ -591,9 +625,16 @@ extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct
     const int cols = vocab / shards, splits = shards * SAMPLE_STATS_SHARD_SPLITS(cols, shards);
     if (have_stats || n_rows > SAMPLE_DRAW_MAX_ROWS) // the ranks made them, without the rows; or many rows
         draws = nullptr;
-    cudaError_t rc = have_stats ? cudaSuccess
-                                : launch_stats(logits, (size_t)vocab, n_rows, cols, shards, shards, 0, stats, rows,
-                                               draws, stream);
+    cudaError_t rc = cudaSuccess;
+    if (masks) // every step alike (a graph replays it): rows without a mask return at once
+        rc = launch_pdl(mask_kernel, dim3((unsigned)((vocab + MASK_SPAN - 1) / MASK_SPAN), (unsigned)n_rows), NT, 0,
+                        stream, (float *)logits, vocab, rows, masks);
+    // a split model's gathered statistics are of the unmasked row: a masked row's are made again here
+    if (rc == cudaSuccess && (!have_stats || masks))
+        rc = launch_pdl(stats_kernel, dim3((unsigned)splits, (unsigned)n_rows), NT, 0, stream, logits,
+                        (size_t)vocab, cols, SAMPLE_STATS_SHARD_SPLITS(cols, shards), 0, stats,
+                        SAMPLE_STATS_MAX_SPLITS, have_stats ? rows : (draws ? rows : nullptr), draws,
+                        have_stats ? 1 : 0);
     if (rc == cudaSuccess)
         rc = launch_pdl(sample_kernel, n_rows, NT, 0, stream, logits, scratch, vocab, rows, seen, bias,
                         (const sample_stats *)stats, (const sample_draw *)draws, shards, splits, out);

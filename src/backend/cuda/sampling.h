@@ -18,7 +18,7 @@ struct sample_row_dev {
     int32_t top_k, top_logprobs;
     int32_t seen_at, n_seen; /* the row's entries in the seen array */
     int32_t bias_at, n_bias; /* ... in the bias array, sorted by token (stable: a token's biases in order) */
-    int32_t pad;
+    int32_t mask_at;         /* the row's grammar mask in the masks array (words), -1: none */
     uint64_t seed, step;
 };
 
@@ -79,14 +79,17 @@ cudaError_t launch_logit_stats(const float *logits, size_t pitch, int rows, int 
  * their blocks, instead of in its one block (the same token; calls of up
  * to 32 rows). A plain greedy row (temperature 0, no bias, no seen tokens,
  * no top log-probs) never reads its logits, so a split model's rank 0 need
- * not gather them. Both kernels
+ * not gather them. masks (mapped host memory, or NULL): each row with
+ * mask_at >= 0 first gets the logits its grammar's mask refuses set to
+ * -inf, in place (then its statistics are made here, on a split model
+ * too). The kernels
  * launch with PDL; rows, seen, bias and out may be mapped host memory (no
  * kernel may write rows, seen or bias: the draw reads its row before
  * waiting). */
 cudaError_t launch_sample(const float *logits, float *scratch, struct sample_stats *stats, int have_stats, int shards,
                           struct sample_draw *draws, int n_rows, int vocab, const struct sample_row_dev *rows,
-                          const struct sample_seen *seen, const struct logit_bias *bias, struct sample_result *out,
-                          cudaStream_t stream);
+                          const struct sample_seen *seen, const struct logit_bias *bias, const uint32_t *masks,
+                          struct sample_result *out, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,41 @@
+/* grammar_spec_build: each kind of constraint through its front end. */
+#include "grammar/spec.h"
+
+#include "grammar/gbnf.h"
+#include "grammar/regex.h"
+
+const char *grammar_kind_name(enum grammar_kind k)
+{
+    switch (k) {
+    case GRAMMAR_NONE: return "none";
+    case GRAMMAR_JSON_SCHEMA: return "json_schema";
+    case GRAMMAR_JSON_OBJECT: return "json_object";
+    case GRAMMAR_REGEX: return "regex";
+    case GRAMMAR_GBNF: return "grammar";
+    }
+    return "?";
+}
+
+int grammar_spec_build(const struct grammar_spec *spec, struct gir *g, struct json_schema_notes *notes,
+                       struct err *e)
+{
+    struct json_schema_opts o = {spec->strict, spec->ws_max};
+    switch (spec->kind) {
+    case GRAMMAR_JSON_SCHEMA: return json_schema_from_text(spec->text, spec->len, &o, notes, g, e);
+    case GRAMMAR_JSON_OBJECT: return json_object_to_gir(g, &o, e);
+    case GRAMMAR_REGEX: {
+        int x = regex_to_gx(g, spec->text, spec->len, 0, e);
+        if (x < 0)
+            return -1;
+        int root = gir_rule(g, "root");
+        gir_define(g, root, x);
+        gir_set_root(g, root);
+        if (gir_failed(g))
+            return err_set(e, "%s", g->error.msg);
+        return 0;
+    }
+    case GRAMMAR_GBNF: return gbnf_to_gir(g, spec->text, spec->len, e);
+    case GRAMMAR_NONE: break;
+    }
+    return err_set(e, "no grammar given");
+}
