@@ -26,7 +26,7 @@ includes that wrapping for llguidance and XGrammar.
 Usage (with /work/gvenv or a venv from tools/grammar_bench_requirements.txt):
   tools/grammar_bench.py [--quick] [--full] [--tokenizers llama3,qwen3,gemma3]
                          [--engines infer,llguidance,xgrammar] [--infer build/infer] [--infer-flags F]
-                         [--out grammar_bench.json] [--cpu N] [--no-raw]
+                         [--out build/grammar_bench.json] [--cpu N] [--no-raw]
 --quick: 30 bfcl schemas + the hand-written set; default: the test's sample
 (300 bfcl schemas) + the hand-written set; --full: every bfcl schema.
 Markdown tables go to stdout, the raw numbers (per schema, and every mask time
@@ -271,7 +271,7 @@ def main():
     ap.add_argument("--engines", default="infer,llguidance,xgrammar")
     ap.add_argument("--infer", default=os.environ.get("INFER", os.path.join(ROOT, "build", "infer")))
     ap.add_argument("--infer-flags", default="", help="extra flags for infer grammar, e.g. --no-strict")
-    ap.add_argument("--out", default="grammar_bench.json")
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "grammar_bench.json"))
     ap.add_argument("--cpu", type=int, default=None, help="core to pin to (default: the first allowed)")
     ap.add_argument("--no-raw", action="store_true", help="leave every mask time out of the JSON")
     args = ap.parse_args()
@@ -285,11 +285,12 @@ def main():
           f"hand-written), {n_inst} instances; pinned to cpu {cpu}", file=sys.stderr)
 
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    results, meta = {}, {"infer_flags": args.infer_flags, "cases": len(cases), "instances": n_inst, "cpu": cpu, "quick": args.quick,
-                         "full": args.full, "machine": platform.processor() or platform.machine(),
+    results, meta = {}, {"infer_flags": args.infer_flags, "cases": len(cases), "instances": n_inst, "cpu": cpu,
+                         "quick": args.quick, "full": args.full, "machine": platform.processor() or platform.machine(),
                          "python": platform.python_version(), "versions": {}, "skipped": {}}
     try:
-        meta["cpu_model"] = next(l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name"))
+        with open("/proc/cpuinfo") as f:
+            meta["cpu_model"] = next(x.split(":", 1)[1].strip() for x in f if x.startswith("model name"))
     except (OSError, StopIteration):
         pass
     for eng in engines:
@@ -328,6 +329,7 @@ def main():
             meta["versions"][m] = md.version(m)
         except Exception:
             pass
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"meta": meta, "results": results}, f, ensure_ascii=False)
     print(tables(results))

@@ -129,7 +129,8 @@ SCHEMAS = {
         V({"value": 1, "children": [{"value": 2, "x": 0}]}, False),
     ]),
     "ref_root_list": ({
-        "type": "object", "properties": {"head": {"type": "string"}, "tail": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}},
+        "type": "object",
+        "properties": {"head": {"type": "string"}, "tail": {"anyOf": [{"$ref": "#"}, {"type": "null"}]}},
         "required": ["head", "tail"],
     }, [
         V({"head": "a", "tail": None}), V({"head": "a", "tail": {"head": "b", "tail": {"head": "c", "tail": None}}}),
@@ -350,7 +351,8 @@ def _json_instances(schema, specs):
             if lab is None:
                 continue
             seen.add(t)
-            out.append({"text": t, "valid": lab, "intended": intended, "why": "hand" if kind == "text" else "hand value"})
+            out.append({"text": t, "valid": lab, "intended": intended,
+                        "why": "hand" if kind == "text" else "hand value"})
     return out
 
 

@@ -132,14 +132,16 @@ def test_cases(group, target, hand_cases, bfcl_cases, llg_tokenizers, tmp_path):
         elif r.rc == 2:
             refusals.append(f"{name}: {r.error}")
         infer_by_text = {}
+        llg_by_text = {} if not lg or lg[0] else {i["text"]: v for i, v in zip(c["instances"], lg[1])}
         if r.compiled:
             n_checked += len(checked)
             for i, v in zip(checked, r.verdicts):
                 infer_by_text[i["text"]] = v
                 if v != i["valid"]:
+                    g = llg_by_text.get(i["text"])
                     mismatches.append(f"{name} [{i['why']}] {_short(i['text'])}: label "
                                       f"{'valid' if i['valid'] else 'invalid'}, infer {'accept' if v else 'reject'}"
-                                      + ("" if not lg or lg[0] else f", llguidance {'accept' if lg[1][c['instances'].index(i)] else 'reject'}"))
+                                      + ("" if g is None else f", llguidance {'accept' if g else 'reject'}"))
         if lg is None:
             continue
         err, verdicts = lg
@@ -164,8 +166,9 @@ def test_cases(group, target, hand_cases, bfcl_cases, llg_tokenizers, tmp_path):
         lines.append(note)
     else:
         wa = sum(" llguidance accept" in x for x in llg_vs_label)
-        lines.append(f"llguidance: compiled {len(cases) - len(llg_refusals)}/{len(cases)}, vs label wrong accepts {wa}, "
-                     f"wrong rejects {len(llg_vs_label) - wa}; infer vs llguidance disagreements {len(infer_vs_llg)}")
+        lines.append(f"llguidance: compiled {len(cases) - len(llg_refusals)}/{len(cases)}, vs label wrong accepts "
+                     f"{wa}, wrong rejects {len(llg_vs_label) - wa}; infer vs llguidance disagreements "
+                     f"{len(infer_vs_llg)}")
     for title, xs in (("infer refused", refusals), ("llguidance refused", llg_refusals),
                       ("infer vs llguidance", infer_vs_llg), ("llguidance vs label", llg_vs_label)):
         for x in xs[:SHOW]:
