@@ -314,42 +314,47 @@ static uint64_t hash_set(const int32_t *s, int n)
     return h;
 }
 
-static int set_find(struct set_table *t, const int32_t *s, int n, int32_t id_if_new, int *is_new)
+/* The slot of s[0..n): its own, or the empty one where it would go. */
+static uint64_t set_slot(const struct set_table *t, const int32_t *s, int n)
+{
+    uint64_t h = hash_set(s, n) & (uint64_t)(t->cap - 1);
+    while (t->sets[h] && !(t->lens[h] == n && memcmp(t->sets[h], s, (size_t)n * sizeof(int32_t)) == 0))
+        h = (h + 1) & (uint64_t)(t->cap - 1);
+    return h;
+}
+
+/* s's DFA state, or -1 when the table has no such set. */
+static int32_t set_lookup(const struct set_table *t, const int32_t *s, int n)
+{
+    if (t->cap == 0)
+        return -1;
+    uint64_t h = set_slot(t, s, n);
+    return t->sets[h] ? t->ids[h] : -1;
+}
+
+/* Adds s (not in the table) as DFA state id; returns the table's copy. */
+static const int32_t *set_insert(struct set_table *t, const int32_t *s, int n, int32_t id)
 {
     if (t->n * 2 >= t->cap) {
-        int old = t->cap;
-        int32_t **os = t->sets;
-        int *ol = t->lens;
-        int32_t *oi = t->ids;
-        t->cap = old ? old * 2 : 64;
+        struct set_table old = *t;
+        t->cap = old.cap ? old.cap * 2 : 64;
         t->sets = xcalloc((size_t)t->cap, sizeof(*t->sets));
         t->lens = xcalloc((size_t)t->cap, sizeof(int));
         t->ids = xcalloc((size_t)t->cap, sizeof(int32_t));
-        for (int i = 0; i < old; i++) {
-            if (!os[i])
-                continue;
-            uint64_t h = hash_set(os[i], ol[i]) & (uint64_t)(t->cap - 1);
-            while (t->sets[h])
-                h = (h + 1) & (uint64_t)(t->cap - 1);
-            t->sets[h] = os[i], t->lens[h] = ol[i], t->ids[h] = oi[i];
-        }
-        free(os), free(ol), free(oi);
+        for (int i = 0; i < old.cap; i++)
+            if (old.sets[i]) {
+                uint64_t h = set_slot(t, old.sets[i], old.lens[i]);
+                t->sets[h] = old.sets[i], t->lens[h] = old.lens[i], t->ids[h] = old.ids[i];
+            }
+        free(old.sets), free(old.lens), free(old.ids);
     }
-    uint64_t h = hash_set(s, n) & (uint64_t)(t->cap - 1);
-    while (t->sets[h]) {
-        if (t->lens[h] == n && memcmp(t->sets[h], s, (size_t)n * sizeof(int32_t)) == 0) {
-            *is_new = 0;
-            return t->ids[h];
-        }
-        h = (h + 1) & (uint64_t)(t->cap - 1);
-    }
+    uint64_t h = set_slot(t, s, n);
     t->sets[h] = xmalloc((size_t)(n + 1) * sizeof(int32_t));
     memcpy(t->sets[h], s, (size_t)n * sizeof(int32_t));
     t->lens[h] = n;
-    t->ids[h] = id_if_new;
+    t->ids[h] = id;
     t->n++;
-    *is_new = 1;
-    return id_if_new;
+    return t->sets[h];
 }
 
 static void set_table_free(struct set_table *t)
@@ -406,18 +411,47 @@ static int closure(const struct nfa *a, const struct nfa_index *ix, int32_t *set
     return n;
 }
 
-static int grow_states(struct grammar *o, int *cap, int need)
+static void grow_states(struct grammar *o, int *cap, int need)
 {
     if (need <= *cap)
-        return 0;
-    int old = *cap;
+        return;
     while (*cap < need)
         *cap = *cap ? *cap * 2 : 256;
     o->next = xrealloc(o->next, (size_t)*cap * (size_t)o->n_classes * sizeof(int32_t));
     o->flags = xrealloc(o->flags, (size_t)*cap);
     o->state_rule = xrealloc(o->state_rule, (size_t)*cap * sizeof(int32_t));
-    (void)old;
-    return 0;
+}
+
+/* The rule's DFA states in the order they were made, with their NFA sets
+ * (the table's copies): the subset construction's work list. */
+struct subset_list {
+    const int32_t **sets;
+    int *lens;
+    int n, cap;
+};
+
+/* The DFA state of the closed NFA set[0..n): found in the table, or a new
+ * state listed for processing; -1 past GRAMMAR_MAX_STATES. */
+static int32_t dfa_state_of(struct dfa_builder *b, struct set_table *t, struct subset_list *l, const int32_t *set,
+                            int n)
+{
+    struct grammar *o = b->out;
+    int32_t id = set_lookup(t, set, n);
+    if (id >= 0)
+        return id;
+    if (o->n_states >= GRAMMAR_MAX_STATES)
+        return -1;
+    id = o->n_states;
+    grow_states(o, &b->cap_states, o->n_states + 1);
+    o->n_states++;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 64;
+        l->sets = xrealloc(l->sets, (size_t)l->cap * sizeof(*l->sets));
+        l->lens = xrealloc(l->lens, (size_t)l->cap * sizeof(int));
+    }
+    l->sets[l->n] = set_insert(t, set, n, id);
+    l->lens[l->n++] = n;
+    return id;
 }
 
 /* Determinizes the rule's NFA into o's states; returns its start state or
@@ -432,33 +466,14 @@ static int determinize(struct dfa_builder *b, const struct nfa *a, int start, in
     uint32_t stamp = 0;
     int32_t *buf = xmalloc((size_t)a->n * sizeof(int32_t) + 4);
     struct set_table table = {0};
-    int32_t **queue_sets = NULL;
-    int *queue_len = NULL, q_head = 0, q_n = 0, q_cap = 0;
+    struct subset_list list = {0};
     int first = o->n_states, failed = 0;
-
     buf[0] = start;
-    int n = closure(a, &ix, buf, 1, mark, ++stamp), is_new;
-    int id = set_find(&table, buf, n, o->n_states, &is_new);
-#define ENQUEUE(set_, len_)                                                                    \
-    do {                                                                                       \
-        if (q_n == q_cap) {                                                                    \
-            q_cap = q_cap ? q_cap * 2 : 64;                                                    \
-            queue_sets = xrealloc(queue_sets, (size_t)q_cap * sizeof(*queue_sets));            \
-            queue_len = xrealloc(queue_len, (size_t)q_cap * sizeof(int));                      \
-        }                                                                                      \
-        queue_sets[q_n] = xmalloc((size_t)(len_) * sizeof(int32_t) + 4);                       \
-        memcpy(queue_sets[q_n], set_, (size_t)(len_) * sizeof(int32_t));                       \
-        queue_len[q_n++] = len_;                                                               \
-    } while (0)
-    grow_states(o, &b->cap_states, o->n_states + 1);
-    o->n_states++;
-    ENQUEUE(buf, n);
-    (void)id;
-    while (q_head < q_n && !failed) {
-        int32_t *set = queue_sets[q_head];
-        int len = queue_len[q_head];
-        int me = first + q_head;
-        q_head++;
+    dfa_state_of(b, &table, &list, buf, closure(a, &ix, buf, 1, mark, ++stamp));
+    for (int q = 0; q < list.n && !failed; q++) {
+        const int32_t *set = list.sets[q];
+        int len = list.lens[q];
+        int me = first + q;
         uint8_t flags = 0;
         int my_calls = b->n_pending; /* this state's call edges start here */
         for (int i = 0; i < len; i++)
@@ -481,16 +496,10 @@ static int determinize(struct dfa_builder *b, const struct nfa *a, int start, in
             }
             int32_t target = -1;
             if (m > 0) {
-                m = closure(a, &ix, buf, m, mark, ++stamp);
-                target = set_find(&table, buf, m, o->n_states, &is_new);
-                if (is_new) {
-                    if (o->n_states >= GRAMMAR_MAX_STATES) {
-                        failed = 1;
-                        break;
-                    }
-                    grow_states(o, &b->cap_states, o->n_states + 1);
-                    o->n_states++;
-                    ENQUEUE(buf, m);
+                target = dfa_state_of(b, &table, &list, buf, closure(a, &ix, buf, m, mark, ++stamp));
+                if (target < 0) {
+                    failed = 1;
+                    break;
                 }
                 flags |= GS_BYTES;
             }
@@ -519,16 +528,10 @@ static int determinize(struct dfa_builder *b, const struct nfa *a, int start, in
                             buf[m++] = e2->to;
                         }
                     }
-                m = closure(a, &ix, buf, m, mark, ++stamp);
-                int32_t target = set_find(&table, buf, m, o->n_states, &is_new);
-                if (is_new) {
-                    if (o->n_states >= GRAMMAR_MAX_STATES) {
-                        failed = 1;
-                        break;
-                    }
-                    grow_states(o, &b->cap_states, o->n_states + 1);
-                    o->n_states++;
-                    ENQUEUE(buf, m);
+                int32_t target = dfa_state_of(b, &table, &list, buf, closure(a, &ix, buf, m, mark, ++stamp));
+                if (target < 0) {
+                    failed = 1;
+                    break;
                 }
                 if (b->n_pending == b->cap_pending) {
                     b->cap_pending = b->cap_pending ? b->cap_pending * 2 : 64;
@@ -543,10 +546,7 @@ static int determinize(struct dfa_builder *b, const struct nfa *a, int start, in
         o->flags[me] = flags;
         o->state_rule[me] = rule;
     }
-#undef ENQUEUE
-    for (int i = 0; i < q_n; i++)
-        free(queue_sets[i]);
-    free(queue_sets), free(queue_len);
+    free(list.sets), free(list.lens);
     set_table_free(&table);
     free(buf), free(mark), free(ix.off), free(ix.edge);
     if (failed)
@@ -877,7 +877,6 @@ struct grammar *grammar_compile(const struct gir *g, struct err *e)
     struct grammar *o = xcalloc(1, sizeof(*o));
     struct dfa_builder b = {o, 0, 0, 0, NULL, NULL, 0, 0};
     uint64_t *class_of_set = NULL;
-    int32_t *starts = NULL;
     int ok = check_defined(g, &gr, info, e) == 0;
     if (ok) {
         mark_recursive(&gr, info);
@@ -947,7 +946,6 @@ struct grammar *grammar_compile(const struct gir *g, struct err *e)
             compute_follow(o, state_null, rule_null);
         free(state_null), free(rule_null);
     }
-    free(starts);
     free(class_of_set);
     free(b.pending), free(b.pending_from);
     free(info);

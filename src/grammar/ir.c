@@ -214,30 +214,34 @@ int gx_str(struct gir *g, const char *s) { return gx_literal(g, s, strlen(s)); }
 
 static int is_kind(const struct gir *g, int x, enum gx_kind k) { return x >= 0 && g->nodes[x].kind == k; }
 
-int gx_seq(struct gir *g, const int *items, int n)
+/* A SEQ or ALT of items without its neutral ones (EMPTY in a sequence,
+ * NOTHING in an alternation); an absorbing one (NOTHING in a sequence)
+ * is the whole; none left: the neutral; one: itself. */
+static int list_node(struct gir *g, enum gx_kind kind, const int *items, int n)
 {
     if (g->failed)
         return -1;
+    const enum gx_kind neutral = kind == GX_SEQ ? GX_EMPTY : GX_NOTHING;
     int kept = 0, last = -1;
     for (int i = 0; i < n; i++) {
         if (items[i] < 0)
             return -1;
-        if (is_kind(g, items[i], GX_NOTHING))
+        if (kind == GX_SEQ && is_kind(g, items[i], GX_NOTHING))
             return gx_nothing(g);
-        if (!is_kind(g, items[i], GX_EMPTY)) {
+        if (!is_kind(g, items[i], neutral)) {
             kept++;
             last = items[i];
         }
     }
     if (kept == 0)
-        return gx_empty(g);
+        return new_node(g, neutral);
     if (kept == 1)
         return last;
     int stack[64], *k = kept <= 64 ? stack : xmalloc((size_t)kept * sizeof(int)), m = 0;
     for (int i = 0; i < n; i++)
-        if (!is_kind(g, items[i], GX_EMPTY))
+        if (!is_kind(g, items[i], neutral))
             k[m++] = items[i];
-    int x = new_node(g, GX_SEQ);
+    int x = new_node(g, kind);
     if (x >= 0) {
         int first = push_kids(g, k, m);
         g->nodes[x].first = first;
@@ -248,37 +252,8 @@ int gx_seq(struct gir *g, const int *items, int n)
     return x;
 }
 
-int gx_alt(struct gir *g, const int *items, int n)
-{
-    if (g->failed)
-        return -1;
-    int kept = 0, last = -1;
-    for (int i = 0; i < n; i++) {
-        if (items[i] < 0)
-            return -1;
-        if (!is_kind(g, items[i], GX_NOTHING)) {
-            kept++;
-            last = items[i];
-        }
-    }
-    if (kept == 0)
-        return gx_nothing(g);
-    if (kept == 1)
-        return last;
-    int stack[64], *k = kept <= 64 ? stack : xmalloc((size_t)kept * sizeof(int)), m = 0;
-    for (int i = 0; i < n; i++)
-        if (!is_kind(g, items[i], GX_NOTHING))
-            k[m++] = items[i];
-    int x = new_node(g, GX_ALT);
-    if (x >= 0) {
-        int first = push_kids(g, k, m);
-        g->nodes[x].first = first;
-        g->nodes[x].n = m;
-    }
-    if (k != stack)
-        free(k);
-    return x;
-}
+int gx_seq(struct gir *g, const int *items, int n) { return list_node(g, GX_SEQ, items, n); }
+int gx_alt(struct gir *g, const int *items, int n) { return list_node(g, GX_ALT, items, n); }
 
 int gx_seq2(struct gir *g, int a, int b)
 {
