@@ -14,6 +14,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/lines.h"
 #include "core/clock.h"
 #include "core/fs.h"
 #include "grammar/grammar.h"
@@ -129,44 +130,49 @@ static int check_text(const struct grammar_tokens *gt, const struct grammar_voca
     return ok;
 }
 
+struct check_ctx {
+    enum grammar_kind kind;
+    const struct grammar_tokens *gt;
+    const struct grammar_vocab *v;
+    const struct tokenizer *tok;
+    const int32_t *eos;
+    int n_eos;
+    uint32_t *mask;
+    struct times *times;
+};
+
+/* One input line: the text as written (schemas) or a JSON string's value (regex, GBNF). */
+static int check_line(const char *line, size_t n, void *arg, struct err *e)
+{
+    const struct check_ctx *c = arg;
+    const char *text = line;
+    json_t *j = NULL;
+    if (c->kind == GRAMMAR_REGEX || c->kind == GRAMMAR_GBNF) {
+        json_error_t jerr;
+        j = json_loadb(line, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+        if (!json_is_string(j)) {
+            json_decref(j);
+            return err_set(e, "expected a JSON string (the text to check)");
+        }
+        text = json_string_value(j);
+        n = json_string_length(j);
+    }
+    int verdict = check_text(c->gt, c->v, c->tok, c->eos, c->n_eos, text, n, c->mask, c->times, e);
+    json_decref(j);
+    if (verdict < 0)
+        return -1;
+    printf("%s\n", verdict ? "accept" : "reject");
+    return 0;
+}
+
 static int run_check(const char *file, enum grammar_kind kind, const struct grammar_tokens *gt,
                      const struct grammar_vocab *v, const struct tokenizer *tok, const int32_t *eos, int n_eos,
                      struct times *times, struct err *e)
 {
-    char *data;
-    size_t len;
-    if (fs_read_file(file, (size_t)1 << 31, &data, &len, e))
-        return -1;
-    uint32_t *mask = xmalloc((size_t)grammar_mask_words(v) * sizeof(uint32_t));
-    int rc = 0, line = 0;
-    for (char *p = data, *end; p < data + len && !rc; p = end + 1) {
-        end = memchr(p, '\n', (size_t)(data + len - p));
-        if (!end)
-            end = data + len;
-        line++;
-        const char *text = p;
-        size_t n = (size_t)(end - p);
-        json_t *j = NULL;
-        if (kind == GRAMMAR_REGEX || kind == GRAMMAR_GBNF) { /* a JSON string literal per line */
-            json_error_t jerr;
-            j = json_loadb(p, n, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
-            if (!json_is_string(j)) {
-                json_decref(j);
-                rc = err_set(e, "%s:%d: expected a JSON string (the text to check)", file, line);
-                break;
-            }
-            text = json_string_value(j);
-            n = json_string_length(j);
-        }
-        int verdict = check_text(gt, v, tok, eos, n_eos, text, n, mask, times, e);
-        json_decref(j);
-        if (verdict < 0)
-            rc = err_prefix(e, "%s:%d", file, line);
-        else
-            printf("%s\n", verdict ? "accept" : "reject");
-    }
-    free(mask);
-    free(data);
+    struct check_ctx c = {kind, gt, v, tok, eos, n_eos, xmalloc((size_t)grammar_mask_words(v) * sizeof(uint32_t)),
+                          times};
+    int rc = cli_for_each_line(file, 0, check_line, &c, e); /* a verdict for every line */
+    free(c.mask);
     return rc;
 }
 

@@ -9,6 +9,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/lines.h"
 #include "core/fs.h"
 #include "tokenizer/detok.h"
 #include "tokenizer/tokenizer.h"
@@ -30,32 +31,29 @@ static void print_json_string(const char *s, size_t len)
     json_decref(j);
 }
 
+struct json_line {
+    int (*fn)(const json_t *, void *, struct err *);
+    void *ctx;
+};
+
+static int json_line(const char *line, size_t len, void *arg, struct err *e)
+{
+    const struct json_line *j = arg;
+    json_error_t jerr;
+    json_t *v = json_loadb(line, len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
+    if (!v)
+        return err_set(e, "invalid JSON: %s", jerr.text);
+    int rc = j->fn(v, j->ctx, e);
+    json_decref(v);
+    return rc;
+}
+
 /* Calls fn on each non-empty line of file's JSON values; errors name file:line. */
 static int for_each_line(const char *file, int (*fn)(const json_t *, void *, struct err *), void *ctx,
                          struct err *e)
 {
-    char *data;
-    size_t len;
-    if (fs_read_file(file, (size_t)1 << 31, &data, &len, e))
-        return -1;
-    int rc = 0, line = 0;
-    for (char *p = data, *end; p < data + len && !rc; p = end + 1) {
-        end = memchr(p, '\n', (size_t)(data + len - p));
-        if (!end)
-            end = data + len;
-        line++;
-        if (end == p)
-            continue;
-        json_error_t jerr;
-        json_t *v = json_loadb(p, (size_t)(end - p), JSON_DECODE_ANY | JSON_ALLOW_NUL, &jerr);
-        if (!v)
-            rc = err_set(e, "%s:%d: invalid JSON: %s", file, line, jerr.text);
-        else if (fn(v, ctx, e))
-            rc = err_prefix(e, "%s:%d", file, line);
-        json_decref(v);
-    }
-    free(data);
-    return rc;
+    struct json_line j = {fn, ctx};
+    return cli_for_each_line(file, 1, json_line, &j, e);
 }
 
 struct encode_ctx {
