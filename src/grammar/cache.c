@@ -25,7 +25,11 @@ struct grammar_ref {
 };
 
 struct grammar_cache {
-    const struct grammar_vocab *v;
+    const struct tokenizer *tok;
+    int n_vocab, n_eos;
+    int32_t *eos;
+    struct grammar_vocab *v; /* built by the first compile, under vocab_mu */
+    pthread_mutex_t vocab_mu;
     pthread_mutex_t mu;
     struct grammar_ref *head, *tail;
     int n, max_entries;
@@ -33,17 +37,31 @@ struct grammar_cache {
     long hits, misses;
 };
 
-struct grammar_cache *grammar_cache_new(const struct grammar_vocab *v, int max_entries, size_t max_bytes)
+struct grammar_cache *grammar_cache_new(const struct tokenizer *tok, int n_vocab, const int32_t *eos, int n_eos,
+                                        int max_entries, size_t max_bytes)
 {
     struct grammar_cache *c = xcalloc(1, sizeof(*c));
-    c->v = v;
+    c->tok = tok;
+    c->n_vocab = n_vocab;
+    c->n_eos = n_eos;
+    c->eos = xmalloc((size_t)(n_eos + 1) * sizeof(int32_t));
+    if (n_eos)
+        memcpy(c->eos, eos, (size_t)n_eos * sizeof(int32_t));
     c->max_entries = max_entries;
     c->max_bytes = max_bytes;
+    pthread_mutex_init(&c->vocab_mu, NULL);
     pthread_mutex_init(&c->mu, NULL);
     return c;
 }
 
-const struct grammar_vocab *grammar_cache_vocab(const struct grammar_cache *c) { return c->v; }
+static const struct grammar_vocab *vocab_of(struct grammar_cache *c)
+{
+    pthread_mutex_lock(&c->vocab_mu);
+    if (!c->v)
+        c->v = grammar_vocab_from_tokenizer(c->tok, c->n_vocab, c->eos, c->n_eos);
+    pthread_mutex_unlock(&c->vocab_mu);
+    return c->v;
+}
 
 static void notes_copy(struct json_schema_notes *dst, const struct json_schema_notes *src)
 {
@@ -142,7 +160,7 @@ struct grammar_ref *grammar_cache_get(struct grammar_cache *c, const struct gram
         struct grammar *g = NULL;
         struct grammar_tokens *t = NULL;
         int ok = grammar_spec_build(spec, &ir, &n, e) == 0 && (g = grammar_compile(&ir, e)) &&
-                 (t = grammar_tokens_new(g, c->v, e));
+                 (t = grammar_tokens_new(g, vocab_of(c), e));
         gir_free(&ir);
         if (!ok) {
             grammar_tokens_free(t);
@@ -207,5 +225,8 @@ void grammar_cache_free(struct grammar_cache *c)
         grammar_ref_release(r);
     }
     pthread_mutex_destroy(&c->mu);
+    pthread_mutex_destroy(&c->vocab_mu);
+    grammar_vocab_free(c->v);
+    free(c->eos);
     free(c);
 }

@@ -19,10 +19,15 @@ struct grammar_ref; /* a compiled constraint */
 enum { GRAMMAR_CACHE_ENTRIES = 256 };
 #define GRAMMAR_CACHE_BYTES ((size_t)256 << 20)
 
-/* v is borrowed (it must outlive the cache and every reference). */
-struct grammar_cache *grammar_cache_new(const struct grammar_vocab *v, int max_entries, size_t max_bytes);
+/* A cache for tok's vocabulary as n_vocab ids with these EOS ids (tok
+ * borrowed; it must outlive the cache). The vocabulary's bytes and trie
+ * are built on the first compile, not here: a server that never sees a
+ * constraint never pays for them. The cache must outlive every
+ * reference it hands out. */
+struct tokenizer;
+struct grammar_cache *grammar_cache_new(const struct tokenizer *tok, int n_vocab, const int32_t *eos, int n_eos,
+                                        int max_entries, size_t max_bytes);
 void grammar_cache_free(struct grammar_cache *c);
-const struct grammar_vocab *grammar_cache_vocab(const struct grammar_cache *c);
 
 /* The compiled spec: from the cache, or compiled now and cached. Returns
  * a new reference, or NULL with e naming the problem (compile errors are

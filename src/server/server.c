@@ -343,11 +343,9 @@ int server_run(struct model *m, const struct tokenizer *tok, const struct chat_t
     engine_get_stats(s.eng, &st);
     s.octx.max_context = st.max_context; /* what the engine made of --max-model-len */
     s.octx.vocab_size = engine_vocab_size(s.eng);
-    if (tok) { /* structured outputs: the vocabulary's bytes once, then a cache of compiled constraints */
-        s.gvocab = grammar_vocab_from_tokenizer(tok, s.octx.vocab_size, m->cfg.eos_ids, m->cfg.n_eos);
-        s.grammars = grammar_cache_new(s.gvocab, GRAMMAR_CACHE_ENTRIES, GRAMMAR_CACHE_BYTES);
-        s.octx.grammars = s.grammars;
-    }
+    if (tok) /* structured outputs: compiled constraints, cached */
+        s.octx.grammars = s.grammars = grammar_cache_new(tok, s.octx.vocab_size, m->cfg.eos_ids, m->cfg.n_eos,
+                                                         GRAMMAR_CACHE_ENTRIES, GRAMMAR_CACHE_BYTES);
     s.daemon = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                                     (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
                                 0, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
@@ -369,7 +367,6 @@ done:
         MHD_stop_daemon(s.daemon);
     engine_free(s.eng);
     grammar_cache_free(s.grammars); /* after the engine: its requests held references */
-    grammar_vocab_free(s.gvocab);
     metrics_free(s.metrics);
     pthread_mutex_destroy(&s.mu);
     return rc;

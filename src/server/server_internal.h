@@ -17,8 +17,7 @@ struct server {
     const struct chat_template *ct;
     struct server_opts o;
     struct engine *eng;
-    struct grammar_vocab *gvocab;    /* the model's tokens for the grammar engine (with a tokenizer) */
-    struct grammar_cache *grammars; /* compiled output constraints */
+    struct grammar_cache *grammars; /* compiled output constraints (with a tokenizer) */
     struct metrics *metrics;
     struct oai_context octx;
     const char *names[1];
