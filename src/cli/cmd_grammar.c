@@ -246,7 +246,7 @@ int cmd_grammar(int argc, char **argv)
         goto done;
     if (eos_list) {
         int32_t *ids;
-        if (cli_parse_int_list(eos_list, "--eos", &ids, &n_eos, &e))
+        if (cli_parse_int_list(eos_list, "eos", &ids, &n_eos, &e))
             goto done;
         if (n_eos > 16)
             n_eos = 16;
