@@ -433,6 +433,14 @@ static int fold_keyword(struct js *js, struct sch *s, const struct view *v, cons
         s->types &= ~(unsigned)T_NUM; /* numbers must be integral */
         return 0;
     }
+    if (strcmp(kw, "format") == 0) {
+        /* format constrains strings only: on a schema typed without them (OpenAPI's number
+         * formats "float", "int64"...) it constrains nothing */
+        const json_t *ty = json_object_get(v->s, "type");
+        unsigned t = T_ALL;
+        if (ty && type_mask(js, ty, path, &t) == 0 && !(t & T_STR))
+            return 0;
+    }
     if (strcmp(kw, "minLength") == 0 || strcmp(kw, "maxLength") == 0 || strcmp(kw, "pattern") == 0 ||
         strcmp(kw, "format") == 0)
         return fold_string_kw(js, s, kw, val, path);

@@ -114,7 +114,6 @@ void grammar_matcher_fill_mask(struct grammar_matcher *m, uint32_t *mask)
     memset(mask, 0, (size_t)v->words * sizeof(uint32_t));
     if (m->ended)
         return;
-    int have_all = 0;
     for (int i = 0; i < m->cur.n; i++) {
         struct config h = m->cur.v[i];
         const struct state_tokens *st = &m->t->states[h.state];
@@ -122,13 +121,8 @@ void grammar_matcher_fill_mask(struct grammar_matcher *m, uint32_t *mask)
             memcpy(m->tmp, v->allowed, (size_t)v->words * sizeof(uint32_t));
             for (int k = 0; k < st->n_list; k++)
                 m->tmp[st->list[k] >> 5] &= ~(1u << (st->list[k] & 31));
-            if (!have_all) {
-                memcpy(mask, m->tmp, (size_t)v->words * sizeof(uint32_t));
-                have_all = 1;
-            } else {
-                for (int w = 0; w < v->words; w++)
-                    mask[w] |= m->tmp[w];
-            }
+            for (int w = 0; w < v->words; w++) /* OR, not copy: earlier configs' bits stay */
+                mask[w] |= m->tmp[w];
         } else {
             for (int k = 0; k < st->n_list; k++)
                 mask[st->list[k] >> 5] |= 1u << (st->list[k] & 31);

@@ -141,8 +141,9 @@ static void classify(const struct grammar_tokens *gt, struct stack_pool *pool, s
     for (int b = 0; b < 256; b++)
         if (v->root_child[b] >= 0 && grammar_next(g, s, (unsigned char)b) >= 0)
             walk_subtree(gt, pool, w, v->root_child[b], outside, follow, accepted);
-    /* few accepted: list them; many: list the rejected instead (neither
-     * accepted nor dependent) */
+    /* few accepted: list them; many: list the others instead (rejected or
+     * dependent: a dependent token is allowed only when its rest passes
+     * the walk with the real stack, which adds it back) */
     const int n_acc = n_slice + w->n_acc;
     out->complement = n_acc * 2 > v->n_sorted;
     int32_t *list = NULL;
@@ -163,8 +164,6 @@ static void classify(const struct grammar_tokens *gt, struct stack_pool *pool, s
             memset(accepted, 0, (size_t)v->words * sizeof(uint32_t));
         for (int k = 0; k < w->n_acc; k++)
             accepted[w->acc[k] >> 5] |= 1u << (w->acc[k] & 31);
-        for (int k = 0; k < w->n_rests; k++) /* a dependent token is not rejected either */
-            accepted[w->rests[k].token >> 5] |= 1u << (w->rests[k].token & 31);
         int cap = 0;
         for (int wi = 0; wi < v->words; wi++) {
             for (uint32_t r = v->allowed[wi] & ~accepted[wi]; r; r &= r - 1) {

@@ -227,6 +227,29 @@ Test(grammar, string_slices_match_the_oracle)
     gir_free(&g);
 }
 
+/* Two stacks at once, one in a state whose few tokens are listed and one in
+ * a state that allows most tokens (stored as the complement of its
+ * rejections), in both orders: the mask is the union of the two. narrow
+ * and wide are recursive, so they stay rules and each alternative is a
+ * stack of its own. */
+Test(grammar, listed_and_complement_states_unite)
+{
+    for (int wide_first = 0; wide_first <= 1; wide_first++) {
+        struct gir g;
+        gir_init(&g);
+        int root = gir_rule(&g, "root"), narrow = gir_rule(&g, "narrow"), wide = gir_rule(&g, "wide");
+        gir_define(&g, narrow, gx_seq2(&g, gx_str(&g, "1:"), gx_opt(&g, gx_ref(&g, narrow))));
+        uint32_t out[] = {']', ']'};
+        gir_define(&g, wide, gx_seq2(&g, gx_codepoints_not(&g, out, 1), gx_opt(&g, gx_ref(&g, wide))));
+        int alts[2] = {gx_ref(&g, wide_first ? wide : narrow), gx_ref(&g, wide_first ? narrow : wide)};
+        gir_define(&g, root, gx_seq3(&g, gx_byte(&g, '['), gx_alt(&g, alts, 2), gx_byte(&g, ']')));
+        gir_set_root(&g, root);
+        for (unsigned seed = 1; seed <= 2; seed++)
+            walk_and_check(&g, seed, 6);
+        gir_free(&g);
+    }
+}
+
 /* A big non-recursive rule stays a call (not inlined); a tiny one is inlined. */
 Test(grammar, large_rules_stay_rules)
 {

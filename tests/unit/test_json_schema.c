@@ -597,6 +597,14 @@ Test(json_schema, formats)
     ok(&b, "{\"format\":\"date\",\"maxLength\":10}");
     YES("\"2024-01-01\"", "12", "null");
     done(&b);
+    /* so an unknown format on a schema typed without strings (OpenAPI's "float") constrains nothing,
+     * and one that may meet a string is refused */
+    ok(&b, "{\"type\":\"number\",\"format\":\"float\"}");
+    YES("1.5", "-2");
+    NO("\"1.5\"");
+    done(&b);
+    refused("{\"type\":[\"number\",\"string\"],\"format\":\"float\"}", "format", "unknown format 'float'");
+    refused("{\"format\":\"float\"}", "format", "unknown format 'float'");
 }
 
 /* --- $ref ------------------------------------------------------------------------- */
