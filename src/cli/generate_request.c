@@ -35,6 +35,7 @@ static struct request_fields_opts options(struct generate_context *ctx, const st
         .no_tokenizer_hint = "give the prompt as 'prompt_ids'",
         .chat_template = line_template,
         .chat_template_arg = ctx,
+        .grammars = ctx->grammars,
     };
 }
 

@@ -23,6 +23,7 @@ struct generate_context {
     const char *model_dir;
     struct chat_template *ct; /* owned (chat_template_free), lazily loaded */
     int vocab_size;
+    struct grammar_cache *grammars; /* output constraints ("response_format", ...); NULL: refused */
 };
 
 /* Parses line (len bytes) into out (free with request_fields_free).

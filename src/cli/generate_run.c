@@ -14,6 +14,7 @@
 
 #include "core/clock.h"
 #include "core/fs.h"
+#include "grammar/cache.h"
 #include "model/model.h"
 
 /* One choice's result, filled by the engine thread's events. */
@@ -164,17 +165,20 @@ static int parse_file(struct generate_context *ctx, const char *path, const stru
 int generate_run_file(struct model *m, const struct tokenizer *tok, const char *model_dir, const char *input,
                   const struct generate_defaults *d, const struct engine_opts *o, int as_json, struct err *e)
 {
-    struct generate_context ctx = {tok, model_dir, NULL, m->cfg.vocab_size};
+    struct generate_context ctx = {tok, model_dir, NULL, m->cfg.vocab_size, NULL};
+    if (tok) /* output constraints, compiled once per distinct text */
+        ctx.grammars = grammar_cache_new(tok, m->cfg.vocab_size, m->cfg.eos_ids, m->cfg.n_eos, GRAMMAR_CACHE_ENTRIES,
+                                         GRAMMAR_CACHE_BYTES);
     struct request_fields *reqs = NULL;
     int n = 0;
     int rc = parse_file(&ctx, input, d, &reqs, &n, e);
     chat_template_free(ctx.ct);
-    if (rc)
-        return -1;
-    rc = generate_run_requests(m, tok, reqs, n, o, as_json, 0, e);
+    if (!rc)
+        rc = generate_run_requests(m, tok, reqs, n, o, as_json, 0, e);
     for (int i = 0; i < n; i++)
         request_fields_free(&reqs[i]);
     free(reqs);
+    grammar_cache_free(ctx.grammars); /* after the requests: they held references */
     return rc;
 }
 

@@ -52,21 +52,22 @@ static void note_add(struct js *js, const char *text)
 
 static int refuse_as(struct js *js, int unknown, const char *kw, const char *path, const char *why)
 {
+    if (unknown && js->quiet) /* asserts nothing, so it changes no language */
+        return 0;
     if (js->quiet) {
         js->unsure = 1;
         return 0;
     }
-    if (js->strict) {
-        if (unknown)
-            return js_fail(js, "unknown keyword '%s' at %s", kw, js_show(js, path));
+    if (js->strict && !unknown) {
         if (!why)
             return js_fail(js, "unsupported keyword '%s' at %s", kw, js_show(js, path));
         return js_fail(js, "%s at %s: %s", kw, js_show(js, path), why);
     }
+    /* an unknown keyword is an annotation (JSON Schema 2020-12, 4.3.1): ignored even when strict, and noted */
     char text[1024];
     if (unknown || !why)
         snprintf(text, sizeof(text), "%s at %s%s", kw, js_show(js, path),
-                 unknown ? " (unknown keyword)" : "");
+                 unknown ? " (unknown keyword: an annotation, ignored)" : "");
     else
         snprintf(text, sizeof(text), "%s at %s (%s)", kw, js_show(js, path), why);
     note_add(js, text);
@@ -85,7 +86,7 @@ int js_refuse(struct js *js, const char *kw, const char *path, const char *fmt, 
     return refuse_as(js, 0, kw, path, fmt ? why : NULL);
 }
 
-int js_refuse_unknown(struct js *js, const char *kw, const char *path)
+int js_note_unknown(struct js *js, const char *kw, const char *path)
 {
     return refuse_as(js, 1, kw, path, NULL);
 }

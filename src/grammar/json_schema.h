@@ -42,12 +42,14 @@
  * recursion and with sibling keywords (merged); refs resolve against the
  * document root (a nested $id is an annotation). $defs/definitions,
  * nullable (OpenAPI), and minProperties/maxProperties/uniqueItems when
- * trivially satisfied. Annotations are ignored.
+ * trivially satisfied. Annotations are ignored, and so are unknown
+ * keywords (annotations too, Draft 2020-12 section 4.3.1, so they change
+ * nothing), which are noted, strict or not: a misspelt keyword shows.
  *
  * Refused when strict, else ignored and noted: patternProperties,
  * propertyNames, dependentRequired, dependentSchemas, dependencies,
  * unevaluated*, contains, not, if with then/else, $dynamicRef, other
- * multipleOf, unknown keywords and formats, pattern together with lengths
+ * multipleOf, unknown formats, pattern together with lengths
  * or a format, lengths together with a format unless always met, pattern
  * or format together with string enum/const values (not checked), two
  * different patterns or formats in one allOf, and oneOf that cannot be
@@ -78,8 +80,8 @@ struct json_schema_opts {
 };
 
 /* What strict = 0 ignored, so a server can tell the client its schema was
- * only partly enforced: "keyword at /json/pointer/path" strings, each
- * once, malloc'ed. */
+ * only partly enforced, and the unknown keywords (ignored either way):
+ * "keyword at /json/pointer/path (why)" strings, each once, malloc'ed. */
 struct json_schema_notes {
     char **ignored;
     int n_ignored;

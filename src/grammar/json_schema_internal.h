@@ -69,7 +69,7 @@ int js_fail(struct js *js, const char *fmt, ...) __attribute__((format(printf, 2
  * goes on without it. */
 int js_refuse(struct js *js, const char *kw, const char *path, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-int js_refuse_unknown(struct js *js, const char *kw, const char *path); /* "unknown keyword 'kw' at path" */
+int js_note_unknown(struct js *js, const char *kw, const char *path); /* ignored, noted "kw at path (unknown keyword...)" */
 int js_is_annotation(const char *kw);                                  /* a keyword that constrains nothing */
 const char *js_strdup(struct js *js, const char *s, size_t n);         /* into the arena */
 const char *js_path(struct js *js, const char *base, const char *key); /* base + "/" + key, ~-escaped */

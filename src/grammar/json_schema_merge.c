@@ -459,7 +459,7 @@ static int fold_keyword(struct js *js, struct sch *s, const struct view *v, cons
         return 0; /* refused with if / contains, or meaningless without them */
     if (listed(refused, kw))
         return js_refuse(js, kw, path, NULL);
-    return js_refuse_unknown(js, kw, path);
+    return js_note_unknown(js, kw, path);
 }
 
 static int fold_view(struct js *js, struct sch *s, const struct view *v)

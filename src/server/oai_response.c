@@ -164,6 +164,18 @@ static json_t *envelope(const struct oai_completion_request *r, const char *id, 
     return o;
 }
 
+/* "warnings": what a "strict": false schema had ignored, so the client knows
+ * the output was not held to it; absent when nothing was. */
+static void add_warnings(json_t *o, const struct oai_completion_request *r)
+{
+    if (r->f.n_warnings == 0)
+        return;
+    json_t *w = json_array();
+    for (int i = 0; i < r->f.n_warnings; i++)
+        json_array_append_new(w, jtext(r->f.warnings[i], strlen(r->f.warnings[i])));
+    json_object_set_new(o, "warnings", w);
+}
+
 /* The echoed prompt followed by text (a new string). */
 static json_t *with_echo(const struct oai_completion_request *r, int echo, const char *text, size_t len)
 {
@@ -212,6 +224,7 @@ json_t *oai_response(const struct oai_completion_request *r, const struct tokeni
     }
     json_object_set_new(o, "choices", arr);
     json_object_set_new(o, "usage", usage(prompt_tokens, completion_tokens));
+    add_warnings(o, r);
     return o;
 }
 
@@ -265,6 +278,8 @@ char *oai_chunk(const struct oai_completion_request *r, const struct tokenizer *
     json_object_set_new(o, "choices", arr);
     if (r->include_usage) /* OpenAI: every other chunk carries "usage": null */
         json_object_set_new(o, "usage", json_null());
+    if (first)
+        add_warnings(o, r);
     return sse(o);
 }
 

@@ -811,7 +811,6 @@ Test(json_schema, errors_name_keyword_and_path)
         "{\"properties\":{\"a\":{\"properties\":{\"b\":false},\"required\":[\"b\"]}},\"required\":[\"a\"]}",
         "schema at /properties/a/properties/b accepts nothing", NULL);
     refused("{\"required\":[\"x\"],\"additionalProperties\":false}", "'x'", "/required");
-    refused("{\"foo\":1}", "unknown keyword 'foo' at /", NULL);
     refused("{\"properties\":{\"a\":{\"type\":\"strin\"}}}", "unknown type 'strin'", "/properties/a");
     refused("{\"minLength\":-1}", "'minLength' at /", "non-negative");
     refused("{\"format\":\"bogus\"}", "format at /", "'bogus'");
@@ -859,6 +858,25 @@ Test(json_schema, errors_name_keyword_and_path)
     struct err e = {{0}};
     cr_assert(build(&b, "{\n  \"type\": }", 1, -1, &e) < 0);
     cr_expect(strstr(e.msg, "2:"), "%s", e.msg);
+    done(&b);
+}
+
+/* an unknown keyword asserts nothing: ignored even when strict, but noted */
+Test(json_schema, unknown_keywords_are_noted_annotations)
+{
+    struct built b;
+    struct err e = {{0}};
+    cr_assert(build(&b, "{\"type\":\"object\",\"properties\":{\"a\":{\"type\":\"integer\",\"optional\":true}}}", 1,
+                    -1, &e) == 0,
+              "%s", e.msg);
+    YES("{\"a\":1}", "{}");
+    NO("{\"a\":\"x\"}");
+    cr_assert_eq(b.notes.n_ignored, 1);
+    cr_expect(strstr(b.notes.ignored[0], "optional at /properties/a (unknown keyword"), "%s", b.notes.ignored[0]);
+    done(&b);
+    /* inside a oneOf's proof it changes nothing either */
+    ok(&b, "{\"oneOf\":[{\"type\":\"string\",\"x-note\":1},{\"type\":\"integer\"}]}");
+    YES("\"s\"", "1");
     done(&b);
 }
 
