@@ -151,6 +151,8 @@ struct sch {
     const char *enum_path;
     struct bound lo, hi;
     const char *num_path;
+    long long multiple; /* integers only, divisible by it (0: no multipleOf above 1) */
+    const char *multiple_path;
     long long min_len, max_len; /* max_len < 0: none */
     const char *len_path;
     const char *pattern, *pattern_path;
@@ -214,6 +216,11 @@ int js_dec_in(const struct dec *v, const struct bound *lo, const struct bound *h
 /* The numbers (integer: plain integers only) within the bounds as JSON
  * texts; no exponent when a bound is set. */
 int js_number_expr(struct js *js, const struct bound *lo, const struct bound *hi, int integer);
+/* Integers divisible by k (2..JS_MAX_MULTIPLE), lo / hi unset or 0 (a sign only): else refused at path. */
+enum { JS_MAX_MULTIPLE = 1000 };
+int js_multiple_expr(struct js *js, const struct bound *lo, const struct bound *hi, long long k, const char *path);
+/* Whether the integer v is divisible by k. */
+int js_dec_divisible(const struct dec *v, long long k);
 /* The texts of numbers equal to n (plain and ".0" forms). */
 int js_number_literal(struct js *js, const json_t *n);
 

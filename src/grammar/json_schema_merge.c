@@ -428,9 +428,25 @@ static int fold_keyword(struct js *js, struct sch *s, const struct view *v, cons
     if (strcmp(kw, "multipleOf") == 0) {
         if (!json_is_number(val) || json_number_value(val) <= 0)
             return js_fail(js, "'multipleOf' at %s must be a number above 0", js_show(js, path));
-        if (json_number_value(val) != 1)
-            return js_refuse(js, "multipleOf", path, "only multipleOf 1 is supported");
+        double m = json_number_value(val);
+        if (m != 1 && (m != (double)(long long)m || m > JS_MAX_MULTIPLE))
+            return js_refuse(js, "multipleOf", path, "only whole multipleOf up to %d is supported",
+                             JS_MAX_MULTIPLE);
         s->types &= ~(unsigned)T_NUM; /* numbers must be integral */
+        if (m > 1) { /* every multipleOf must divide: their least common multiple */
+            long long k = (long long)m, have = s->multiple ? s->multiple : 1, a = have, b = k;
+            while (b) {
+                long long t = a % b;
+                a = b;
+                b = t;
+            }
+            long long lcm = have / a * k;
+            if (lcm > JS_MAX_MULTIPLE)
+                return js_refuse(js, "multipleOf", path, "the multipleOf values' common multiple %lld is above %d",
+                                 lcm, JS_MAX_MULTIPLE);
+            s->multiple = lcm;
+            s->multiple_path = path;
+        }
         return 0;
     }
     if (strcmp(kw, "format") == 0) {
@@ -717,7 +733,7 @@ int js_check_sch(struct js *js, const struct sch *s, const json_t *v)
     if (t & (T_INT | T_NUM)) {
         struct dec d;
         js_dec_of(v, &d);
-        int in = js_dec_in(&d, &s->lo, &s->hi);
+        int in = js_dec_in(&d, &s->lo, &s->hi) && (!s->multiple || js_dec_divisible(&d, s->multiple));
         js_dec_free(&d);
         return in;
     }

@@ -473,6 +473,51 @@ int js_number_expr(struct js *js, const struct bound *lo, const struct bound *hi
     return gx_alt2(js->g, pos, neg);
 }
 
+/* --- multiples ---------------------------------------------------------------- */
+
+int js_dec_divisible(const struct dec *v, long long k)
+{
+    long long r = 0;
+    for (const char *c = v->ip; *c; c++)
+        r = (r * 10 + (*c - '0')) % k;
+    for (const char *c = v->fp; *c; c++) /* an integral value's fraction is zeros */
+        if (*c != '0')
+            return 0;
+    return r == 0;
+}
+
+static int is_zero_bound(const struct bound *b) { return b->set && !b->strict && dec_is_zero(&b->v); }
+
+/* The digits after a number's first, read left to right with the remainder
+ * so far: rule rest[r] takes remainder r to 0 (r' = 10 r + d mod k), so
+ * the integers divisible by k form k mutually tail-calling rules. */
+int js_multiple_expr(struct js *js, const struct bound *lo, const struct bound *hi, long long k, const char *path)
+{
+    struct gir *g = js->g;
+    if ((lo->set && !is_zero_bound(lo)) || (hi->set && !is_zero_bound(hi)))
+        return js_refuse(js, "multipleOf", path, "only supported without minimum/maximum, or with 0 as the bound");
+    int *rest = xmalloc((size_t)k * sizeof(int));
+    for (long long r = 0; r < k; r++)
+        rest[r] = gir_rule_fresh(g, "multiple_rest");
+    for (long long r = 0; r < k; r++) {
+        int alts[11], n = 0;
+        for (int d = 0; d < 10; d++)
+            alts[n++] = gx_seq2(g, gx_byte(g, (unsigned char)('0' + d)), gx_ref(g, rest[(r * 10 + d) % k]));
+        if (r == 0)
+            alts[n++] = gx_empty(g);
+        gir_define(g, rest[r], gx_alt(g, alts, n));
+    }
+    int first[9];
+    for (int d = 1; d <= 9; d++)
+        first[d - 1] = gx_seq2(g, gx_byte(g, (unsigned char)('0' + d)), gx_ref(g, rest[d % k]));
+    free(rest);
+    int zero = gx_byte(g, '0'), nonzero = gx_alt(g, first, 9);
+    /* v >= 0 (lo 0): no negative but "-0"; v <= 0 (hi 0): no positive */
+    int pos = hi->set ? zero : gx_alt2(g, zero, nonzero);
+    int neg = gx_seq2(g, gx_byte(g, '-'), lo->set ? zero : gx_alt2(g, zero, nonzero));
+    return gx_alt2(g, pos, neg);
+}
+
 /* --- literals ----------------------------------------------------------------- */
 
 /* The texts of one number: its sign ("-" optional for zero), the integer

@@ -364,7 +364,8 @@ int js_gen(struct js *js, const struct sch *s)
     if (s->types & T_BOOL)
         alts[k++] = gx_alt2(g, js_lit(js, "true"), js_lit(js, "false"));
     if (s->types & (T_INT | T_NUM))
-        alts[k++] = js_number_expr(js, &s->lo, &s->hi, !(s->types & T_NUM));
+        alts[k++] = s->multiple ? js_multiple_expr(js, &s->lo, &s->hi, s->multiple, s->multiple_path)
+                                : js_number_expr(js, &s->lo, &s->hi, !(s->types & T_NUM));
     if (s->types & T_STR)
         alts[k++] = gen_string(js, s);
     if (s->types & T_OBJ)

@@ -490,6 +490,42 @@ Test(json_schema, number_unbounded_and_multiple_of_one)
     refused("{\"type\":\"number\",\"minimum\":5,\"maximum\":1}", "accepts nothing", NULL);
 }
 
+/* Whole multipleOf: every integer divisible by it (checked exhaustively over a range), with 0 as a
+ * bound or none; two of them in an allOf mean their least common multiple; enum values filtered. */
+Test(json_schema, multiple_of_whole_numbers)
+{
+    static const struct {
+        const char *schema;
+        int k, min_ok, max_ok; /* min_ok / max_ok: whether negatives / positives may appear */
+    } c[] = {
+        {"{\"type\":\"integer\",\"multipleOf\":7}", 7, 1, 1},
+        {"{\"type\":\"number\",\"multipleOf\":5,\"minimum\":0}", 5, 0, 1},
+        {"{\"type\":\"integer\",\"multipleOf\":12,\"maximum\":0}", 12, 1, 0},
+        {"{\"allOf\":[{\"type\":\"integer\",\"multipleOf\":4},{\"multipleOf\":6}]}", 12, 1, 1},
+    };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        struct built b;
+        ok(&b, c[i].schema);
+        for (int v = -300; v <= 300; v++) {
+            char t[16];
+            snprintf(t, sizeof(t), "%d", v);
+            int want = v % c[i].k == 0 && (v >= 0 || c[i].min_ok) && (v <= 0 || c[i].max_ok);
+            cr_expect_eq(gir_match_str(&b.g, t), want, "%s on %s", c[i].schema, t);
+        }
+        YES("-0");
+        NO("007", "1.0", "\"5\"");
+        done(&b);
+    }
+    struct built b;
+    ok(&b, "{\"enum\":[3,4,\"x\",9.0],\"multipleOf\":3}");
+    YES("3", "\"x\"", "9.0");
+    NO("4");
+    done(&b);
+    refused("{\"type\":\"integer\",\"multipleOf\":5,\"minimum\":1}", "multipleOf at /", "0 as the bound");
+    refused("{\"type\":\"integer\",\"multipleOf\":1001}", "multipleOf at /", "up to 1000");
+    refused("{\"allOf\":[{\"multipleOf\":999},{\"multipleOf\":998}]}", "multipleOf at /", "common multiple");
+}
+
 /* --- strings --------------------------------------------------------------------- */
 
 Test(json_schema, string_lengths_count_characters)
