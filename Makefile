@@ -63,7 +63,7 @@ TEST_C := $(wildcard tests/unit/test_*.c)
 TEST_HELPERS := $(filter-out $(TEST_C),$(wildcard tests/unit/*.c))
 TEST_BIN := $(BUILD)/tests/unit/all_tests
 
-.PHONY: all test test-layers test-unit test-cli test-parity test-server clean gpu-build format demo bench-tokenizer \
+.PHONY: all test test-layers test-unit test-cli test-parity test-grammar test-server clean gpu-build format demo bench-tokenizer \
 	fetch-model fuzz fuzz-run cuda-probes
 all: $(BUILD)/infer
 
@@ -96,9 +96,9 @@ $(TEST_BIN): $(TEST_C:%.c=$(BUILD)/%.o) $(TEST_HELPERS:%.c=$(BUILD)/%.o) $(APP_O
 	@$(CC) $(LDSAN) -o $@ $^ $(LDLIBS) -lcriterion
 
 # The test command of the README and of CI: the layering, then a sanitizer build with the unit, CLI,
-# parity and server tests, then the fuzzers.
+# parity, grammar and server tests, then the fuzzers.
 test: test-layers
-	$(MAKE) SAN=1 test-unit test-cli test-parity test-server
+	$(MAKE) SAN=1 test-unit test-cli test-parity test-grammar test-server
 	$(MAKE) fuzz
 
 # Which folders of src/ may include which (docs/architecture.md).
@@ -148,6 +148,11 @@ fuzz-run-%: $(BUILD)/%
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libinfer.a
 	@echo "LD    $@"
 	@$(CC) $(CFLAGS_BASE) -Wall -Wextra -Werror -fsanitize=fuzzer -MMD -MP -o $@ $< $(BUILD)/libinfer.a $(LDLIBS)
+
+# infer grammar --check against labelled JSON Schema (bfcl-eval's, from PyPI), regex and GBNF
+# cases, llguidance beside it (tests/grammar; INFER_GRAMMAR_FULL=1: every case, every tokenizer).
+test-grammar: $(BUILD)/infer
+	INFER=$(CURDIR)/$(BUILD)/infer $(PYTHON) -m pytest tests/grammar -q -p no:cacheprovider
 
 # The OpenAI-compatible server against the openai client and infer generate (tests/server).
 test-server: $(BUILD)/infer
