@@ -30,30 +30,32 @@
  * Supported: type, enum, const, properties, required, additionalProperties,
  * items (schema, false, or the pre-2020 array form with additionalItems),
  * prefixItems, minItems, maxItems, minLength, maxLength, pattern (through
- * regex.h, searched as JSON Schema has it), format (date-time, date, time,
- * duration, email, uuid, ipv4, ipv6, hostname, uri), minimum, maximum,
- * exclusiveMinimum, exclusiveMaximum (also draft 4's boolean form),
- * multipleOf 1, anyOf, oneOf (when the alternatives provably exclude each
- * other: disjoint types, enums, ranges or lengths, or a property both
- * require with exclusive schemas), allOf (merged: types intersected,
- * bounds tightened, properties and required combined, each member's
- * additionalProperties applied to the others' names), $ref to "#..."
- * pointers (percent and ~ escapes), anchors and the root's $id, with
- * recursion and with sibling keywords (merged); refs resolve against the
- * document root (a nested $id is an annotation). $defs/definitions,
- * nullable (OpenAPI), and minProperties/maxProperties/uniqueItems when
- * trivially satisfied. Annotations are ignored, and so are unknown
- * keywords (annotations too, Draft 2020-12 section 4.3.1, so they change
- * nothing), which are noted, strict or not: a misspelt keyword shows.
+ * regex.h, searched as JSON Schema has it; with lengths, the product of the
+ * two automata), format (date-time, date, time, duration, email, uuid,
+ * ipv4, ipv6, hostname, uri), minimum, maximum, exclusiveMinimum,
+ * exclusiveMaximum (also draft 4's boolean form), whole multipleOf up to
+ * 1000 (without bounds or with 0 as the bound), anyOf, oneOf (when the
+ * alternatives provably exclude each other: disjoint types, enums, ranges
+ * or lengths, or a property both require with exclusive schemas), allOf
+ * (merged: types intersected, bounds tightened, properties and required
+ * combined, each member's additionalProperties applied to the others'
+ * names), $ref to "#..." pointers (percent and ~ escapes), anchors and the
+ * root's $id, with recursion and with sibling keywords (merged); refs
+ * resolve against the document root (a nested $id is an annotation).
+ * $defs/definitions, nullable (OpenAPI), and
+ * minProperties/maxProperties/uniqueItems when trivially satisfied.
+ * Annotations are ignored, and so are unknown keywords (annotations too,
+ * Draft 2020-12 section 4.3.1, so they change nothing), which are noted,
+ * strict or not: a misspelt keyword shows.
  *
  * Refused when strict, else ignored and noted: patternProperties,
  * propertyNames, dependentRequired, dependentSchemas, dependencies,
  * unevaluated*, contains, not, if with then/else, $dynamicRef, other
- * multipleOf, unknown formats, pattern together with lengths
- * or a format, lengths together with a format unless always met, pattern
- * or format together with string enum/const values (not checked), two
- * different patterns or formats in one allOf, and oneOf that cannot be
- * proved exclusive (then read as anyOf).
+ * multipleOf, unknown formats, pattern together with a format, lengths
+ * together with a format unless always met, pattern or format together with
+ * string enum/const values (not checked), two different patterns or formats
+ * in one allOf, and oneOf that cannot be proved exclusive (then read as
+ * anyOf).
  *
  * Always errors: malformed keywords, a schema that accepts nothing (false,
  * contradictions, a required property that cannot be written), an

@@ -230,6 +230,9 @@ int js_string_any(struct js *js); /* any JSON string */
 int js_char_any(struct js *js);   /* one character of a JSON string's content, any spelling */
 /* A JSON string of min..max characters (max < 0: unbounded). */
 int js_string_length(struct js *js, long long min, long long max, const char *path);
+/* A string matching pattern (searched) with min..max characters (max < 0: none), json_schema_pattern_length.c. */
+int js_pattern_with_length(struct js *js, const char *pattern, size_t len, long long min, long long max,
+                           const char *pattern_path, const char *len_path);
 /* The JSON string whose content is s[0..n) (UTF-8), in every spelling. */
 int js_string_literal(struct js *js, const char *s, size_t n);
 /* A JSON string equal to none of names (UTF-8, n of them), in every spelling. */

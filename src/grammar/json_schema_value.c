@@ -107,9 +107,8 @@ static int gen_string(struct js *js, const struct sch *s)
         return x;
     }
     if (s->pattern) {
-        if ((min > 0 || max >= 0) &&
-            js_refuse(js, "minLength/maxLength", s->len_path, "not supported together with pattern") < 0)
-            return -1;
+        if (min > 0 || max >= 0)
+            return js_pattern_with_length(js, s->pattern, s->pattern_len, min, max, s->pattern_path, s->len_path);
         struct err re = {{0}};
         int x = regex_to_gx(js->g, s->pattern, s->pattern_len, REGEX_JSON_STRING | REGEX_SEARCH, &re);
         if (x < 0) {
