@@ -16,8 +16,8 @@
 #include <string.h>
 
 #include "core/utf8.h"
-
-enum { CP_MAX = 0x10FFFF };
+#include "grammar/chars.h"
+#include "grammar/cpset.h"
 
 struct sym {
     char *name;
@@ -177,17 +177,6 @@ static int sym_get(struct gp *p, const char *s, size_t n)
 
 /* --- characters ---------------------------------------------------------- */
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* One character of a literal or class at p->i, raw or escaped; -1 on
  * error. */
 static int parse_char(struct gp *p, uint32_t *cp)
@@ -234,7 +223,7 @@ static int parse_char(struct gp *p, uint32_t *cp)
     }
     uint64_t v = 0;
     for (int k = 0; k < nd; k++) {
-        int h = hexval(peek(p));
+        int h = chars_hex_value(peek(p));
         if (h < 0)
             return gp_fail(p, at, "escape '\\%c' needs %d hex digits", c, nd);
         v = v * 16 + (uint64_t)h;
@@ -246,27 +235,7 @@ static int parse_char(struct gp *p, uint32_t *cp)
     return 0;
 }
 
-static int is_surrogate(uint32_t c) { return c >= 0xD800 && c <= 0xDFFF; }
-
-static size_t utf8_put(uint32_t c, char *b)
-{
-    if (c < 0x80) {
-        b[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        b[0] = (char)(0xC0 | (c >> 6)), b[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        b[0] = (char)(0xE0 | (c >> 12)), b[1] = (char)(0x80 | ((c >> 6) & 0x3F)),
-        b[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    b[0] = (char)(0xF0 | (c >> 18)), b[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    b[2] = (char)(0x80 | ((c >> 6) & 0x3F)), b[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
-}
+static int is_surrogate(uint32_t c) { return c >= CP_SUR_LO && c <= CP_SUR_HI; }
 
 /* "..." at p->i: its characters in order. */
 static int parse_literal(struct gp *p)
@@ -295,7 +264,7 @@ static int parse_literal(struct gp *p)
         }
         if (n + 4 > cap)
             buf = xrealloc(buf, cap *= 2);
-        n += utf8_put(cp, buf + n);
+        n += chars_utf8(cp, buf + n);
     }
     free(buf);
     return x;
@@ -312,8 +281,8 @@ static int parse_class(struct gp *p)
     }
     if (peek(p) == ']')
         return gp_fail(p, at, "empty character class");
-    uint32_t *pairs = NULL;
-    int n = 0, cap = 0, x = -1;
+    struct cpset cs = {0};
+    int x = -1;
     for (;;) {
         if (at_end(p)) {
             gp_fail(p, at, "unterminated character class");
@@ -321,7 +290,7 @@ static int parse_class(struct gp *p)
         }
         if (peek(p) == ']') {
             p->i++;
-            x = neg ? gx_codepoints_not(p->g, pairs, n) : gx_codepoints(p->g, pairs, n);
+            x = neg ? gx_codepoints_not(p->g, cs.r, cs.n) : gx_codepoints(p->g, cs.r, cs.n);
             break;
         }
         size_t c_at = p->i;
@@ -342,15 +311,9 @@ static int parse_class(struct gp *p)
             gp_fail(p, c_at, "a lone surrogate U+%04X in a character class", (unsigned)lo);
             break;
         }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 8;
-            pairs = xrealloc(pairs, (size_t)cap * 2 * sizeof(uint32_t));
-        }
-        pairs[2 * n] = lo;
-        pairs[2 * n + 1] = hi;
-        n++;
+        cpset_add(&cs, lo, hi);
     }
-    free(pairs);
+    cpset_free(&cs);
     return x;
 }
 

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/chars.h"
+
 void byteset_add_range(struct byteset *s, unsigned lo, unsigned hi)
 {
     for (unsigned b = lo; b <= hi && b < 256; b++)
@@ -370,22 +372,6 @@ static int normalize_ranges(const uint32_t *pairs, int n_pairs, uint32_t *out)
 
 static int utf8_len_of(uint32_t c) { return c < 0x80 ? 1 : c < 0x800 ? 2 : c < 0x10000 ? 3 : 4; }
 
-static void utf8_put(uint32_t c, uint8_t *b)
-{
-    int n = utf8_len_of(c);
-    if (n == 1) {
-        b[0] = (uint8_t)c;
-    } else if (n == 2) {
-        b[0] = (uint8_t)(0xC0 | (c >> 6)), b[1] = (uint8_t)(0x80 | (c & 0x3F));
-    } else if (n == 3) {
-        b[0] = (uint8_t)(0xE0 | (c >> 12)), b[1] = (uint8_t)(0x80 | ((c >> 6) & 0x3F));
-        b[2] = (uint8_t)(0x80 | (c & 0x3F));
-    } else {
-        b[0] = (uint8_t)(0xF0 | (c >> 18)), b[1] = (uint8_t)(0x80 | ((c >> 12) & 0x3F));
-        b[2] = (uint8_t)(0x80 | ((c >> 6) & 0x3F)), b[3] = (uint8_t)(0x80 | (c & 0x3F));
-    }
-}
-
 struct alts {
     int *v;
     int n, cap;
@@ -428,12 +414,12 @@ static void utf8_split(struct gir *g, uint32_t lo, uint32_t hi, struct alts *out
             }
         }
     }
-    uint8_t a[4], b[4];
-    utf8_put(lo, a);
-    utf8_put(hi, b);
+    char a[4], b[4];
+    chars_utf8(lo, a);
+    chars_utf8(hi, b);
     int items[4];
     for (int i = 0; i < n; i++)
-        items[i] = gx_byte_range(g, a[i], b[i]);
+        items[i] = gx_byte_range(g, (unsigned char)a[i], (unsigned char)b[i]);
     alts_push(out, gx_seq(g, items, n));
 }
 

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/chars.h"
 #include "grammar/json_schema_internal.h"
 
 /* --- errors, notes, paths ----------------------------------------------------- */
@@ -299,14 +300,6 @@ void vl_free(struct vlist *l)
 
 /* --- $ref ------------------------------------------------------------------------ */
 
-static int hexval(char c)
-{
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-}
-
 /* A URI fragment's percent escapes decoded; NULL when malformed. */
 static char *pct_decode(const char *s)
 {
@@ -317,7 +310,7 @@ static char *pct_decode(const char *s)
             r[k++] = s[i];
             continue;
         }
-        int a = i + 2 < n ? hexval(s[i + 1]) : -1, b = a >= 0 ? hexval(s[i + 2]) : -1;
+        int a = i + 2 < n ? chars_hex_value((unsigned char)s[i + 1]) : -1, b = a >= 0 ? chars_hex_value((unsigned char)s[i + 2]) : -1;
         if (a < 0 || b < 0) {
             free(r);
             return NULL;

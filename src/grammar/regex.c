@@ -3,9 +3,9 @@
  * a pattern can match (a literal, `.`, an escape, a class) becomes a set
  * of code points first, so one function decides how a set is written:
  * as its UTF-8 encodings, or, in JSON-string mode, as every way a JSON
- * string literal can spell its characters. Groups are the only recursion
- * (bounded by REGEX_MAX_DEPTH); sequences and alternations are loops, so
- * a long pattern costs no stack. */
+ * string literal can spell its characters (json_chars.h). Groups are
+ * the only recursion (bounded by REGEX_MAX_DEPTH); sequences and
+ * alternations are loops, so a long pattern costs no stack. */
 #include "grammar/regex.h"
 
 #include <stdarg.h>
@@ -15,253 +15,38 @@
 #include <string.h>
 
 #include "core/utf8.h"
-
-enum { CP_MAX = 0x10FFFF, SUR_LO = 0xD800, SUR_HI = 0xDFFF };
-
-/* --- code point sets ------------------------------------------------------ */
-
-/* Inclusive [lo, hi] ranges; cset_norm makes them sorted, disjoint, not
- * adjacent and free of surrogates (which no UTF-8 text or JSON string
- * decodes to). */
-struct cset {
-    uint32_t *r;
-    int n, cap;
-};
-
-static void cset_add(struct cset *s, uint32_t lo, uint32_t hi)
-{
-    if (s->n == s->cap) {
-        s->cap = s->cap ? s->cap * 2 : 8;
-        s->r = xrealloc(s->r, (size_t)s->cap * 2 * sizeof(uint32_t));
-    }
-    s->r[2 * s->n] = lo;
-    s->r[2 * s->n + 1] = hi;
-    s->n++;
-}
-
-static void cset_free(struct cset *s)
-{
-    free(s->r);
-    memset(s, 0, sizeof(*s));
-}
-
-static int cmp_range(const void *a, const void *b)
-{
-    const uint32_t *p = a, *q = b;
-    return p[0] < q[0] ? -1 : p[0] > q[0];
-}
-
-static void cset_norm(struct cset *s)
-{
-    qsort(s->r, (size_t)s->n, 2 * sizeof(uint32_t), cmp_range);
-    struct cset out = {0};
-    for (int i = 0; i < s->n; i++) {
-        uint32_t lo = s->r[2 * i], hi = s->r[2 * i + 1] > CP_MAX ? CP_MAX : s->r[2 * i + 1];
-        if (lo > hi)
-            continue;
-        if (out.n > 0 && lo <= out.r[2 * out.n - 1] + 1) {
-            if (hi > out.r[2 * out.n - 1])
-                out.r[2 * out.n - 1] = hi;
-        } else {
-            cset_add(&out, lo, hi);
-        }
-    }
-    struct cset res = {0};
-    for (int i = 0; i < out.n; i++) {
-        uint32_t lo = out.r[2 * i], hi = out.r[2 * i + 1];
-        if (hi < SUR_LO || lo > SUR_HI) {
-            cset_add(&res, lo, hi);
-            continue;
-        }
-        if (lo < SUR_LO)
-            cset_add(&res, lo, SUR_LO - 1);
-        if (hi > SUR_HI)
-            cset_add(&res, SUR_HI + 1, hi);
-    }
-    cset_free(&out);
-    cset_free(s);
-    *s = res;
-}
-
-/* The complement of normalized s among the Unicode scalar values. */
-static void cset_invert(struct cset *s)
-{
-    struct cset out = {0};
-    uint32_t next = 0;
-    for (int i = 0; i < s->n; i++) {
-        if (s->r[2 * i] > next)
-            cset_add(&out, next, s->r[2 * i] - 1);
-        next = s->r[2 * i + 1] + 1;
-    }
-    if (next <= CP_MAX)
-        cset_add(&out, next, CP_MAX);
-    cset_free(s);
-    *s = out;
-    cset_norm(s);
-}
-
-/* out = a ∩ b, both normalized. */
-static void cset_intersect(const struct cset *a, const struct cset *b, struct cset *out)
-{
-    int i = 0, j = 0;
-    while (i < a->n && j < b->n) {
-        uint32_t lo = a->r[2 * i] > b->r[2 * j] ? a->r[2 * i] : b->r[2 * j];
-        uint32_t hi = a->r[2 * i + 1] < b->r[2 * j + 1] ? a->r[2 * i + 1] : b->r[2 * j + 1];
-        if (lo <= hi)
-            cset_add(out, lo, hi);
-        if (a->r[2 * i + 1] < b->r[2 * j + 1])
-            i++;
-        else
-            j++;
-    }
-}
-
-static int cset_has(const struct cset *s, uint32_t c)
-{
-    for (int i = 0; i < s->n; i++)
-        if (c >= s->r[2 * i] && c <= s->r[2 * i + 1])
-            return 1;
-    return 0;
-}
+#include "grammar/chars.h"
+#include "grammar/cpset.h"
+#include "grammar/json_chars.h"
 
 /* \d \w \s (the ECMA-262 WhiteSpace and LineTerminator characters). */
-static void cset_class_escape(struct cset *s, char letter)
+static void class_escape(struct cpset *s, char letter)
 {
     static const uint32_t space[] = {0x09,   0x0D,   0x20,   0x20,   0xA0,   0xA0,   0x1680,
                                      0x1680, 0x2000, 0x200A, 0x2028, 0x2029, 0x202F, 0x202F,
                                      0x205F, 0x205F, 0x3000, 0x3000, 0xFEFF, 0xFEFF};
-    struct cset t = {0};
+    struct cpset t = {0};
     switch (letter | 0x20) {
     case 'd':
-        cset_add(&t, '0', '9');
+        cpset_add(&t, '0', '9');
         break;
     case 'w':
-        cset_add(&t, '0', '9');
-        cset_add(&t, 'A', 'Z');
-        cset_add(&t, '_', '_');
-        cset_add(&t, 'a', 'z');
+        cpset_add(&t, '0', '9');
+        cpset_add(&t, 'A', 'Z');
+        cpset_add(&t, '_', '_');
+        cpset_add(&t, 'a', 'z');
         break;
     default:
         for (size_t i = 0; i < sizeof(space) / sizeof(space[0]); i += 2)
-            cset_add(&t, space[i], space[i + 1]);
+            cpset_add(&t, space[i], space[i + 1]);
         break;
     }
-    cset_norm(&t);
+    cpset_norm(&t);
     if (letter >= 'A' && letter <= 'Z')
-        cset_invert(&t);
+        cpset_invert(&t);
     for (int i = 0; i < t.n; i++)
-        cset_add(s, t.r[2 * i], t.r[2 * i + 1]);
-    cset_free(&t);
-}
-
-/* --- sets as IR: UTF-8, or JSON string content ---------------------------- */
-
-/* One hex digit whose value is in [lo, hi], in either case. */
-static int hex_digits(struct gir *g, unsigned lo, unsigned hi)
-{
-    struct byteset b = {{0}};
-    for (unsigned v = lo; v <= hi; v++) {
-        if (v < 10) {
-            byteset_add(&b, '0' + v);
-        } else {
-            byteset_add(&b, 'a' + v - 10);
-            byteset_add(&b, 'A' + v - 10);
-        }
-    }
-    return gx_bytes(g, &b);
-}
-
-/* nd hex digits spelling a value in [lo, hi] (both below 16^nd): the
- * classic split of a numeric range into digit-wise ranges, so the set of
- * \uXXXX escapes of a large range stays a handful of nodes. */
-static int hex_range(struct gir *g, unsigned lo, unsigned hi, int nd)
-{
-    if (nd == 1)
-        return hex_digits(g, lo, hi);
-    unsigned shift = 4u * (unsigned)(nd - 1), m = (1u << shift) - 1, dl = lo >> shift, dh = hi >> shift;
-    if (dl == dh)
-        return gx_seq2(g, hex_digits(g, dl, dl), hex_range(g, lo & m, hi & m, nd - 1));
-    int alts[3], k = 0;
-    if ((lo & m) != 0) {
-        alts[k++] = gx_seq2(g, hex_digits(g, dl, dl), hex_range(g, lo & m, m, nd - 1));
-        dl++;
-    }
-    if ((hi & m) != m) {
-        alts[k++] = gx_seq2(g, hex_digits(g, dh, dh), hex_range(g, 0, hi & m, nd - 1));
-        dh--;
-    }
-    if (dl <= dh)
-        alts[k++] = gx_seq2(g, hex_digits(g, dl, dh), gx_repeat(g, hex_digits(g, 0, 15), nd - 1, nd - 1));
-    return gx_alt(g, alts, k);
-}
-
-/* The escapes after "\u" of the astral code points [lo, hi]: a high
- * surrogate's four digits, "\u", a low surrogate's. Code points sharing a
- * high surrogate form one piece; a range crosses at most two partial
- * high surrogates and a run of full ones between. */
-static int json_astral(struct gir *g, uint32_t lo, uint32_t hi)
-{
-    uint32_t a = lo - 0x10000, b = hi - 0x10000;
-    uint32_t ha = a >> 10, hb = b >> 10, la = a & 0x3FF, lb = b & 0x3FF;
-    uint32_t h0[3], h1[3], l0[3], l1[3];
-    int k = 0;
-    if (ha == hb) {
-        h0[k] = h1[k] = ha, l0[k] = la, l1[k] = lb, k++;
-    } else {
-        h0[k] = h1[k] = ha, l0[k] = la, l1[k] = 0x3FF, k++;
-        if (hb > ha + 1)
-            h0[k] = ha + 1, h1[k] = hb - 1, l0[k] = 0, l1[k] = 0x3FF, k++;
-        h0[k] = h1[k] = hb, l0[k] = 0, l1[k] = lb, k++;
-    }
-    int alts[3];
-    for (int i = 0; i < k; i++) {
-        int items[3] = {hex_range(g, 0xD800 + h0[i], 0xD800 + h1[i], 4), gx_str(g, "\\u"),
-                        hex_range(g, 0xDC00 + l0[i], 0xDC00 + l1[i], 4)};
-        alts[i] = gx_seq(g, items, 3);
-    }
-    return gx_alt(g, alts, k);
-}
-
-/* What may follow "\u" for the characters of s. */
-static int json_u_escapes(struct gir *g, const struct cset *s)
-{
-    int *alts = xmalloc((size_t)(2 * s->n + 1) * sizeof(int)), k = 0;
-    for (int i = 0; i < s->n; i++) {
-        uint32_t lo = s->r[2 * i], hi = s->r[2 * i + 1];
-        if (lo <= 0xFFFF)
-            alts[k++] = hex_range(g, lo, hi < 0xFFFF ? hi : 0xFFFF, 4);
-        if (hi >= 0x10000)
-            alts[k++] = json_astral(g, lo > 0x10000 ? lo : 0x10000, hi);
-    }
-    int x = gx_alt(g, alts, k);
-    free(alts);
-    return x;
-}
-
-/* The characters of s as JSON string content: raw where JSON allows
- * (everything but controls, '"' and '\'), and every escape of each. */
-static int json_set(struct gir *g, const struct cset *s)
-{
-    static const struct {
-        uint32_t c;
-        char letter;
-    } short_esc[] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {8, 'b'},
-                     {12, 'f'},  {10, 'n'},    {13, 'r'},  {9, 't'}};
-    struct cset plain = {0}, raw = {0};
-    cset_add(&plain, 0x20, 0x21);
-    cset_add(&plain, 0x23, 0x5B);
-    cset_add(&plain, 0x5D, CP_MAX);
-    cset_intersect(s, &plain, &raw);
-    int raw_x = gx_codepoints(g, raw.r, raw.n);
-    cset_free(&plain);
-    cset_free(&raw);
-
-    struct byteset letters = {{0}};
-    for (size_t i = 0; i < sizeof(short_esc) / sizeof(short_esc[0]); i++)
-        if (cset_has(s, short_esc[i].c))
-            byteset_add(&letters, (unsigned char)short_esc[i].letter);
-    int after = gx_alt2(g, gx_bytes(g, &letters), gx_seq2(g, gx_byte(g, 'u'), json_u_escapes(g, s)));
-    return gx_alt2(g, raw_x, gx_seq2(g, gx_byte(g, '\\'), after));
+        cpset_add(s, t.r[2 * i], t.r[2 * i + 1]);
+    cpset_free(&t);
 }
 
 /* --- the parser ------------------------------------------------------------ */
@@ -311,23 +96,12 @@ static int peek_at(const struct rx *p, size_t k)
     return p->i + k >= p->n ? -1 : (unsigned char)p->s[p->i + k];
 }
 
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Exactly nd hex digits at p->i (consumed), or -1. */
 static long fixed_hex(struct rx *p, int nd)
 {
     long v = 0;
     for (int k = 0; k < nd; k++) {
-        int h = hexval(peek_at(p, (size_t)k));
+        int h = chars_hex_value(peek_at(p, (size_t)k));
         if (h < 0)
             return -1;
         v = v * 16 + h;
@@ -336,17 +110,17 @@ static long fixed_hex(struct rx *p, int nd)
     return v;
 }
 
-static int set_expr(struct rx *p, const struct cset *s)
+static int set_expr(struct rx *p, const struct cpset *s)
 {
-    return p->json ? json_set(p->g, s) : gx_codepoints(p->g, s->r, s->n);
+    return p->json ? json_chars(p->g, s) : gx_codepoints(p->g, s->r, s->n);
 }
 
 static int char_expr(struct rx *p, uint32_t c)
 {
-    struct cset s = {0};
-    cset_add(&s, c, c);
+    struct cpset s = {0};
+    cpset_add(&s, c, c);
     int x = set_expr(p, &s);
-    cset_free(&s);
+    cpset_free(&s);
     return x;
 }
 
@@ -358,7 +132,7 @@ static int u_escape(struct rx *p, size_t at, uint32_t *cp)
         p->i++;
         uint32_t v = 0;
         int nd = 0;
-        for (int h; (h = hexval(peek(p))) >= 0; p->i++, nd++) {
+        for (int h; (h = chars_hex_value(peek(p))) >= 0; p->i++, nd++) {
             v = v * 16 + (uint32_t)h;
             if (v > CP_MAX)
                 return rx_fail(p, "escape \\u{...} at offset %zu is past U+10FFFF", at);
@@ -366,7 +140,7 @@ static int u_escape(struct rx *p, size_t at, uint32_t *cp)
         if (nd == 0 || peek(p) != '}')
             return rx_fail(p, "escape \\u{...} at offset %zu needs hex digits and a '}'", at);
         p->i++;
-        if (v >= SUR_LO && v <= SUR_HI)
+        if (v >= CP_SUR_LO && v <= CP_SUR_HI)
             return rx_fail(p, "escape at offset %zu is a lone surrogate", at);
         *cp = v;
         return 0;
@@ -374,17 +148,17 @@ static int u_escape(struct rx *p, size_t at, uint32_t *cp)
     long v = fixed_hex(p, 4);
     if (v < 0)
         return rx_fail(p, "escape \\u at offset %zu needs four hex digits", at);
-    if (v >= 0xDC00 && v <= SUR_HI)
+    if (v >= 0xDC00 && v <= CP_SUR_HI)
         return rx_fail(p, "escape at offset %zu is a lone surrogate", at);
-    if (v >= SUR_LO && v < 0xDC00) { /* a high surrogate: its low half must follow */
+    if (v >= CP_SUR_LO && v < 0xDC00) { /* a high surrogate: its low half must follow */
         long lo = -1;
         if (peek(p) == '\\' && peek_at(p, 1) == 'u') {
             p->i += 2;
             lo = fixed_hex(p, 4);
         }
-        if (lo < 0xDC00 || lo > SUR_HI)
+        if (lo < 0xDC00 || lo > CP_SUR_HI)
             return rx_fail(p, "escape at offset %zu is a lone surrogate", at);
-        v = 0x10000 + ((v - SUR_LO) << 10) + (lo - 0xDC00);
+        v = 0x10000 + ((v - CP_SUR_LO) << 10) + (lo - 0xDC00);
     }
     *cp = (uint32_t)v;
     return 0;
@@ -394,7 +168,7 @@ enum { ESC_CHAR = 1, ESC_SET = 2 };
 
 /* An escape at p->i (the backslash): ESC_CHAR with *cp, or ESC_SET with
  * the set added to set; -1 on error. */
-static int parse_escape(struct rx *p, int in_class, struct cset *set, uint32_t *cp)
+static int parse_escape(struct rx *p, int in_class, struct cpset *set, uint32_t *cp)
 {
     size_t at = p->i++;
     int c = peek(p);
@@ -408,7 +182,7 @@ static int parse_escape(struct rx *p, int in_class, struct cset *set, uint32_t *
     case 'W':
     case 's':
     case 'S':
-        cset_class_escape(set, (char)c);
+        class_escape(set, (char)c);
         return ESC_SET;
     case 'n':
     case 't':
@@ -446,7 +220,7 @@ static int parse_escape(struct rx *p, int in_class, struct cset *set, uint32_t *
         return u_escape(p, at, cp) < 0 ? -1 : ESC_CHAR;
     case 'U': {
         long v = fixed_hex(p, 8);
-        if (v < 0 || v > CP_MAX || (v >= SUR_LO && v <= SUR_HI))
+        if (v < 0 || v > CP_MAX || (v >= CP_SUR_LO && v <= CP_SUR_HI))
             return rx_fail(p, "escape \\U at offset %zu needs eight hex digits of a code point", at);
         *cp = (uint32_t)v;
         return ESC_CHAR;
@@ -481,7 +255,7 @@ static int parse_escape(struct rx *p, int in_class, struct cset *set, uint32_t *
 }
 
 /* One member of a class: ESC_CHAR with *cp or ESC_SET added to set. */
-static int class_atom(struct rx *p, struct cset *set, uint32_t *cp)
+static int class_atom(struct rx *p, struct cpset *set, uint32_t *cp)
 {
     if (peek(p) == '\\')
         return parse_escape(p, 1, set, cp);
@@ -502,10 +276,10 @@ static int parse_class(struct rx *p)
     if (peek(p) == ']')
         return rx_fail(
             p, "empty character class at offset %zu is not supported (write \\] for a literal ']')", at);
-    struct cset cs = {0};
+    struct cpset cs = {0};
     for (;;) {
         if (at_end(p)) {
-            cset_free(&cs);
+            cpset_free(&cs);
             return rx_fail(p, "unterminated character class opened at offset %zu", at);
         }
         if (peek(p) == ']') {
@@ -516,32 +290,32 @@ static int parse_class(struct rx *p)
         uint32_t lo, hi;
         int k = class_atom(p, &cs, &lo);
         if (k < 0) {
-            cset_free(&cs);
+            cpset_free(&cs);
             return -1;
         }
         if (peek(p) == '-' && peek_at(p, 1) >= 0 && peek_at(p, 1) != ']') {
             p->i++;
-            struct cset ignored = {0};
+            struct cpset ignored = {0};
             int k2 = class_atom(p, &ignored, &hi);
-            cset_free(&ignored);
+            cpset_free(&ignored);
             if (k2 < 0 || k != ESC_CHAR || k2 != ESC_CHAR || lo > hi) {
-                cset_free(&cs);
+                cpset_free(&cs);
                 if (k2 < 0)
                     return -1;
                 if (k != ESC_CHAR || k2 != ESC_CHAR)
                     return rx_fail(p, "character range at offset %zu has a class escape as an end", a_at);
                 return rx_fail(p, "character range at offset %zu is out of order", a_at);
             }
-            cset_add(&cs, lo, hi);
+            cpset_add(&cs, lo, hi);
         } else if (k == ESC_CHAR) {
-            cset_add(&cs, lo, lo);
+            cpset_add(&cs, lo, lo);
         }
     }
-    cset_norm(&cs);
+    cpset_norm(&cs);
     if (neg)
-        cset_invert(&cs);
+        cpset_invert(&cs);
     int x = set_expr(p, &cs);
-    cset_free(&cs);
+    cpset_free(&cs);
     return x;
 }
 
@@ -656,26 +430,26 @@ static int parse_atom(struct rx *p)
         return parse_class(p);
     if (c == '.') {
         p->i++;
-        struct cset s = {0};
-        cset_add(&s, 0, '\n' - 1);
-        cset_add(&s, '\n' + 1, CP_MAX);
-        cset_norm(&s);
+        struct cpset s = {0};
+        cpset_add(&s, 0, '\n' - 1);
+        cpset_add(&s, '\n' + 1, CP_MAX);
+        cpset_norm(&s);
         int x = set_expr(p, &s);
-        cset_free(&s);
+        cpset_free(&s);
         return x;
     }
     uint32_t cp;
     if (c == '\\') {
-        struct cset s = {0};
+        struct cpset s = {0};
         int k = parse_escape(p, 0, &s, &cp);
         int x = -1;
         if (k == ESC_SET) {
-            cset_norm(&s);
+            cpset_norm(&s);
             x = set_expr(p, &s);
         } else if (k == ESC_CHAR) {
             x = char_expr(p, cp);
         }
-        cset_free(&s);
+        cpset_free(&s);
         return x;
     }
     cp = utf8_next(p->s, p->n, &p->i);
@@ -685,11 +459,11 @@ static int parse_atom(struct rx *p)
 /* Any characters: what an unanchored side of a searched pattern allows. */
 static int any_star(struct rx *p)
 {
-    struct cset s = {0};
-    cset_add(&s, 0, CP_MAX);
-    cset_norm(&s);
+    struct cpset s = {0};
+    cpset_add(&s, 0, CP_MAX);
+    cpset_norm(&s);
     int x = gx_star(p->g, set_expr(p, &s));
-    cset_free(&s);
+    cpset_free(&s);
     return x;
 }
 
