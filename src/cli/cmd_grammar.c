@@ -1,5 +1,5 @@
 /* infer grammar --tokenizer PATH (--json-schema FILE | --json-object | --regex RE | --gbnf FILE)
- *               [--check FILE.jsonl] [--bench] [--whitespace compact|flexible] [--no-strict] [--eos IDS]
+ *               [--check FILE.jsonl] [--bench] [--whitespace lines|flexible|compact] [--no-strict] [--eos IDS]
  *
  * Compiles a constraint for a tokenizer's vocabulary as the server would
  * (exit 2 naming the problem when it cannot); --check walks texts through
@@ -178,7 +178,7 @@ static int run_check(const char *file, enum grammar_kind kind, const struct gram
 
 int cmd_grammar(int argc, char **argv)
 {
-    const char *tok_path = NULL, *schema = NULL, *regex = NULL, *gbnf = NULL, *check = NULL, *ws = "flexible";
+    const char *tok_path = NULL, *schema = NULL, *regex = NULL, *gbnf = NULL, *check = NULL, *ws = "lines";
     const char *eos_list = NULL;
     int json_object = 0, bench = 0, no_strict = 0;
     struct cli_opt opts[] = {
@@ -190,7 +190,7 @@ int cmd_grammar(int argc, char **argv)
         {"check", CLI_OPT_STRING, &check, 0, 0, 0,
          "texts to check, one per line (schemas: the line as written; regex/gbnf: a JSON string)", 0},
         {"bench", CLI_OPT_FLAG, &bench, 0, 0, 0, "print compile time and mask times per token (with --check)", 0},
-        {"whitespace", CLI_OPT_STRING, &ws, 0, 0, 0, "JSON blanks: flexible (bounded runs) or compact (none)", 0},
+        {"whitespace", CLI_OPT_STRING, &ws, 0, 0, 0, "JSON blanks: lines (as the server: one space, or a line break and indentation), flexible (bounded runs) or compact (none)", 0},
         {"no-strict", CLI_OPT_FLAG, &no_strict, 0, 0, 0, "ignore schema keywords that cannot be enforced", 0},
         {"eos", CLI_OPT_STRING, &eos_list, 0, 0, 0, "end-of-text ids, e.g. 1,106 (default: the model's)", 0},
     };
@@ -213,7 +213,7 @@ int cmd_grammar(int argc, char **argv)
         return 0;
     if (rc < 0)
         goto done;
-    struct grammar_spec spec = {GRAMMAR_NONE, NULL, 0, !no_strict, GRAMMAR_WS_DEFAULT};
+    struct grammar_spec spec = {GRAMMAR_NONE, NULL, 0, !no_strict, GRAMMAR_WS_DEFAULT, 0};
     int given = !!schema + !!json_object + !!regex + !!gbnf;
     if (given != 1) {
         err_set(&e, "give exactly one of --json-schema, --json-object, --regex and --gbnf");
@@ -221,8 +221,10 @@ int cmd_grammar(int argc, char **argv)
     }
     if (!strcmp(ws, "compact"))
         spec.ws_max = -1;
+    else if (!strcmp(ws, "lines"))
+        spec.ws_lines = 1;
     else if (strcmp(ws, "flexible")) {
-        err_set(&e, "--whitespace must be compact or flexible, not '%s'", ws);
+        err_set(&e, "--whitespace must be lines, flexible or compact, not '%s'", ws);
         goto done;
     }
     if (bench && !check) {

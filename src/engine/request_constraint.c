@@ -193,13 +193,13 @@ static int read_field(struct wanted *w, const char *key, const json_t *v, struct
 int request_constraint_parse(const struct request_fields_opts *o, const json_t *obj, struct request_fields *out,
                              struct request_field_error *err)
 {
-    struct wanted w = {.spec = {.strict = 1, .ws_max = GRAMMAR_WS_DEFAULT}};
+    struct wanted w = {.spec = {.strict = 1, .ws_max = GRAMMAR_WS_DEFAULT, .ws_lines = 1}};
     const char *given = NULL;
     for (int i = 0; i < N_FIELDS; i++) {
         const json_t *v = request_field_get(obj, FIELDS[i]);
         if (!v)
             continue;
-        struct wanted one = {.spec = {.strict = 1, .ws_max = GRAMMAR_WS_DEFAULT}};
+        struct wanted one = {.spec = {.strict = 1, .ws_max = GRAMMAR_WS_DEFAULT, .ws_lines = 1}};
         if (read_field(&one, FIELDS[i], v, err)) {
             free(one.text);
             free(w.text);

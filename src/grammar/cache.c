@@ -17,7 +17,7 @@ struct grammar_ref {
     struct json_schema_notes notes;
     /* the key */
     enum grammar_kind kind;
-    int strict, ws_max;
+    int strict, ws_max, ws_lines;
     char *text;
     size_t len;
     size_t bytes;
@@ -92,7 +92,8 @@ const struct grammar_tokens *grammar_ref_tokens(const struct grammar_ref *r) { r
 
 static int same_key(const struct grammar_ref *r, const struct grammar_spec *s)
 {
-    return r->kind == s->kind && r->strict == s->strict && r->ws_max == s->ws_max && r->len == s->len &&
+    return r->kind == s->kind && r->strict == s->strict && r->ws_max == s->ws_max &&
+           r->ws_lines == s->ws_lines && r->len == s->len &&
            (s->len == 0 || memcmp(r->text, s->text, s->len) == 0);
 }
 
@@ -176,6 +177,7 @@ struct grammar_ref *grammar_cache_get(struct grammar_cache *c, const struct gram
         r->kind = spec->kind;
         r->strict = spec->strict;
         r->ws_max = spec->ws_max;
+        r->ws_lines = spec->ws_lines;
         r->len = spec->len;
         r->text = xmalloc(spec->len + 1);
         if (spec->len)

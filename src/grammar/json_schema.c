@@ -161,6 +161,14 @@ int js_ws(struct js *js)
 {
     if (js->ws_max <= 0)
         return gx_empty(js->g);
+    if (js->ws_lines) { /* "" | " " | "\r"? "\n" [ \t]{0,ws_max} */
+        struct byteset indent = {{0}};
+        byteset_add(&indent, ' ');
+        byteset_add(&indent, '\t');
+        int line = gx_seq3(js->g, gx_opt(js->g, gx_byte(js->g, '\r')), gx_byte(js->g, '\n'),
+                           gx_repeat(js->g, gx_bytes(js->g, &indent), 0, js->ws_max));
+        return gx_opt(js->g, gx_alt2(js->g, gx_byte(js->g, ' '), line));
+    }
     struct byteset b = {{0}};
     byteset_add(&b, ' ');
     byteset_add(&b, '\t');
@@ -831,6 +839,7 @@ static void js_init(struct js *js, struct gir *g, const json_t *root, const stru
     js->root = root;
     js->strict = o ? o->strict : 1;
     js->ws_max = o ? o->ws_max : -1;
+    js->ws_lines = o ? o->ws_lines : 0;
     js->notes = notes;
     js->e = e;
     js->r_value = js->r_object = js->r_array = js->r_string = js->r_char = js->r_number = js->r_integer = -1;
@@ -858,7 +867,8 @@ static int finish(struct js *js, int x)
         js_fail(js, "schema at / accepts nothing");
     if (x >= 0 && !js->failed) {
         int root = gir_rule_fresh(g, "root");
-        gir_define(g, root, gx_seq3(g, js_ws(js), x, js_ws(js)));
+        int outer = js->ws_lines ? gx_empty(g) : js_ws(js);
+        gir_define(g, root, gx_seq3(g, outer, x, outer));
         gir_set_root(g, root);
     }
     if (!js->failed && gir_failed(g))

@@ -79,6 +79,9 @@ struct json_schema_opts {
     int strict; /* 1: a keyword that cannot be enforced is an error; 0: it is ignored and reported in notes */
     int ws_max; /* JSON whitespace: < 0 compact (no whitespace at all: "," ":" only), else up to ws_max bytes
                  * of [ \t\n\r] wherever JSON allows whitespace (bounded, so a model cannot loop on blanks) */
+    int ws_lines; /* with ws_max >= 0: whitespace only as a pretty-printer writes it, none before or after the
+                   * value and each gap one space, or one line break and up to ws_max blanks of indentation:
+                   * what models decode under (no runs of blank lines, and the text ends at its last brace) */
 };
 
 /* What strict = 0 ignored, so a server can tell the client its schema was

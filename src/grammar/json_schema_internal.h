@@ -26,7 +26,7 @@ struct js {
     struct gir *g;
     const json_t *root;
     const char *base; /* the root's $id without its fragment, or NULL */
-    int strict, ws_max;
+    int strict, ws_max, ws_lines;
     struct json_schema_notes *notes;
     struct err *e;
     int failed; /* e holds the first error */

@@ -19,7 +19,7 @@ const char *grammar_kind_name(enum grammar_kind k)
 int grammar_spec_build(const struct grammar_spec *spec, struct gir *g, struct json_schema_notes *notes,
                        struct err *e)
 {
-    struct json_schema_opts o = {spec->strict, spec->ws_max};
+    struct json_schema_opts o = {spec->strict, spec->ws_max, spec->ws_lines};
     switch (spec->kind) {
     case GRAMMAR_JSON_SCHEMA: return json_schema_from_text(spec->text, spec->len, &o, notes, g, e);
     case GRAMMAR_JSON_OBJECT: return json_object_to_gir(g, &o, e);

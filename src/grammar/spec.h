@@ -28,6 +28,7 @@ struct grammar_spec {
     size_t len;
     int strict; /* JSON schema: a keyword it cannot enforce is an error (else ignored and noted) */
     int ws_max; /* JSON: < 0 compact (no blanks), else at most this many in a row */
+    int ws_lines; /* JSON: blanks only as a pretty-printer writes them (json_schema_opts.ws_lines) */
 };
 
 const char *grammar_kind_name(enum grammar_kind k);

@@ -66,7 +66,9 @@ def run_infer(tokenizer, case, workdir, instances, bench=False, extra=(), infer=
     """Runs the CLI on case's grammar with the given instances in one --check file."""
     infer = infer or INFER
     os.makedirs(workdir, exist_ok=True)
-    args = [infer, "grammar", "--tokenizer", tokenizer]
+    # flexible whitespace (bounded runs, also around the text): what the labels and llguidance's
+    # setup (oracle_llg.py) mean; the server's default, lines, accepts a subset of it
+    args = [infer, "grammar", "--tokenizer", tokenizer, "--whitespace", "flexible"]
     mode, g = case["mode"], case["grammar"]
     if mode == "json-schema":
         p = os.path.join(workdir, "schema.json")

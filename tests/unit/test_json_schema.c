@@ -24,7 +24,7 @@ static int build(struct built *b, const char *schema, int strict, int ws_max, st
 {
     gir_init(&b->g);
     memset(&b->notes, 0, sizeof(b->notes));
-    struct json_schema_opts o = {strict, ws_max};
+    struct json_schema_opts o = {strict, ws_max, 0};
     return json_schema_from_text(schema, strlen(schema), &o, &b->notes, &b->g, e);
 }
 
@@ -135,7 +135,7 @@ Test(json_schema, any_value)
     struct err e = {{0}};
     gir_init(&b.g);
     memset(&b.notes, 0, sizeof(b.notes));
-    struct json_schema_opts o = {1, 2};
+    struct json_schema_opts o = {1, 2, 0};
     cr_assert(json_object_to_gir(&b.g, &o, &e) == 0, "%s", e.msg);
     YES("{}", " { \"a\" : [ 1 ] } ", "{\"a\":{\"b\":{}}}");
     NO("[]", "1", "\"{}\"", "{   }");
@@ -1010,5 +1010,15 @@ Test(json_schema, whitespace)
     done(&b);
     struct err e = {{0}};
     cr_expect(build(&b, "{}", 1, 1 << 20, &e) < 0 && strstr(e.msg, "ws_max"), "%s", e.msg);
+    done(&b);
+    /* lines: what json.dumps writes, compact, with ", " or indented; no blank lines, nothing around */
+    gir_init(&b.g);
+    memset(&b.notes, 0, sizeof(b.notes));
+    struct json_schema_opts lines = {1, 4, 1};
+    cr_assert(json_schema_from_text(schema, strlen(schema), &lines, &b.notes, &b.g, &e) == 0, "%s", e.msg);
+    YES("{\"a\":[1,2]}", "{\"a\": [1, 2], \"b\": {}}", "{\n  \"a\": [\n    1,\n    2\n  ]\n}",
+        "{\r\n\t\"a\":[]}", "{ }", "{\"a\" : [ 1 , 2 ] }");
+    NO(" {\"a\":[1,2]}", "{\"a\":[1,2]} ", "{\"a\":[1,2]}\n", "{\n\n\"a\":[]}", "{  \"a\":[]}",
+       "{ \n\"a\":[]}", "{\n     \"a\":[]}", "{\"a\":[1,\t2]}");
     done(&b);
 }
