@@ -40,6 +40,12 @@ struct sampler_ops {
     /* Queues the draw of pad_rows rows, its results bound for host memory,
      * touching only fixed addresses (capturable). */
     int (*enqueue)(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e);
+    /* The staged rows' masks are written now (where sample_row.mask points).
+     * A backend with this op reads them when the draw runs on the device, so
+     * the caller may write them after enqueue, while the step's forward pass
+     * runs, and call this before finish: the draw waits for it. NULL: the
+     * masks are read at enqueue, so they must be written before it. */
+    int (*masks_ready)(struct backend *be, struct err *e);
     /* Waits and writes out[n_rows] (host memory). */
     int (*finish)(struct backend *be, int n_rows, struct sample_result *out, struct err *e);
     /* A split model: 1 when rank 0 needs the other ranks' logit columns to

@@ -57,6 +57,8 @@ static int engine_alloc(struct engine *eng, struct err *e)
     eng->drawn = xcalloc((size_t)o->max_seqs, sizeof *eng->drawn);
     eng->mask_words = (m->cfg.vocab_size + 31) / 32;
     eng->masks = xmalloc((size_t)o->max_seqs * (size_t)eng->mask_words * sizeof *eng->masks);
+    eng->runner.write_masks = engine_write_masks;
+    eng->runner.write_masks_ctx = eng;
     eng->stats.kv_blocks = n_blocks;
     eng->stats.max_context = o->max_context;
     eng->stats.ranks = m->sh.size;
@@ -103,7 +105,7 @@ static int engine_step(struct engine *eng, struct err *e)
         n_tokens += eng->work[i].n_tokens;
         n_draws += eng->work[i].draw != 0;
     }
-    engine_fill_masks(eng, n);
+    engine_assign_masks(eng, n); /* written by the runner's hook, on CUDA while the step runs */
     const double t1 = clock_now();
     if (runner_step(&eng->runner, eng->work, n, eng->drawn, e))
         return -1;

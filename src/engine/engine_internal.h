@@ -47,6 +47,7 @@ struct engine {
     struct sample_result *drawn; /* [max_seqs] the step's draws */
     uint32_t *masks;             /* [max_seqs * mask_words]: the grammar masks of the step's draws */
     int mask_words;              /* ceil(vocab / 32) */
+    int n_work;                  /* the step's entries in work (engine_assign_masks) */
     struct live_request *live;
     /* shared, under mu */
     pthread_mutex_t mu;
@@ -65,9 +66,12 @@ struct engine {
 struct live_request *live_request_new(struct engine *eng, const struct engine_request *req, struct err *e);
 void live_request_free(struct live_request *lr);
 
-/* The masks of the step's drawing entries that decode under a grammar
- * (their sample.mask set), before the step runs. */
-void engine_fill_masks(struct engine *eng, int n);
+/* Before a step: the drawing entries that decode under a grammar get
+ * their mask's slot (sample.mask), not yet written. */
+void engine_assign_masks(struct engine *eng, int n);
+/* The runner's write_masks hook: writes the assigned masks of the step
+ * that engine_assign_masks last prepared. */
+void engine_write_masks(void *eng);
 
 /* The scheduler's on_token hook: the grammar, text, stop strings, the event. */
 int engine_on_token(void *ctx, struct sequence *seq, const struct sample_result *res, int finish);

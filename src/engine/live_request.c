@@ -178,15 +178,25 @@ void engine_emit_logits(struct engine *eng, const struct sequence *seq, const fl
     eng->on_event(eng->ctx, &ev);
 }
 
-void engine_fill_masks(struct engine *eng, int n)
+void engine_assign_masks(struct engine *eng, int n)
 {
+    eng->n_work = n;
     for (int i = 0; i < n; i++) {
         struct step_seq *w = &eng->work[i];
+        const struct live_request *lr = eng->seqs[i]->user;
+        w->sample.mask = w->draw && lr->matchers ? eng->masks + (size_t)i * eng->mask_words : NULL;
+    }
+}
+
+void engine_write_masks(void *arg)
+{
+    struct engine *eng = arg;
+    for (int i = 0; i < eng->n_work; i++) {
+        struct step_seq *w = &eng->work[i];
+        if (!w->sample.mask)
+            continue;
         const struct sequence *seq = eng->seqs[i];
         const struct live_request *lr = seq->user;
-        w->sample.mask = NULL;
-        if (!w->draw || !lr->matchers)
-            continue;
         uint32_t *mask = eng->masks + (size_t)i * eng->mask_words;
         grammar_matcher_fill_mask(lr->matchers[seq->choice], mask);
         uint32_t any = 0;
@@ -195,7 +205,6 @@ void engine_fill_masks(struct engine *eng, int n)
         if (!any) /* a dead end (a byte no token spells): the eos it draws ends the choice, refused */
             for (int k = 0; k < eng->m->cfg.n_eos; k++)
                 mask[eng->m->cfg.eos_ids[k] >> 5] |= 1u << (eng->m->cfg.eos_ids[k] & 31);
-        w->sample.mask = mask;
     }
 }
 

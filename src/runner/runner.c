@@ -187,12 +187,21 @@ int runner_step(struct runner *r, const struct step_seq *seqs, int n, struct sam
     if ((r->o.relay && runner_relay_step(r, &p, &real, e)))
         return -1;
     const double ts = clock_now();
+    const int late_masks = sampler_masks_late(&r->sampler);
+    if (r->write_masks && !late_masks)
+        r->write_masks(r->write_masks_ctx);
     if (sampler_stage(&r->sampler, seqs, n, p.draw_rows, e))
         return -1;
     const double tl = clock_now();
     if (runner_run_plan(r, &p, &real, e))
         return -1;
     const double t1 = clock_now();
+    if (late_masks) { /* the device runs the step meanwhile; its draw waits for them */
+        if (r->write_masks)
+            r->write_masks(r->write_masks_ctx);
+        if (sampler_masks_ready(&r->sampler, e))
+            return -1;
+    }
     r->relay_s += ts - tr;
     r->enqueue_s += t1 - tl;
     if (fetch_returned(r, &real, e) || sampler_collect(&r->sampler, r->ws.logits, draws, e))

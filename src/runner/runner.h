@@ -46,6 +46,13 @@ struct runner {
      * graph launch (or the eager forward's) */
     double launch_s, wait_s, relay_s, enqueue_s;
     int logged_eager;        /* the first eager step in a graph mode was logged */
+    /* Writes the step's grammar masks (where step_seq.sample.mask points),
+     * or NULL when the caller writes them before runner_step. Called after
+     * the launch where the backend takes masks late (sampler_ops.masks_ready:
+     * the host writes them while the device runs the forward pass), else
+     * before the draws are staged. */
+    void (*write_masks)(void *ctx);
+    void *write_masks_ctx;
 };
 
 /* Sizes and captures everything; the KV cache gets r->kv.n_blocks blocks

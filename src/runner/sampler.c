@@ -76,6 +76,15 @@ int sampler_enqueue(struct sampler *s, const float *logits, int pad_rows, struct
     return s->be->ops->sampler->enqueue(s->be, logits, pad_rows, s->vocab, e);
 }
 
+int sampler_masks_late(const struct sampler *s) { return s->be && s->be->ops->sampler->masks_ready != NULL; }
+
+int sampler_masks_ready(struct sampler *s, struct err *e)
+{
+    if (!sampler_masks_late(s))
+        return 0;
+    return s->be->ops->sampler->masks_ready(s->be, e);
+}
+
 int sampler_collect(struct sampler *s, const float *logits, struct sample_result *out, struct err *e)
 {
     struct backend *be = s->be;

@@ -44,6 +44,11 @@ void sampler_free(struct sampler *s);
 int sampler_stage(struct sampler *s, const struct step_seq *seqs, int n, int pad_rows, struct err *e);
 /* Queues the draw of pad_rows rows of logits (backend memory); capturable. */
 int sampler_enqueue(struct sampler *s, const float *logits, int pad_rows, struct err *e);
+/* Whether the backend reads the draws' grammar masks when the draw runs on
+ * the device, so they may be written after enqueue (sampler_ops.masks_ready). */
+int sampler_masks_late(const struct sampler *s);
+/* The staged draws' masks are written; before collect where masks_late. */
+int sampler_masks_ready(struct sampler *s, struct err *e);
 /* Waits for the step and writes its draws to out[0 .. n_rows). logits: the
  * step's logits, read on the host when the backend could not draw. */
 int sampler_collect(struct sampler *s, const float *logits, struct sample_result *out, struct err *e);

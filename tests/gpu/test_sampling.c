@@ -7,6 +7,7 @@
  * most 1% of the rows may be such). Logprobs within 1e-4, top_logprobs ids
  * equal. Outputs are poisoned first; no device allocation happens in calls. */
 #include <math.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,15 +35,17 @@ static int ensure_init(struct gpu_ctx *ctx)
     return 0;
 }
 
-/* One draw through the three sampler ops (stage, enqueue, finish), as an
- * eager step runs them. */
+/* One draw through the sampler ops as a step runs them: stage, enqueue,
+ * then the masks made ready while the draw is queued (2 ms later, so a
+ * kernel that did not wait for them would read the last call's), finish. */
 static int sample_rows(struct backend *be, const float *logits, int n, int vocab, const struct sample_row *rows,
                        struct sample_result *out, struct err *e)
 {
-    return be->ops->sampler->stage(be, n, n, vocab, rows, e) || be->ops->sampler->enqueue(be, logits, n, vocab, e) ||
-                   be->ops->sampler->finish(be, n, out, e)
-               ? -1
-               : 0;
+    const struct sampler_ops *so = be->ops->sampler;
+    if (so->stage(be, n, n, vocab, rows, e) || so->enqueue(be, logits, n, vocab, e))
+        return -1;
+    usleep(2000);
+    return so->masks_ready(be, e) || so->finish(be, n, out, e) ? -1 : 0;
 }
 
 struct row_case {
@@ -343,6 +346,35 @@ static int check_masked(struct gpu_ctx *ctx, int V, int batches)
     }
     free(masks);
     return rc ? rc : near_ties_ok(ctx, &tl);
+}
+
+/* A masked draw whose masks are never made ready: the kernel stops
+ * waiting after SAMPLE_MASK_WAIT_NS and finish says so; the next draw is
+ * unaffected. */
+GPU_TEST(sampling_masks_not_ready_is_an_error)
+{
+    if (ensure_init(ctx))
+        GPU_FAIL("the sampler's init failed");
+    enum { V = 1000 };
+    struct sampling_params p = {.temperature = 1.f, .top_p = 1.f, .repetition_penalty = 1.f, .seed = 7};
+    uint32_t mask[(V + 31) / 32] = {0};
+    mask[0] = 1u << 5; /* token 5 alone */
+    struct sample_row row = {&p, 0, NULL, 0, mask};
+    float *l = make_logits(ctx, 1, V);
+    float *dl = gpu_upload(ctx, l, (size_t)V * sizeof(float));
+    free(l);
+    struct sample_result out;
+    struct err e = {{0}};
+    struct backend *be = ctx->cuda;
+    if (be->ops->sampler->stage(be, 1, 1, V, &row, &e) || be->ops->sampler->enqueue(be, dl, 1, V, &e))
+        GPU_FAIL("stage / enqueue: %s", e.msg);
+    if (be->ops->sampler->finish(be, 1, &out, &e) == 0 || !strstr(e.msg, "not written"))
+        GPU_FAIL("finish without masks_ready: want the timeout's error, got '%s'", e.msg);
+    if (sample_rows(be, dl, 1, V, &row, &out, &e))
+        GPU_FAIL("the next draw: %s", e.msg);
+    if (out.token != 5)
+        GPU_FAIL("the next draw: token %d, the mask allows only 5", out.token);
+    return 0;
 }
 
 GPU_TEST(sampling_masked_1000) { return check_masked(ctx, 1000, 6); }

@@ -258,6 +258,7 @@ static void cuda_graph_free(struct backend *be, void *graph)
 static const struct sampler_ops cuda_sampler_ops = {.init = cuda_op_sample_init,
                                                     .stage = cuda_op_sample_stage,
                                                     .enqueue = cuda_op_sample_enqueue,
+                                                    .masks_ready = cuda_op_sample_masks_ready,
                                                     .finish = cuda_op_sample_finish,
                                                     .needs_logit_cols = cuda_sample_needs_logit_cols};
 

@@ -54,6 +54,7 @@ int cuda_op_sample_init(struct backend *be, int max_rows, int max_logit_rows, in
 int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, const struct sample_row *rows,
                          struct err *e);
 int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e);
+int cuda_op_sample_masks_ready(struct backend *be, struct err *e);
 int cuda_op_sample_finish(struct backend *be, int n_rows, struct sample_result *out, struct err *e);
 /* sampler_ops.needs_logit_cols: all but the plain greedy, unmasked rows. */
 int cuda_sample_needs_logit_cols(const struct sampling_params *p, int masked);

@@ -10,6 +10,7 @@
  *   out   [max_rows] struct sample_result
  *   masks [max_rows * ceil(vocab / 32)] uint32_t: the grammar masks of the
  *         rows that have one (sample_row_dev.mask_at)
+ *   gate  struct sample_mask_gate: the masks are written (masks_ready)
  * and on the device only z, [max_rows, vocab] floats of scratch, and the
  * rows' spans' statistics and draws, [max_rows, SAMPLE_STATS_MAX_SPLITS] each
  * (the statistics of max_logit_rows on a split model, where every rank's
@@ -25,6 +26,10 @@
  *   node of its own on each side of the sampler; the kernels read a row's
  *   parameters before waiting for the logits, so the link's latency is
  *   hidden behind the LM head;
+ * - masks_ready copies the rows' grammar masks in and opens the gate the
+ *   mask kernel waits at (after the logits): the engine writes the masks
+ *   while the forward pass runs, so they cost the step nothing unless
+ *   they take longer than it;
  * - finish waits for the stream and hands the results over. */
 #include <math.h>
 #include <string.h>
@@ -35,8 +40,11 @@
 
 struct cuda_sampler {
     int max_rows, vocab;
-    size_t at_seen, at_bias, at_out, at_masks, staged; /* byte offsets; staged: bytes of the staged part */
+    size_t at_seen, at_bias, at_out, at_masks, at_gate, staged; /* byte offsets; staged: bytes of the staged part */
     int mask_words;
+    const struct sample_row *rows; /* the staged rows, for masks_ready */
+    int n_rows;
+    uint32_t ticket; /* the last staged step's, in the gate */
     char *host;                              /* pinned and mapped, staged bytes */
     char *host_dev;                          /* the same memory as the device addresses it */
     char *dev;                               /* z, then stats, then draws */
@@ -84,7 +92,8 @@ int cuda_op_sample_init(struct backend *be, int max_rows, int max_logit_rows, in
     s->at_out = s->at_bias + align256(R * SAMPLE_MAX_BIAS * sizeof(struct logit_bias));
     s->at_masks = s->at_out + align256(R * sizeof(struct sample_result));
     s->mask_words = (vocab + 31) / 32;
-    s->staged = s->at_masks + align256(R * (size_t)s->mask_words * sizeof(uint32_t));
+    s->at_gate = s->at_masks + align256(R * (size_t)s->mask_words * sizeof(uint32_t));
+    s->staged = s->at_gate + align256(sizeof(struct sample_mask_gate));
     const size_t z_bytes = align256(R * (size_t)vocab * sizeof(float));
     const size_t stats_bytes = align256(stats_rows * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_stats));
     size_t bytes = z_bytes + stats_bytes + R * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_draw);
@@ -175,11 +184,8 @@ int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab
             .presence = p->presence_penalty, .frequency = p->frequency_penalty, .top_k = p->top_k,
             .top_logprobs = p->top_logprobs, .seen_at = n_seen, .n_seen = rows[r].n_seen, .bias_at = n_bias,
             .n_bias = p->n_bias, .mask_at = -1, .seed = p->seed, .step = rows[r].step};
-        if (rows[r].mask) {
-            uint32_t *hm = (uint32_t *)(s->host + s->at_masks) + (size_t)r * s->mask_words;
-            memcpy(hm, rows[r].mask, (size_t)((vocab + 31) / 32) * sizeof(uint32_t));
+        if (rows[r].mask) /* copied in by masks_ready */
             hr[r].mask_at = r * s->mask_words;
-        }
         if (rows[r].n_seen)
             memcpy(hs + n_seen, rows[r].seen, (size_t)rows[r].n_seen * sizeof *hs);
         put_bias_sorted(hb + n_bias, p->bias, p->n_bias);
@@ -188,6 +194,26 @@ int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab
     }
     for (int r = n_rows; r < pad_rows; r++) /* padding rows of a graph's bucket: greedy, nothing else */
         hr[r] = (struct sample_row_dev){.top_p = 1.f, .repetition = 1.f, .mask_at = -1};
+    s->rows = rows;
+    s->n_rows = n_rows;
+    struct sample_mask_gate *gate = (struct sample_mask_gate *)(s->host + s->at_gate);
+    gate->ticket = ++s->ticket; /* the previous step has finished: nothing reads the gate now */
+    return 0;
+}
+
+/* The kernel reads the gate with acquire loads at system scope; the
+ * release store here orders the masks' writes before it. */
+int cuda_op_sample_masks_ready(struct backend *be, struct err *e)
+{
+    struct cuda_sampler *s = cuda_impl(be)->sampler;
+    if (!s)
+        return err_set(e, "cuda backend: sample before the sampler's init");
+    for (int r = 0; r < s->n_rows; r++)
+        if (s->rows[r].mask)
+            memcpy((uint32_t *)(s->host + s->at_masks) + (size_t)r * s->mask_words, s->rows[r].mask,
+                   (size_t)s->mask_words * sizeof(uint32_t));
+    struct sample_mask_gate *gate = (struct sample_mask_gate *)(s->host + s->at_gate);
+    __atomic_store_n(&gate->ready, s->ticket, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -207,6 +233,7 @@ int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows
                            (const struct sample_seen *)(s->host_dev + s->at_seen),
                            (const struct logit_bias *)(s->host_dev + s->at_bias),
                            (const uint32_t *)(s->host_dev + s->at_masks),
+                           (struct sample_mask_gate *)(s->host_dev + s->at_gate),
                            (struct sample_result *)(s->host_dev + s->at_out), cuda_stream(be)),
              e);
     return 0;
@@ -218,6 +245,14 @@ int cuda_op_sample_finish(struct backend *be, int n_rows, struct sample_result *
     if (!s)
         return err_set(e, "cuda backend: sample before the sampler's init");
     CUDA_TRY(cudaStreamSynchronize(cuda_stream(be)), e);
+    struct sample_mask_gate *gate = (struct sample_mask_gate *)(s->host + s->at_gate);
+    s->rows = NULL;
+    s->n_rows = 0;
+    if (gate->timed_out) {
+        gate->timed_out = 0;
+        return err_set(e, "cuda sampler: the grammar masks were not written within %.0f s of the logits "
+                          "(masks_ready not called)", SAMPLE_MASK_WAIT_NS / 1e9);
+    }
     memcpy(out, s->host + s->at_out, (size_t)n_rows * sizeof *out);
     return 0;
 }

@@ -562,15 +562,32 @@ __global__ void __launch_bounds__(NT) sample_kernel(const float *logits, float *
     }
 }
 
+static __device__ uint32_t load_acquire_system(const uint32_t *p)
+{
+    uint32_t v;
+    asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+static __device__ uint64_t global_ns()
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
 // A grammar's mask, applied in place: row r's logits whose bit in masks[mask_at ..] is 0 become -inf (rows
 // with mask_at < 0 are left as they are). Block (b, r) covers MASK_SPAN logits of row r; it reads its row's
-// mask_at before waiting for the logits, as the other kernels read their parameters.
+// mask_at before waiting for the logits, as the other kernels read their parameters, then waits for the
+// host's word that the masks are written (gate: the host writes them while the forward pass runs). Mask
+// words are loaded uncached (__ldcv): the host rewrites them every step.
 #define MASK_SPAN (NT * 8)
 __global__ void __launch_bounds__(NT) mask_kernel(float *logits, int vocab, const sample_row_dev *rows,
-                                                  const uint32_t *masks)
+                                                  const uint32_t *masks, sample_mask_gate *gate)
 {
     const int r = blockIdx.y, t0 = blockIdx.x * MASK_SPAN;
     __shared__ int32_t at;
+    __shared__ int ok;
     if (threadIdx.x == 0)
         at = rows[r].mask_at;
     pdl_wait();
@@ -578,10 +595,26 @@ __global__ void __launch_bounds__(NT) mask_kernel(float *logits, int vocab, cons
     __syncthreads();
     if (at < 0)
         return;
+    if (threadIdx.x == 0) {
+        const uint32_t want = load_acquire_system(&gate->ticket);
+        const uint64_t start = global_ns();
+        ok = 1;
+        while (load_acquire_system(&gate->ready) != want) {
+            if (global_ns() - start > SAMPLE_MASK_WAIT_NS) {
+                atomicExch_system(&gate->timed_out, 1u);
+                ok = 0;
+                break;
+            }
+            __nanosleep(256);
+        }
+    }
+    __syncthreads();
+    if (!ok)
+        return;
     float *l = logits + (size_t)r * vocab;
     const uint32_t *m = masks + at;
     for (int t = t0 + threadIdx.x; t < min(vocab, t0 + MASK_SPAN); t += NT)
-        if (!(m[t >> 5] >> (t & 31) & 1u))
+        if (!(__ldcv(m + (t >> 5)) >> (t & 31) & 1u))
             l[t] = -INFINITY;
 }
 
@@ -613,7 +646,8 @@ extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct
                                      int shards, struct sample_draw *draws, int n_rows, int vocab,
                                      const struct sample_row_dev *rows, const struct sample_seen *seen,
                                      const struct logit_bias *bias, const uint32_t *masks,
-                                     struct sample_result *out, cudaStream_t stream)
+                                     struct sample_mask_gate *gate, struct sample_result *out,
+                                     cudaStream_t stream)
 {
     if (n_rows <= 0)
         return cudaSuccess;
@@ -628,7 +662,7 @@ extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct
     cudaError_t rc = cudaSuccess;
     if (masks) // every step alike (a graph replays it): rows without a mask return at once
         rc = launch_pdl(mask_kernel, dim3((unsigned)((vocab + MASK_SPAN - 1) / MASK_SPAN), (unsigned)n_rows), NT, 0,
-                        stream, (float *)logits, vocab, rows, masks);
+                        stream, (float *)logits, vocab, rows, masks, gate);
     // a split model's gathered statistics are of the unmasked row: a masked row's are made again here
     if (rc == cudaSuccess && (!have_stats || masks))
         rc = launch_pdl(stats_kernel, dim3((unsigned)splits, (unsigned)n_rows), NT, 0, stream, logits,

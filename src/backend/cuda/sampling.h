@@ -22,6 +22,17 @@ struct sample_row_dev {
     uint64_t seed, step;
 };
 
+/* The gate between the host writing a step's grammar masks (mapped host
+ * memory) and the mask kernel reading them: the host stages ticket before
+ * the launch and sets ready = ticket once the masks are written, which the
+ * kernel waits for after the logits (so the host writes them while the
+ * forward pass runs). A wait past SAMPLE_MASK_WAIT_NS sets timed_out and
+ * leaves the rows unmasked; the host's finish reports it as an error. */
+struct sample_mask_gate {
+    uint32_t ticket, ready, timed_out;
+};
+#define SAMPLE_MASK_WAIT_NS 2000000000ull
+
 /* One span of a logits row (sampling.cu: stats_kernel): its best element
  * (value descending, id ascending) and the sum of exp(l - m) over it. */
 struct sample_stats {
@@ -82,14 +93,14 @@ cudaError_t launch_logit_stats(const float *logits, size_t pitch, int rows, int 
  * not gather them. masks (mapped host memory, or NULL): each row with
  * mask_at >= 0 first gets the logits its grammar's mask refuses set to
  * -inf, in place (then its statistics are made here, on a split model
- * too). The kernels
+ * too), once gate (mapped host memory) says they are written. The kernels
  * launch with PDL; rows, seen, bias and out may be mapped host memory (no
  * kernel may write rows, seen or bias: the draw reads its row before
  * waiting). */
 cudaError_t launch_sample(const float *logits, float *scratch, struct sample_stats *stats, int have_stats, int shards,
                           struct sample_draw *draws, int n_rows, int vocab, const struct sample_row_dev *rows,
                           const struct sample_seen *seen, const struct logit_bias *bias, const uint32_t *masks,
-                          struct sample_result *out, cudaStream_t stream);
+                          struct sample_mask_gate *gate, struct sample_result *out, cudaStream_t stream);
 
 #ifdef __cplusplus
 }
