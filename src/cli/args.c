@@ -95,7 +95,7 @@ int cli_parse(int argc, char **argv, const char *cmd, struct cli_opt *opts, int 
             return 1;
         }
         if (strncmp(a, "--", 2))
-            return err_set(e, "infer %s: unexpected argument '%s' (options start with --)", cmd, a);
+            return err_set(e, "unexpected argument '%s' (options start with --)", a);
         const char *eq = strchr(a + 2, '=');
         size_t len = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
         const char *name = unalias(a + 2, &len);
@@ -104,10 +104,10 @@ int cli_parse(int argc, char **argv, const char *cmd, struct cli_opt *opts, int 
             if (strlen(opts[j].name) == len && !strncmp(opts[j].name, name, len))
                 o = &opts[j];
         if (!o)
-            return err_set(e, "infer %s: unknown option '%.*s' (see infer %s --help)", cmd, (int)len + 2,
+            return err_set(e, "unknown option '%.*s' (see infer %s --help)", (int)len + 2,
                            a, cmd);
         if (o->seen)
-            return err_set(e, "infer %s: --%s given twice", cmd, o->name);
+            return err_set(e, "--%s given twice", o->name);
         o->seen = 1;
         if (o->type == CLI_OPT_FLAG) {
             if (eq)
@@ -123,7 +123,7 @@ int cli_parse(int argc, char **argv, const char *cmd, struct cli_opt *opts, int 
     }
     for (int j = 0; j < n_opts; j++)
         if (opts[j].required && !opts[j].seen)
-            return err_set(e, "infer %s: --%s is required (see infer %s --help)", cmd, opts[j].name, cmd);
+            return err_set(e, "--%s is required (see infer %s --help)", opts[j].name, cmd);
     return 0;
 }
 

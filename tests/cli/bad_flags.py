@@ -112,6 +112,14 @@ def main():
         print(f"[SKIP] bad flags: detokenize: {TOKENIZER}/tokenizer.json not found (set INFER_SHARED)")
         del base["detokenize"]
     for cmd, args in base.items():
+        # an unknown option: refused, named, and the message's "infer CMD:" said once
+        p = subprocess.run([INFER, cmd, "--no-such-flag"] + args, capture_output=True, text=True, timeout=60)
+        runs += 1
+        first = p.stderr.strip().splitlines()[:1]
+        if p.returncode == 0 or not first or "--no-such-flag" not in first[0]:
+            failures.append(f"{cmd} --no-such-flag: exit {p.returncode}, stderr {p.stderr.strip()[-200:]!r}")
+        elif re.match(r"(infer [\w-]+[^:]*: )\1", first[0]):
+            failures.append(f"{cmd} --no-such-flag: the prefix twice: {first[0]!r}")
         n = 0
         for name, takes_value in flags_of(cmd):
             if not takes_value or name in FREE_TEXT:
