@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/threadpool.h"
 #include "core/log.h"
 #include "engine/engine_internal.h"
 
@@ -57,6 +58,7 @@ static int engine_alloc(struct engine *eng, struct err *e)
     eng->drawn = xcalloc((size_t)o->max_seqs, sizeof *eng->drawn);
     eng->mask_words = (m->cfg.vocab_size + 31) / 32;
     eng->masks = xmalloc((size_t)o->max_seqs * (size_t)eng->mask_words * sizeof *eng->masks);
+    eng->mask_rows = xmalloc((size_t)o->max_seqs * sizeof *eng->mask_rows);
     eng->runner.write_masks = engine_write_masks;
     eng->runner.write_masks_ctx = eng;
     eng->stats.kv_blocks = n_blocks;
@@ -76,6 +78,8 @@ static void engine_release(struct engine *eng)
     free(eng->seqs);
     free(eng->drawn);
     free(eng->masks);
+    free(eng->mask_rows);
+    threadpool_free(eng->mask_pool);
     scheduler_free(&eng->sched);
     block_pool_free(&eng->pool);
     runner_free(&eng->runner);

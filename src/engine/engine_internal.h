@@ -48,6 +48,8 @@ struct engine {
     uint32_t *masks;             /* [max_seqs * mask_words]: the grammar masks of the step's draws */
     int mask_words;              /* ceil(vocab / 32) */
     int n_work;                  /* the step's entries in work (engine_assign_masks) */
+    int *mask_rows, n_mask_rows; /* [max_seqs]: the entries with a mask this step */
+    struct threadpool *mask_pool; /* writes a step's masks in parallel; made at the first step with two */
     struct live_request *live;
     /* shared, under mu */
     pthread_mutex_t mu;

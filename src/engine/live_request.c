@@ -3,9 +3,11 @@
  * produces for them. */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/threadpool.h"
 #include "engine/engine_internal.h"
 #include "grammar/cache.h"
 
@@ -181,31 +183,52 @@ void engine_emit_logits(struct engine *eng, const struct sequence *seq, const fl
 void engine_assign_masks(struct engine *eng, int n)
 {
     eng->n_work = n;
+    eng->n_mask_rows = 0;
     for (int i = 0; i < n; i++) {
         struct step_seq *w = &eng->work[i];
         const struct live_request *lr = eng->seqs[i]->user;
         w->sample.mask = w->draw && lr->matchers ? eng->masks + (size_t)i * eng->mask_words : NULL;
+        if (w->sample.mask)
+            eng->mask_rows[eng->n_mask_rows++] = i;
     }
 }
 
-void engine_write_masks(void *arg)
+/* Masks [begin, end) of the step's masked entries: each its own matcher's,
+ * over the shared read-only token tables, so rows run in parallel. */
+static void write_mask_rows(void *arg, long begin, long end)
 {
     struct engine *eng = arg;
-    for (int i = 0; i < eng->n_work; i++) {
-        struct step_seq *w = &eng->work[i];
-        if (!w->sample.mask)
-            continue;
+    for (long k = begin; k < end; k++) {
+        const int i = eng->mask_rows[k];
         const struct sequence *seq = eng->seqs[i];
         const struct live_request *lr = seq->user;
         uint32_t *mask = eng->masks + (size_t)i * eng->mask_words;
         grammar_matcher_fill_mask(lr->matchers[seq->choice], mask);
         uint32_t any = 0;
-        for (int k = 0; k < eng->mask_words; k++)
-            any |= mask[k];
+        for (int w = 0; w < eng->mask_words; w++)
+            any |= mask[w];
         if (!any) /* a dead end (a byte no token spells): the eos it draws ends the choice, refused */
-            for (int k = 0; k < eng->m->cfg.n_eos; k++)
-                mask[eng->m->cfg.eos_ids[k] >> 5] |= 1u << (eng->m->cfg.eos_ids[k] & 31);
+            for (int e = 0; e < eng->m->cfg.n_eos; e++)
+                mask[eng->m->cfg.eos_ids[e] >> 5] |= 1u << (eng->m->cfg.eos_ids[e] & 31);
     }
+}
+
+/* The CPUs, up to 8: a step's masked rows rarely need more. */
+static int mask_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 8 ? 8 : (int)n;
+}
+
+void engine_write_masks(void *arg)
+{
+    struct engine *eng = arg;
+    if (eng->n_mask_rows > 1 && !eng->mask_pool) /* a mask can take tens of us: rows in parallel */
+        eng->mask_pool = threadpool_create(mask_threads());
+    if (eng->n_mask_rows > 1)
+        threadpool_for(eng->mask_pool, eng->n_mask_rows, 1, write_mask_rows, eng);
+    else
+        write_mask_rows(eng, 0, eng->n_mask_rows);
 }
 
 /* The grammar's verdict on a drawn token: finish as it was, stop once the

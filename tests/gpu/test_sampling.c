@@ -45,7 +45,7 @@ static int sample_rows(struct backend *be, const float *logits, int n, int vocab
     if (so->stage(be, n, n, vocab, rows, e) || so->enqueue(be, logits, n, vocab, e))
         return -1;
     usleep(2000);
-    return so->masks_ready(be, e) || so->finish(be, n, out, e) ? -1 : 0;
+    return (so->masks_ready && so->masks_ready(be, e)) || so->finish(be, n, out, e) ? -1 : 0;
 }
 
 struct row_case {

@@ -28,10 +28,35 @@ os.environ.setdefault("RAYON_NUM_THREADS", "1")
 
 WS = r"[\x20\x0A\x0D\x09]"
 X_GUIDANCE = {"whitespace_pattern": WS + "{1,16}", "json_allow_general_unicode_escapes": True}
+# infer's lines whitespace (what requests decode under, src/grammar/json_schema.h): one space, or
+# one line break and up to 16 blanks of indentation, and none around the text
+LINES_WS = r"(\x20|\x0D?\x0A[\x20\x09]{0,16})"
+
+
+BYTES = "bytes"  # load_tokenizer's name for the byte tokenizer
+
+
+class _ByteTokens:
+    """One token per byte, and an EOS: llguidance's verdict on a text is then its verdict on the
+    bytes. Its masks are byte-exact whatever the vocabulary, so this is the same oracle for a model
+    whose tokenizer.json is not at hand (only the tokenization walked differs)."""
+    tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
+    eos_token_id = 256
+    bos_token_id = None
+    special_token_ids = [256]
+
+    def __call__(self, s):
+        return list(s.encode() if isinstance(s, str) else s)
 
 
 def load_tokenizer(tokenizer_dir):
-    """(encode(text) -> ids, LLTokenizer, eos id, seconds to build the LLTokenizer)."""
+    """(encode(text) -> ids, LLTokenizer, eos id, seconds to build the LLTokenizer); tokenizer_dir
+    BYTES: the byte tokenizer."""
+    if tokenizer_dir == BYTES:
+        import llguidance
+        t = time.perf_counter()
+        ll = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteTokens()))
+        return _ByteTokens(), ll, _ByteTokens.eos_token_id, time.perf_counter() - t
     import llguidance.hf
     import transformers
     hf = transformers.AutoTokenizer.from_pretrained(tokenizer_dir)
@@ -44,8 +69,9 @@ def load_tokenizer(tokenizer_dir):
     return encode, ll, ll.eos_token, dt
 
 
-def grammar_for(case, lenient=False):
-    """The llguidance grammar (its JSON form) for one case record."""
+def grammar_for(case, lenient=False, lines=False):
+    """The llguidance grammar (its JSON form) for one case record; lines: JSON whitespace as
+    requests have it (LINES_WS), else flexible (X_GUIDANCE's, also around the text)."""
     import llguidance
     mode, g = case["mode"], case["grammar"]
     if mode in ("json-schema", "json-object"):
@@ -56,10 +82,11 @@ def grammar_for(case, lenient=False):
         opts = dict(X_GUIDANCE)
         if lenient:
             opts["lenient"] = True
+        if lines:
+            opts["whitespace_pattern"] = LINES_WS
         s["x-guidance"] = opts
-        lark = ("start: WS? body WS?\n"
-                f"WS: /{WS}{{1,16}}/\n"
-                f"body: %json {json.dumps(s)}\n")
+        lark = ("start: body\n" if lines else f"start: WS? body WS?\nWS: /{WS}{{1,16}}/\n") + \
+            f"body: %json {json.dumps(s)}\n"
         return llguidance.LLMatcher.grammar_from_lark(lark)
     if mode == "regex":
         return llguidance.LLMatcher.grammar_from_regex(g)

@@ -4,7 +4,9 @@ Groups: bfcl (function-argument schemas from the Berkeley Function Calling
 Leaderboard, cases_bfcl.py), schema (hand-written JSON Schemas), json_object,
 regex, gbnf (cases_hand.py). Tokenizers: the embedded default model's GGUF
 (Gemma 3 270M), and the llama3 / qwen3 / gemma3 tokenizer.json files of
-../shared/tokenizers when present.
+../shared/tokenizers when present. llguidance walks the same texts with the same
+tokenizer.json; for the default model without ../shared/tokenizers/gemma3, over a byte tokenizer
+(its masks are byte-exact, so its verdicts are the same; oracle_llg.BYTES).
 
 For each group and tokenizer, infer runs once per grammar over all of that
 grammar's instances. The test fails when
@@ -47,10 +49,10 @@ def _target(target):
     """(infer's --tokenizer, llguidance's tokenizer.json folder or None, note)."""
     if target == "default":
         from default_model import default_model_path
+        import oracle_llg
         d = shared_tokenizer_dir("gemma3")
-        note = None if d else ("llguidance comparison skipped: ../shared/tokenizers/gemma3/tokenizer.json "
-                               "(the default model's Hugging Face tokenizer) not found; set INFER_SHARED")
-        return default_model_path(), d, note
+        # without the default model's Hugging Face tokenizer, llguidance judges the texts' bytes
+        return default_model_path(), d or oracle_llg.BYTES, None
     d = shared_tokenizer_dir(target)
     if d is None:
         pytest.skip(f"../shared/tokenizers/{target}/tokenizer.json not found "

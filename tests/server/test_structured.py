@@ -46,26 +46,14 @@ def _need(module):
 
 # --- the oracle: llguidance over bytes ---------------------------------------------------------
 
-class _ByteTokenizer:
-    """One token per byte, and an EOS: llguidance's verdict on a text is then its verdict on the
-    bytes, whatever tokens the model wrote them with."""
-    tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
-    eos_token_id = 256
-    bos_token_id = None
-    special_token_ids = [256]
-
-    def __call__(self, s):
-        return list(s.encode() if isinstance(s, str) else s)
-
-
 _LL = None
 
 
 def _llg_tokenizer():
     global _LL
     if _LL is None:
-        import llguidance
-        _LL = llguidance.LLTokenizer(llguidance.TokenizerWrapper(_ByteTokenizer()))
+        import oracle_llg
+        _LL = oracle_llg.load_tokenizer(oracle_llg.BYTES)[1]
     return _LL
 
 
@@ -117,7 +105,7 @@ def llg_verdict(case, text, complete):
     """Whether llguidance's matcher for case takes all of text (and, complete, may end there)."""
     import llguidance
     import oracle_llg
-    m = llguidance.LLMatcher(_llg_tokenizer(), oracle_llg.grammar_for(case), log_level=0)
+    m = llguidance.LLMatcher(_llg_tokenizer(), oracle_llg.grammar_for(case, lines=True), log_level=0)
     assert not m.is_error(), f"llguidance refuses {case['name']}: {m.get_error()}"
     if not complete:  # a cut inside a character: the server renders its bytes as U+FFFD
         text = text.rstrip("\ufffd")

@@ -43,7 +43,7 @@ struct cuda_sampler {
     size_t at_seen, at_bias, at_out, at_masks, at_gate, staged; /* byte offsets; staged: bytes of the staged part */
     int mask_words;
     const struct sample_row *rows; /* the staged rows, for masks_ready */
-    int n_rows;
+    int n_rows, row_words;           /* ... and the words of their masks (the call's vocabulary) */
     uint32_t ticket; /* the last staged step's, in the gate */
     char *host;                              /* pinned and mapped, staged bytes */
     char *host_dev;                          /* the same memory as the device addresses it */
@@ -196,6 +196,7 @@ int cuda_op_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab
         hr[r] = (struct sample_row_dev){.top_p = 1.f, .repetition = 1.f, .mask_at = -1};
     s->rows = rows;
     s->n_rows = n_rows;
+    s->row_words = (vocab + 31) / 32;
     struct sample_mask_gate *gate = (struct sample_mask_gate *)(s->host + s->at_gate);
     gate->ticket = ++s->ticket; /* the previous step has finished: nothing reads the gate now */
     return 0;
@@ -211,7 +212,7 @@ int cuda_op_sample_masks_ready(struct backend *be, struct err *e)
     for (int r = 0; r < s->n_rows; r++)
         if (s->rows[r].mask)
             memcpy((uint32_t *)(s->host + s->at_masks) + (size_t)r * s->mask_words, s->rows[r].mask,
-                   (size_t)s->mask_words * sizeof(uint32_t));
+                   (size_t)s->row_words * sizeof(uint32_t));
     struct sample_mask_gate *gate = (struct sample_mask_gate *)(s->host + s->at_gate);
     __atomic_store_n(&gate->ready, s->ticket, __ATOMIC_RELEASE);
     return 0;

@@ -601,7 +601,8 @@ __global__ void __launch_bounds__(NT) mask_kernel(float *logits, int vocab, cons
         ok = 1;
         while (load_acquire_system(&gate->ready) != want) {
             if (global_ns() - start > SAMPLE_MASK_WAIT_NS) {
-                atomicExch_system(&gate->timed_out, 1u);
+                *(volatile uint32_t *)&gate->timed_out = 1u; // host memory: no system atomics needed
+                __threadfence_system();
                 ok = 0;
                 break;
             }
