@@ -235,9 +235,9 @@ int generate_run_requests(struct model *m, const struct tokenizer *tok, struct r
                 st.prefix_lookup_tokens, st.steps, st.preemptions, st.graph_replays, st.eager_steps);
     if (!rc && st.steps)
         log_info("engine step, ms on average: plan %.3f, run %.3f (build and launch %.3f, wait for the draws "
-                 "%.3f), commit %.3f",
+                 "%.3f); writing grammar masks %.3f (on a device while the step runs), commit %.3f",
                  1e3 * st.plan_s / st.steps, 1e3 * st.run_s / st.steps, 1e3 * st.launch_s / st.steps,
-                 1e3 * st.wait_s / st.steps, 1e3 * st.commit_s / st.steps);
+                 1e3 * st.wait_s / st.steps, 1e3 * st.mask_s / st.steps, 1e3 * st.commit_s / st.steps);
     for (int i = 0; i < n; i++) {
         for (int c = 0; c < reqs[i].submit.n; c++) {
             free(b.by_request[i][c].ids);

@@ -134,6 +134,7 @@ static int engine_step(struct engine *eng, struct err *e)
     st->relay_s = eng->runner.relay_s;
     st->enqueue_s = eng->runner.enqueue_s;
     st->completion_tokens += n_draws; /* each drawing entry adds one token */
+    st->mask_s = eng->mask_s;
     st->plan_s += t1 - t0;
     st->run_s += t2 - t1;
     pthread_mutex_unlock(&eng->mu);

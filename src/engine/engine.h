@@ -104,6 +104,7 @@ struct engine_stats {
     double plan_s, run_s, commit_s;
     double launch_s, wait_s; /* run_s in two: the host's part (build, relay, launch), the wait for the draws */
     double relay_s, enqueue_s; /* of launch_s: sending the step to the other ranks, the graph (or eager) launch */
+    double mask_s;             /* writing grammar masks (on a device, within wait_s: while the step runs) */
     int kv_blocks;
     int max_context; /* tokens one sequence may reach (prompt + output) */
     int ranks;       /* GPUs (processes) the model is split over */

@@ -50,6 +50,7 @@ struct engine {
     int n_work;                  /* the step's entries in work (engine_assign_masks) */
     int *mask_rows, n_mask_rows; /* [max_seqs]: the entries with a mask this step */
     struct threadpool *mask_pool; /* writes a step's masks in parallel; made at the first step with two */
+    double mask_s;                /* seconds in engine_write_masks (copied to stats after each step) */
     struct live_request *live;
     /* shared, under mu */
     pthread_mutex_t mu;

@@ -223,12 +223,14 @@ static int mask_threads(void)
 void engine_write_masks(void *arg)
 {
     struct engine *eng = arg;
+    const double t0 = clock_now();
     if (eng->n_mask_rows > 1 && !eng->mask_pool) /* a mask can take tens of us: rows in parallel */
         eng->mask_pool = threadpool_create(mask_threads());
     if (eng->n_mask_rows > 1)
         threadpool_for(eng->mask_pool, eng->n_mask_rows, 1, write_mask_rows, eng);
     else
         write_mask_rows(eng, 0, eng->n_mask_rows);
+    eng->mask_s += clock_now() - t0;
 }
 
 /* The grammar's verdict on a drawn token: finish as it was, stop once the

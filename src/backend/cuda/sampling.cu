@@ -580,7 +580,7 @@ static __device__ uint64_t global_ns()
 // with mask_at < 0 are left as they are). Block (b, r) covers MASK_SPAN logits of row r; it reads its row's
 // mask_at before waiting for the logits, as the other kernels read their parameters, then waits for the
 // host's word that the masks are written (gate: the host writes them while the forward pass runs). Mask
-// words are loaded uncached (__ldcv): the host rewrites them every step.
+// words are loaded uncached (__ldcv: the host rewrites them every step), all of a block's at once.
 #define MASK_SPAN (NT * 8)
 __global__ void __launch_bounds__(NT) mask_kernel(float *logits, int vocab, const sample_row_dev *rows,
                                                   const uint32_t *masks, sample_mask_gate *gate)
@@ -612,10 +612,15 @@ __global__ void __launch_bounds__(NT) mask_kernel(float *logits, int vocab, cons
     __syncthreads();
     if (!ok)
         return;
+    // the span's words at once, a word a thread (each load crosses PCIe: in parallel, one latency)
+    __shared__ uint32_t words[MASK_SPAN / 32];
+    const int end = min(vocab, t0 + MASK_SPAN), n_words = (end - t0 + 31) / 32;
+    if (threadIdx.x < n_words)
+        words[threadIdx.x] = __ldcv(masks + at + t0 / 32 + threadIdx.x);
+    __syncthreads();
     float *l = logits + (size_t)r * vocab;
-    const uint32_t *m = masks + at;
-    for (int t = t0 + threadIdx.x; t < min(vocab, t0 + MASK_SPAN); t += NT)
-        if (!(__ldcv(m + (t >> 5)) >> (t & 31) & 1u))
+    for (int t = t0 + threadIdx.x; t < end; t += NT)
+        if (!(words[(t - t0) >> 5] >> (t & 31) & 1u))
             l[t] = -INFINITY;
 }
 
