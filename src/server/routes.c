@@ -1,4 +1,4 @@
-/* The small routes: /health, /v1/models, /metrics, /tokenize, /detokenize. */
+/* The small routes: /health, /v1/models, /v1/models/{id}, /metrics, /tokenize, /detokenize. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -10,11 +10,28 @@ enum MHD_Result route_health(struct server *s, struct conn *c, struct MHD_Connec
     return server_reply_text(c, conn, 200, "text/plain", strdup(""), 0);
 }
 
+/* A served model as OpenAI's model object. */
+static json_t *model_object(const struct server *s, const char *id)
+{
+    return json_pack("{s:s, s:s, s:I, s:s, s:i}", "id", id, "object", "model", "created", (json_int_t)s->started,
+                     "owned_by", "infer", "max_model_len", s->octx.max_context);
+}
+
 enum MHD_Result route_models(struct server *s, struct conn *c, struct MHD_Connection *conn)
 {
-    json_t *model = json_pack("{s:s, s:s, s:I, s:s, s:i}", "id", s->o.served_name, "object", "model", "created",
-                              (json_int_t)s->started, "owned_by", "infer", "max_model_len", s->octx.max_context);
-    return server_reply_json(c, conn, 200, json_pack("{s:s, s:[o]}", "object", "list", "data", model));
+    return server_reply_json(c, conn, 200,
+                             json_pack("{s:s, s:[o]}", "object", "list", "data", model_object(s, s->o.served_name)));
+}
+
+/* GET /v1/models/{id}: the model when id is a served name (ids may hold '/'), else OpenAI's 404. */
+enum MHD_Result route_model(struct server *s, struct conn *c, struct MHD_Connection *conn, const char *id)
+{
+    for (int i = 0; i < s->octx.n_model_names; i++)
+        if (!strcmp(id, s->octx.model_names[i]))
+            return server_reply_json(c, conn, 200, model_object(s, s->octx.model_names[i]));
+    struct oai_error err;
+    oai_error_set(&err, 404, "model", "The model '%s' does not exist", id);
+    return server_reply_error(c, conn, &err);
 }
 
 enum MHD_Result route_metrics(struct server *s, struct conn *c, struct MHD_Connection *conn)

@@ -99,13 +99,20 @@ void server_inflight_detach(struct server *s, struct inflight *j)
 struct route {
     const char *path, *method;
     int needs_key;
+    int prefix; /* the path and something after it (/v1/models/{id}) */
 };
 
 static const struct route ROUTES[] = {
-    {"/health", "GET", 0},           {"/metrics", "GET", 0},         {"/v1/models", "GET", 1},
-    {"/v1/chat/completions", "POST", 1}, {"/v1/completions", "POST", 1}, {"/tokenize", "POST", 1},
-    {"/detokenize", "POST", 1},
+    {"/health", "GET", 0, 0},           {"/metrics", "GET", 0, 0},         {"/v1/models", "GET", 1, 0},
+    {"/v1/models/", "GET", 1, 1},       {"/v1/chat/completions", "POST", 1, 0},
+    {"/v1/completions", "POST", 1, 0},  {"/tokenize", "POST", 1, 0},       {"/detokenize", "POST", 1, 0},
 };
+
+static int route_matches(const struct route *r, const char *url)
+{
+    size_t n = strlen(r->path);
+    return r->prefix ? !strncmp(url, r->path, n) && url[n] : !strcmp(url, r->path);
+}
 
 static int authorized(const struct server *s, struct MHD_Connection *conn)
 {
@@ -149,7 +156,7 @@ static const struct route *precheck(struct server *s, struct conn *c, struct MHD
     if (!strcmp(method, "HEAD"))
         method = "GET"; /* the library sends the headers alone */
     for (size_t i = 0; i < sizeof ROUTES / sizeof ROUTES[0]; i++)
-        if (!strcmp(url, ROUTES[i].path)) {
+        if (route_matches(&ROUTES[i], url)) {
             path_known = 1;
             c->route = ROUTES[i].path;
             if (!strcmp(method, ROUTES[i].method))
@@ -187,6 +194,8 @@ static enum MHD_Result dispatch(struct server *s, struct conn *c, struct MHD_Con
         return route_metrics(s, c, conn);
     if (!strcmp(r->path, "/v1/models"))
         return route_models(s, c, conn);
+    if (!strcmp(r->path, "/v1/models/"))
+        return route_model(s, c, conn, url + strlen(r->path));
     if (!strcmp(r->path, "/tokenize"))
         return route_tokenize(s, c, conn);
     if (!strcmp(r->path, "/detokenize"))

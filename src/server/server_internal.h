@@ -51,6 +51,7 @@ enum MHD_Result server_reply_text(struct conn *c, struct MHD_Connection *conn, i
 /* routes.c */
 enum MHD_Result route_health(struct server *s, struct conn *c, struct MHD_Connection *conn);
 enum MHD_Result route_models(struct server *s, struct conn *c, struct MHD_Connection *conn);
+enum MHD_Result route_model(struct server *s, struct conn *c, struct MHD_Connection *conn, const char *id);
 enum MHD_Result route_metrics(struct server *s, struct conn *c, struct MHD_Connection *conn);
 enum MHD_Result route_tokenize(struct server *s, struct conn *c, struct MHD_Connection *conn);
 enum MHD_Result route_detokenize(struct server *s, struct conn *c, struct MHD_Connection *conn);

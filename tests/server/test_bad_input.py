@@ -436,7 +436,11 @@ CASES = [
     pytest.param(H("GET", "/", None, 404), id="route-root"),
     pytest.param(H("POST", "/v1/completions/", OK_COMP, 404), id="route-trailing-slash"),
     pytest.param(H("POST", "/V1/COMPLETIONS", OK_COMP, 404), id="route-uppercase"),
-    pytest.param(H("GET", "/v1/models/../models", None, 404), id="route-dot-dot"),
+    pytest.param(H("GET", "/v1/models/../models", None, 404, "model", code="model_not_found"), id="route-dot-dot"),
+    pytest.param(H("GET", "/v1/models/nope", None, 404, "model", code="model_not_found"), id="model-unknown"),
+    pytest.param(H("GET", "/v1/models/", None, 404), id="model-empty-id"),
+    pytest.param(H("POST", f"/v1/models/{NAME}", dumps({}), 405), id="post-on-a-model"),
+    pytest.param(H("GET", f"/v1/models/{NAME}", None, 200), id="model-retrieve"),
     pytest.param(H("GET", "/v1/chat/completions", None, 405), id="get-on-chat"),
     pytest.param(H("GET", "/v1/completions", None, 405), id="get-on-completions"),
     pytest.param(H("GET", "/tokenize", None, 405), id="get-on-tokenize"),
@@ -626,7 +630,7 @@ def check_error_shape(status, body, param=ANY, code=ANY):
 
 
 def check_ok(path, ctype, body):
-    if path.startswith("/v1/") and path != "/v1/models":
+    if path.startswith("/v1/") and not path.startswith("/v1/models"):
         o = json.loads(body)
         assert o["choices"] and o["usage"]["completion_tokens"] >= 1, o
     elif ctype.startswith("application/json"):

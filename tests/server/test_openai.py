@@ -119,6 +119,11 @@ def test_logprobs_equal_generate(served):
 def test_models_health_tokenize(served):
     model, s, client = served
     assert [m.id for m in client.models.list().data] == [s.name]
+    m = client.models.retrieve(s.name)
+    assert (m.id, m.object, m.owned_by) == (s.name, "model", "infer")
+    with pytest.raises(openai.NotFoundError) as e:
+        client.models.retrieve("no-such-model")
+    assert e.value.body["code"] == "model_not_found"
     with urllib.request.urlopen(s.url + "/health") as h:
         assert h.status == 200
     req = urllib.request.Request(s.url + "/tokenize", data=json.dumps({"prompt": "Hello, world"}).encode(),
@@ -146,6 +151,8 @@ def test_api_key(tiny_gguf):
         bad = openai.OpenAI(base_url=s.base, api_key="wrong", max_retries=0)
         with pytest.raises(openai.AuthenticationError):
             bad.models.list()
+        with pytest.raises(openai.AuthenticationError):
+            bad.models.retrieve("keyed")
         good = openai.OpenAI(base_url=s.base, api_key="sesame", max_retries=0)
         assert good.completions.create(model="keyed", prompt="Hi", max_tokens=2).usage.completion_tokens == 2
         with urllib.request.urlopen(s.url + "/health") as h:  # health and metrics stay open
