@@ -476,6 +476,12 @@ static json_t *chat_messages(struct parse *p, const json_t *msgs)
             BAD(p, field, "'%s' must be one of 'system', 'user', 'assistant', 'tool', 'developer'", field);
             break;
         }
+        const json_t *call_id = json_object_get(m, "tool_call_id");
+        if (!strcmp(ROLES[r], "tool") && !json_is_string(call_id)) { /* which call it answers */
+            snprintf(field, sizeof field, "messages[%zu].tool_call_id", i);
+            BAD(p, field, "'%s' must be given, a string: the id of the tool call the message answers", field);
+            break;
+        }
         json_t *content =
             message_content(p, json_object_get(m, "content"), i, !strcmp(ROLES[r], "assistant"));
         if (!content)

@@ -55,6 +55,10 @@ def comp(**kw):
     return merged(COMP, **kw)
 
 
+TOOL = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
+TOOL_CALL = {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{}"}}
+
+
 def chat(**kw):
     return merged(CHAT, **kw)
 
@@ -373,6 +377,22 @@ CASES = [
     pytest.param(X(dumps(chat(response_format={"type": "json_schema", "json_schema": {
         "name": "x", "schema": {"type": "object", "patternProperties": {"a": {}}}}})), 400,
         "response_format.json_schema.schema"), id="response_format-unsupported-keyword"),
+    pytest.param(X(dumps(chat(user=5)), 400, "user"), id="user-number"),
+    pytest.param(X(dumps(chat(modalities=["text", "audio"])), 400, "modalities"), id="modalities-audio"),
+    pytest.param(X(dumps(chat(modalities="text")), 400, "modalities"), id="modalities-string"),
+    pytest.param(X(dumps(chat(functions=[{"name": "f", "parameters": {}}])), 400, "functions"),
+                 id="legacy-functions"),
+    pytest.param(X(dumps(chat(function_call="auto")), 400, "function_call"), id="legacy-function_call"),
+    pytest.param(X(dumps(chat(tool_choice="auto")), 400, "tool_choice"), id="tool_choice-without-tools"),
+    pytest.param(X(dumps(chat(tool_choice=5, tools=[TOOL])), 400, "tool_choice"), id="tool_choice-number"),
+    pytest.param(X(dumps(chat(tool_choice={"type": "function"}, tools=[TOOL])), 400, "tool_choice"),
+                 id="tool_choice-no-function"),
+    pytest.param(X(dumps(chat(tool_choice="required", tools=[TOOL])), 400, "tool_choice"),
+                 id="tool_choice-required-not-yet"),
+    pytest.param(X(dumps(msgs({"role": "user", "content": "Hi"},
+                              {"role": "assistant", "content": None, "tool_calls": [TOOL_CALL]},
+                              {"role": "tool", "content": "21C"})), 400, "messages[2].tool_call_id"),
+                 id="tool-message-without-tool_call_id"),
     pytest.param(X(dumps(chat(guided_regex="a", guided_choice=["b"])), 400, "guided_choice"),
                  id="two-constraints"),
     pytest.param(X(dumps(chat(guided_regex="(a")), 400, "guided_regex"), id="guided_regex-invalid"),
