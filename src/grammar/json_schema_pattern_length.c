@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grammar/chars.h"
 #include "grammar/grammar_impl.h"
 #include "grammar/json_schema_internal.h"
 #include "grammar/regex.h"
@@ -47,7 +48,7 @@ enum {
     SP_STATES
 };
 
-static int is_hex(unsigned b) { return (b >= '0' && b <= '9') || ((b | 0x20) >= 'a' && (b | 0x20) <= 'f'); }
+static int is_hex(unsigned b) { return chars_hex_value((int)b) >= 0; }
 
 /* The spelling state after byte b from state t (-1: not a spelling); *done = 1 when a character ends. */
 static int spell_next(int t, unsigned b, int *done)

@@ -99,9 +99,9 @@ struct oai_choice {
  * "assistant", "content"}, "logprobs": null | {"content": [{"token", "logprob", "bytes",
  * "top_logprobs": [...]}]}, "finish_reason"}; completion choices {"index", "text",
  * "logprobs": null | {"tokens", "token_logprobs", "top_logprobs", "text_offset"},
- * "finish_reason"}. Token strings are each token decoded alone (tok). When a
- * "strict": false schema had keywords ignored, "warnings": ["keyword at /path: why", ...]
- * (also on each choice's first chunk when streamed). */
+ * "finish_reason"}. Token strings are each token decoded alone (tok). When the
+ * schema had keywords ignored ("strict": false, or unknown keywords), "warnings":
+ * ["keyword at /path (why)", ...] (also on each choice's first chunk when streamed). */
 json_t *oai_response(const struct oai_completion_request *r, const struct tokenizer *tok, const char *id, long created,
                      const struct oai_choice *choices, int n_choices, int prompt_tokens, int completion_tokens);
 

@@ -100,18 +100,22 @@ static int refuse_unsupported(struct parse *p)
     const json_t *user = request_field_get(p->o, "user");
     if (user && !json_is_string(user))
         return BAD(p, "user", "'user' must be a string");
-    if (request_field_get(p->o, "functions") || request_field_get(p->o, "function_call"))
-        return BAD(p, request_field_get(p->o, "functions") ? "functions" : "function_call",
-                   "'functions' and 'function_call' (deprecated by OpenAI) are not supported: give 'tools' and "
-                   "'tool_choice'");
+    const char *legacy = request_field_get(p->o, "functions")       ? "functions"
+                         : request_field_get(p->o, "function_call") ? "function_call"
+                                                                    : NULL;
+    if (legacy)
+        return BAD(p, legacy,
+                   "'functions' and 'function_call' (deprecated by OpenAI) are not supported: give "
+                   "'tools' and 'tool_choice'");
     const json_t *mod = request_field_get(p->o, "modalities");
     if (mod) {
-        size_t i;
-        const json_t *v;
         if (!json_is_array(mod))
             return BAD(p, "modalities", "'modalities' must be an array");
-        json_array_foreach(mod, i, v) if (!json_is_string(v) || strcmp(json_string_value(v), "text"))
-            return BAD(p, "modalities", "'modalities': only [\"text\"] is supported");
+        for (size_t i = 0; i < json_array_size(mod); i++) {
+            const json_t *v = json_array_get(mod, i);
+            if (!json_is_string(v) || strcmp(json_string_value(v), "text"))
+                return BAD(p, "modalities", "'modalities': only [\"text\"] is supported");
+        }
     }
     if (check_tool_choice(p))
         return -1;

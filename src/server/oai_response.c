@@ -164,8 +164,9 @@ static json_t *envelope(const struct oai_completion_request *r, const char *id, 
     return o;
 }
 
-/* "warnings": what a "strict": false schema had ignored, so the client knows
- * the output was not held to it; absent when nothing was. */
+/* "warnings": what the schema had ignored ("strict": false, or unknown
+ * keywords), so the client knows the output was not held to it; absent
+ * when nothing was. */
 static void add_warnings(json_t *o, const struct oai_completion_request *r)
 {
     if (r->f.n_warnings == 0)
