@@ -386,8 +386,10 @@ static const struct bad BAD[] = {
      "{\"model\": \"m1\", \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}, {\"role\": \"user\", "
      "\"content\": [{\"type\": \"text\", \"text\": 5}]}]}",
      400, "messages[1].content[0]", NULL},
-    {C, "{\"model\": \"m1\", \"messages\": [{\"role\": \"tool\", \"content\": \"42\"}]}", 400, "messages",
-     "no tool turns"},
+    {C, "{\"model\": \"m1\", \"messages\": [{\"role\": \"tool\", \"tool_call_id\": \"c\", \"content\": \"42\"}]}",
+     400, "messages", "no tool turns"},
+    {C, "{\"model\": \"m1\", \"messages\": [{\"role\": \"tool\", \"content\": \"42\"}]}", 400,
+     "messages[0].tool_call_id", "the id of the tool call"},
     {C, CHAT(", \"tools\": \"f\""), 400, "tools", NULL},
     {C, CHAT(", \"tools\": [{}, 1]"), 400, "tools[1]", NULL},
     {C, CHAT(", \"chat_template_kwargs\": [1]"), 400, "chat_template_kwargs", NULL},
