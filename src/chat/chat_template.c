@@ -9,6 +9,7 @@
  * extra_special_tokens), then the caller's extra variables, then messages,
  * tools, documents and add_generation_prompt. */
 #include "chat/chat_template.h"
+#include "chat/chat_format.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,7 @@ struct chat_template {
     int n;
     char *names[MAX_TEMPLATES];
     struct tmpl *tmpls[MAX_TEMPLATES];
+    struct chat_format formats[MAX_TEMPLATES];
     json_t *specials; /* object: token variable name -> string */
 };
 
@@ -49,6 +51,7 @@ static int add_template(struct chat_template *ct, const char *name, const char *
     struct tmpl *t = tmpl_compile(src, len, e);
     if (!t)
         return err_prefix(e, "chat template '%s'", name);
+    chat_format_detect(src, len, &ct->formats[ct->n]);
     ct->names[ct->n] = xstrdup(name);
     ct->tmpls[ct->n++] = t;
     return 0;
@@ -64,6 +67,27 @@ void chat_template_free(struct chat_template *ct)
     }
     json_decref(ct->specials);
     free(ct);
+}
+
+static int render_with(const struct chat_template *ct, const struct tmpl *t, const json_t *messages,
+                       const json_t *tools, int add_generation_prompt, const json_t *extra_vars, char **out,
+                       struct err *e);
+
+/* Whether each template with reasoning markers opens the block in its
+ * generation prompt: a render of one user turn, once at load. */
+static void probe_reasoning(struct chat_template *ct)
+{
+    json_t *msgs = json_pack("[{s:s, s:s}]", "role", "user", "content", "Hi");
+    for (int i = 0; i < ct->n; i++) {
+        if (!ct->formats[i].think_open)
+            continue;
+        char *out = NULL;
+        struct err e = {{0}};
+        if (render_with(ct, ct->tmpls[i], msgs, NULL, 1, NULL, &out, &e) == 0)
+            ct->formats[i].opens_reasoning = chat_format_prompt_in_reasoning(&ct->formats[i], out, strlen(out));
+        free(out);
+    }
+    json_decref(msgs);
 }
 
 struct chat_template *chat_template_from_config(const json_t *config, const char *jinja_override,
@@ -127,6 +151,7 @@ struct chat_template *chat_template_from_config(const json_t *config, const char
                 json_object_set_new(ct->specials, k, json_string(tok));
         }
     }
+    probe_reasoning(ct);
     return ct;
 }
 
@@ -194,18 +219,31 @@ struct chat_template *chat_template_load(const char *model_dir, struct err *e)
     return ct;
 }
 
-static const struct tmpl *pick(const struct chat_template *ct, int has_tools, struct err *e)
+/* The index of the template for a render with or without tools, or -1. */
+static int pick_index(const struct chat_template *ct, int has_tools)
 {
     if (ct->n == 1 && !strcmp(ct->names[0], "default"))
-        return ct->tmpls[0];
+        return 0;
     for (int pass = has_tools ? 0 : 1; pass < 2; pass++)
         for (int i = 0; i < ct->n; i++)
             if (!strcmp(ct->names[i], pass == 0 ? "tool_use" : "default"))
-                return ct->tmpls[i];
-    if (ct->n == 1)
-        return ct->tmpls[0];
+                return i;
+    return ct->n == 1 ? 0 : -1;
+}
+
+static const struct tmpl *pick(const struct chat_template *ct, int has_tools, struct err *e)
+{
+    int i = pick_index(ct, has_tools);
+    if (i >= 0)
+        return ct->tmpls[i];
     err_set(e, "this model has several chat templates and none is named \"default\"");
     return NULL;
+}
+
+const struct chat_format *chat_template_format(const struct chat_template *ct, int has_tools)
+{
+    int i = pick_index(ct, has_tools);
+    return &ct->formats[i >= 0 ? i : 0];
 }
 
 /* transformers' message preprocessing: drop null-valued keys, then alias the
@@ -258,7 +296,16 @@ int chat_template_render(const struct chat_template *ct, const json_t *messages,
     const struct tmpl *t = pick(ct, tools != NULL, e);
     if (!t)
         return -1;
+    return render_with(ct, t, messages, tools, add_generation_prompt, extra_vars, out, e);
+}
 
+static int render_with(const struct chat_template *ct, const struct tmpl *t, const json_t *messages,
+                       const json_t *tools, int add_generation_prompt, const json_t *extra_vars, char **out,
+                       struct err *e)
+{
+    size_t i;
+    const json_t *item;
+    const json_t *docs = extra_vars ? json_object_get(extra_vars, "documents") : NULL;
     json_t *vars = json_deep_copy(ct->specials);
     if (extra_vars)
         json_object_update(vars, (json_t *)extra_vars);

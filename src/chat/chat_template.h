@@ -41,4 +41,9 @@ void chat_template_free(struct chat_template *ct);
 int chat_template_render(const struct chat_template *ct, const json_t *messages, const json_t *tools,
                          int add_generation_prompt, const json_t *extra_vars, char **out, struct err *e);
 
+/* The call syntax and reasoning markers (chat_format.h) of the template a
+ * render with or without tools uses. */
+struct chat_format;
+const struct chat_format *chat_template_format(const struct chat_template *ct, int has_tools);
+
 #endif

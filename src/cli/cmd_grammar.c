@@ -213,7 +213,7 @@ int cmd_grammar(int argc, char **argv)
         return 0;
     if (rc < 0)
         goto done;
-    struct grammar_spec spec = {GRAMMAR_NONE, NULL, 0, !no_strict, GRAMMAR_WS_DEFAULT, 0};
+    struct grammar_spec spec = {.kind = GRAMMAR_NONE, .strict = !no_strict, .ws_max = GRAMMAR_WS_DEFAULT};
     int given = !!schema + !!json_object + !!regex + !!gbnf;
     if (given != 1) {
         err_set(&e, "give exactly one of --json-schema, --json-object, --regex and --gbnf");

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/chat_template.h"
 #include "grammar/cache.h"
 
 static const char *const FIELDS[] = {"response_format", "structured_outputs", "guided_json", "guided_regex",
@@ -190,6 +191,47 @@ static int read_field(struct wanted *w, const char *key, const json_t *v, struct
     return take_choice(w, v, key, err); /* guided_choice */
 }
 
+/* The chat format of a request with messages, or NULL. */
+static const struct chat_format *format_of(const struct request_fields_opts *o, const json_t *obj,
+                                           const struct request_fields *out)
+{
+    if (!o->template_inputs || !o->chat_template || !request_field_get(obj, "messages"))
+        return NULL;
+    struct err e = {{0}};
+    const struct chat_template *ct = o->chat_template(o->chat_template_arg, &e);
+    return ct ? chat_template_format(ct, out->tools.tools != NULL) : NULL;
+}
+
+/* The tools' constraint, when the tool choice needs one, in place of a
+ * field's (the two cannot both hold the output). */
+static int tools_constraint(struct wanted *w, const char *given, const char *text, int strict,
+                            struct request_field_error *err)
+{
+    if (given) {
+        free((char *)text);
+        return BAD(err, given,
+                   "'%s' cannot be combined with tool calls ('tools' with 'tool_choice' other than \"none\")",
+                   given);
+    }
+    w->text = (char *)text;
+    w->spec.kind = GRAMMAR_TOOL_CALLS;
+    w->spec.strict = strict;
+    snprintf(w->field, sizeof w->field, "tools");
+    return 0;
+}
+
+/* Reasoning first, free, where the format marks it and thinking is on. */
+static void after_reasoning(struct grammar_spec *spec, const struct chat_format *f, const json_t *obj)
+{
+    const json_t *kwargs = request_field_get(obj, "chat_template_kwargs");
+    const json_t *thinking = json_is_object(kwargs) ? json_object_get(kwargs, "enable_thinking") : NULL;
+    if (!f || !f->think_open || json_is_false(thinking))
+        return;
+    spec->think_open = f->think_open;
+    spec->think_close = f->think_close;
+    spec->think_inside = f->opens_reasoning;
+}
+
 int request_constraint_parse(const struct request_fields_opts *o, const json_t *obj, struct request_fields *out,
                              struct request_field_error *err)
 {
@@ -215,12 +257,23 @@ int request_constraint_parse(const struct request_fields_opts *o, const json_t *
         given = FIELDS[i];
         w = one;
     }
+    const struct chat_format *f = format_of(o, obj, out);
+    /* "auto" without the grammar engine (no tokenizer): calls are still read back, unconstrained */
+    const int need = out->tools.choice != TOOL_CHOICE_AUTO || o->grammars;
+    const char *tools = f && need ? request_tools_spec(&out->tools, f) : NULL;
+    if (tools) {
+        if (given)
+            free(w.text);
+        if (tools_constraint(&w, given, tools, out->tools.strict, err))
+            return -1;
+    }
     if (w.spec.kind == GRAMMAR_NONE)
         return 0;
     if (!o->grammars) {
         free(w.text);
         return BAD(err, w.field, "'%s': structured outputs need the model's tokenizer", w.field);
     }
+    after_reasoning(&w.spec, f, obj);
     w.spec.text = w.text;
     w.spec.len = w.text ? strlen(w.text) : 0;
     struct json_schema_notes notes = {0};

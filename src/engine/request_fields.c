@@ -20,6 +20,7 @@
  * - "chat_template_kwargs" (a vLLM extension) become template variables.
  * - Empty stop strings are refused (the engine would refuse them). */
 #include "engine/request_fields.h"
+#include "chat/chat_tools.h"
 #include "engine/request_constraint.h"
 #include "grammar/cache.h"
 
@@ -204,7 +205,7 @@ static int known(const struct request_fields_opts *o, const char *key)
         return 1;
     if (request_constraint_field(key))
         return 1;
-    return o->template_inputs && (!strcmp(key, "tools") || !strcmp(key, "chat_template_kwargs"));
+    return o->template_inputs && (request_tools_field(key) || !strcmp(key, "chat_template_kwargs"));
 }
 
 static int refuse_unknown(struct parse *p)
@@ -259,6 +260,7 @@ static int begin(struct parse *p)
     r->submit.sampling.n_bias = 0;
     r->submit.sampling.top_logprobs = 0;
     r->submit.ignore_eos = o->ignore_eos;
+    r->call_token = -1;
     long long n = 1, max_tokens = o->max_tokens;
     if ((o->refuse_unknown && refuse_unknown(p)) || get_int(p, "n", 1, o->max_n, &n, NULL) ||
         get_int(p, "max_tokens", 1, INT32_MAX, &max_tokens, &r->max_tokens_given) ||
@@ -502,21 +504,23 @@ static json_t *chat_messages(struct parse *p, const json_t *msgs)
     return out;
 }
 
+/* The id of a special token spelt s, or -1. */
+static int32_t special_token(struct parse *p, const char *s)
+{
+    struct token_ids t = {0};
+    struct err e = {{0}};
+    int32_t id = -1;
+    if (!tokenizer_encode(p->o->tok, s, strlen(s), 0, &t, &e) && t.n == 1 && tokenizer_is_special(p->o->tok, t.ids[0]))
+        id = t.ids[0];
+    token_ids_free(&t);
+    return id;
+}
+
 static int parse_messages(struct parse *p, const json_t *msgs)
 {
-    const int inputs = p->o->template_inputs;
-    const json_t *tools = inputs ? request_field_get(p->obj, "tools") : NULL,
-                 *kwargs = inputs ? request_field_get(p->obj, "chat_template_kwargs") : NULL;
+    const json_t *kwargs = p->o->template_inputs ? request_field_get(p->obj, "chat_template_kwargs") : NULL;
     if (!json_is_array(msgs) || json_array_size(msgs) == 0)
         return BAD(p, "messages", "'messages' must be a non-empty array of message objects");
-    if (tools && !json_is_array(tools))
-        return BAD(p, "tools", "'tools' must be an array of tool objects");
-    for (size_t i = 0; i < json_array_size(tools); i++)
-        if (!json_is_object(json_array_get(tools, i))) {
-            char field[32];
-            snprintf(field, sizeof field, "tools[%zu]", i);
-            return BAD(p, field, "'%s' must be a tool object", field);
-        }
     if (kwargs && !json_is_object(kwargs))
         return BAD(p, "chat_template_kwargs", "'chat_template_kwargs' must be an object");
     struct err e = {{0}};
@@ -530,11 +534,17 @@ static int parse_messages(struct parse *p, const json_t *msgs)
     if (!conv)
         return -1;
     char *text = NULL;
-    int rc = chat_template_render(ct, conv, tools, 1, kwargs, &text, &e);
+    struct request_fields *r = p->r;
+    int rc = chat_render(ct, conv, r->tools.tools, 1, kwargs, &text, &e);
     json_decref(conv);
     if (rc)
         return BAD(p, "messages", "the chat template failed: %s", e.msg);
-    p->r->prompt_text = text;
+    r->prompt_text = text;
+    r->format = chat_template_format(ct, r->tools.tools != NULL);
+    r->read_calls = r->tools.tools != NULL;
+    r->read_reasoning = r->format->think_open != NULL;
+    r->in_reasoning = chat_format_prompt_in_reasoning(r->format, text, strlen(text));
+    r->call_token = r->read_calls && r->format->calls == CHAT_CALLS_LLAMA3 ? special_token(p, CHAT_PYTHON_TAG) : -1;
     /* the template writes BOS and the turn markers itself */
     return encode(p, "messages", text, strlen(text), 0);
 }
@@ -702,7 +712,8 @@ typedef int (*step_fn)(struct parse *p);
 static int output(struct parse *p)
 {
     if (request_field_bool(p->obj, "ignore_eos", &p->r->submit.ignore_eos, p->err) || parse_stop(p) ||
-        parse_bias(p) || request_constraint_parse(p->o, p->obj, p->r, p->err))
+        parse_bias(p) || (p->o->template_inputs && request_tools_parse(p->obj, &p->r->tools, p->err)) ||
+        request_constraint_parse(p->o, p->obj, p->r, p->err))
         return -1;
     return 0;
 }

@@ -16,8 +16,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "chat/chat_format.h"
 #include "chat/chat_template.h"
 #include "engine/engine.h"
+#include "engine/request_tools.h"
 
 struct grammar_cache;
 
@@ -75,6 +77,15 @@ struct request_fields {
     struct grammar_ref *grammar; /* the output constraint (submit.grammar), a reference, or NULL */
     char **warnings;             /* what a "strict": false schema had ignored ("keyword at /path") */
     int n_warnings;
+    /* chat (template_inputs): the tool fields, and how the output reads
+     * back (chat/chat_output.h): the template's format (borrowed from the
+     * template, NULL without messages), whether calls are read (tools
+     * rendered), reasoning read (the format marks it), and whether the
+     * prompt left the model inside the reasoning */
+    struct request_tools tools;
+    const struct chat_format *format;
+    int read_calls, read_reasoning, in_reasoning;
+    int32_t call_token; /* a special token that opens a call (Llama 3's <|python_tag|>), or -1 */
 };
 
 /* A refusal: the offending field as the client wrote it ("temperature",

@@ -20,6 +20,8 @@ struct grammar_ref {
     int strict, ws_max, ws_lines;
     char *text;
     size_t len;
+    char *think_open, *think_close;
+    int think_inside;
     size_t bytes;
     struct grammar_ref *prev, *next; /* the cache's list, most recent first */
 };
@@ -77,6 +79,7 @@ static void ref_free(struct grammar_ref *r)
     grammar_free(r->g);
     json_schema_notes_free(&r->notes);
     free(r->text);
+    free(r->think_open), free(r->think_close);
     free(r);
 }
 
@@ -90,11 +93,14 @@ void grammar_ref_release(struct grammar_ref *r)
 
 const struct grammar_tokens *grammar_ref_tokens(const struct grammar_ref *r) { return r->t; }
 
+static int same_str(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
 static int same_key(const struct grammar_ref *r, const struct grammar_spec *s)
 {
     return r->kind == s->kind && r->strict == s->strict && r->ws_max == s->ws_max &&
            r->ws_lines == s->ws_lines && r->len == s->len &&
-           (s->len == 0 || memcmp(r->text, s->text, s->len) == 0);
+           (s->len == 0 || memcmp(r->text, s->text, s->len) == 0) && same_str(r->think_open, s->think_open) &&
+           same_str(r->think_close, s->think_close) && r->think_inside == s->think_inside;
 }
 
 static void unlink_ref(struct grammar_cache *c, struct grammar_ref *r)
@@ -182,6 +188,9 @@ struct grammar_ref *grammar_cache_get(struct grammar_cache *c, const struct gram
         r->text = xmalloc(spec->len + 1);
         if (spec->len)
             memcpy(r->text, spec->text, spec->len);
+        r->think_open = spec->think_open ? xstrdup(spec->think_open) : NULL;
+        r->think_close = spec->think_close ? xstrdup(spec->think_close) : NULL;
+        r->think_inside = spec->think_inside;
         r->bytes = ref_bytes(r);
         pthread_mutex_lock(&c->mu);
         struct grammar_ref *other = lookup(c, spec); /* compiled meanwhile by another thread */

@@ -214,6 +214,34 @@ int gx_literal(struct gir *g, const char *s, size_t n)
 
 int gx_str(struct gir *g, const char *s) { return gx_literal(g, s, strlen(s)); }
 
+/* Strings without L = c0 L[1..m): from the matched-nothing state a byte
+ * other than c0 stays there; after c0, L[1..i) then c0 starts over
+ * (loop), L[1..i) then a byte that is neither L[i] nor c0 returns, and
+ * the text may end partway. Exact because c0 occurs in L only first. */
+int gx_without(struct gir *g, const char *lit)
+{
+    const size_t m = strlen(lit);
+    const unsigned c0 = (unsigned char)lit[0];
+    if (m < 2 || memchr(lit + 1, lit[0], m - 1))
+        return gir_fail(g, "gx_without: '%s' must be 2 bytes or more, its first byte not repeated", lit);
+    struct byteset not_c0;
+    memset(&not_c0, 0xff, sizeof not_c0);
+    not_c0.w[c0 >> 5] &= ~(1u << (c0 & 31));
+    int loops = gx_nothing(g), exits = gx_nothing(g), ends = gx_nothing(g);
+    for (size_t i = 1; i < m; i++) {
+        int matched = gx_literal(g, lit + 1, i - 1);
+        struct byteset other = not_c0;
+        const unsigned li = (unsigned char)lit[i];
+        other.w[li >> 5] &= ~(1u << (li & 31));
+        loops = gx_alt2(g, loops, gx_seq2(g, matched, gx_byte(g, c0)));
+        exits = gx_alt2(g, exits, gx_seq2(g, matched, gx_bytes(g, &other)));
+        ends = gx_alt2(g, ends, matched);
+    }
+    int after_c0 = gx_seq2(g, gx_byte(g, c0), gx_star(g, loops));
+    int body = gx_star(g, gx_alt2(g, gx_bytes(g, &not_c0), gx_seq2(g, after_c0, exits)));
+    return gx_seq2(g, body, gx_opt(g, gx_seq2(g, after_c0, ends)));
+}
+
 static int is_kind(const struct gir *g, int x, enum gx_kind k) { return x >= 0 && g->nodes[x].kind == k; }
 
 /* A SEQ or ALT of items without its neutral ones (EMPTY in a sequence,

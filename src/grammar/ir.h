@@ -97,6 +97,9 @@ int gx_byte(struct gir *g, unsigned b);
 int gx_byte_range(struct gir *g, unsigned lo, unsigned hi);
 int gx_literal(struct gir *g, const char *s, size_t n); /* these bytes in order */
 int gx_str(struct gir *g, const char *s);               /* gx_literal of a C string */
+/* Any bytes that do not contain the string lit (2 bytes or more, its first
+ * byte not repeated in it: a marker such as "</think>"). */
+int gx_without(struct gir *g, const char *lit);
 /* Code points: n_pairs inclusive [lo, hi] pairs (any order, overlaps
  * allowed; surrogates D800..DFFF and values past 10FFFF are dropped), as
  * their UTF-8 encodings. */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chat/chat_output.h"
 #include "core/clock.h"
 #include "server/server_internal.h"
 
@@ -34,9 +35,42 @@ static void out_append(struct inflight *j, char *chunk)
     free(chunk);
 }
 
+/* A streamed chat choice read back: each piece a chunk, the round's new
+ * log-probs on its first. */
+struct piece_out {
+    struct inflight *j;
+    int index;
+    const struct oai_token_logprob *lp;
+    int n_lp;
+};
+
+static void piece_chunk(void *arg, const struct chat_piece *p)
+{
+    struct piece_out *po = arg;
+    struct inflight *j = po->j;
+    out_append(j, oai_chunk_piece(&j->req, j->srv->tok, j->id, j->created, po->index, p, po->lp, po->n_lp));
+    po->lp = NULL;
+    po->n_lp = 0;
+}
+
+/* A read-back choice's new text and log-probs as chunks (j->mu held). */
+static void produce_read_back(struct inflight *j, int i)
+{
+    struct inflight_choice *c = &j->ch[i];
+    const int new_lp = c->n_lp - c->sent_lp;
+    struct piece_out po = {j, i, new_lp > 0 ? c->lp + c->sent_lp : NULL, new_lp > 0 ? new_lp : 0};
+    if (c->len > c->parsed_len || (c->finished && !c->closed))
+        inflight_read_back(j, i, piece_chunk, &po);
+    if (po.n_lp > 0) /* log-probs of tokens whose text is held back */
+        out_append(j, oai_chunk(&j->req, j->srv->tok, j->id, j->created, i, 0, "", 0, po.lp, po.n_lp, -1));
+    c->sent_len = c->len;
+    c->sent_lp = c->n_lp;
+}
+
 /* Formats what arrived since the last call into j->out (j->mu held). */
 static void produce(struct inflight *j)
 {
+    const int read_back = inflight_reads_back(j);
     const struct server *s = j->srv;
     const int chat = j->req.kind == OAI_CHAT;
     int all_closed = 1;
@@ -52,7 +86,9 @@ static void produce(struct inflight *j)
         }
         size_t new_text = c->len > c->sent_len ? c->len - c->sent_len : 0;
         int new_lp = c->n_lp - c->sent_lp;
-        if (new_text || new_lp > 0) {
+        if (read_back)
+            produce_read_back(j, i);
+        else if (new_text || new_lp > 0) {
             out_append(j, oai_chunk(&j->req, s->tok, j->id, j->created, i, 0, c->text + c->sent_len, new_text,
                                     new_lp > 0 ? c->lp + c->sent_lp : NULL, new_lp > 0 ? new_lp : 0, -1));
             c->sent_len += new_text;
@@ -60,7 +96,9 @@ static void produce(struct inflight *j)
         }
         if (c->finished && !c->closed) {
             c->closed = 1;
-            out_append(j, oai_chunk(&j->req, s->tok, j->id, j->created, i, 0, "", 0, NULL, 0, (int)c->finish));
+            const int calls = read_back && c->parser && chat_output_calls(c->parser) > 0 && c->finish == FINISH_REASON_STOP;
+            out_append(j, oai_chunk(&j->req, s->tok, j->id, j->created, i, 0, "", 0, NULL, 0,
+                                    calls ? OAI_FINISH_TOOL_CALLS : (int)c->finish));
         }
         all_closed &= c->closed;
     }
@@ -163,16 +201,24 @@ static enum MHD_Result reply_whole(struct server *s, struct conn *c, struct MHD_
         return server_reply_error(c, conn, &err);
     }
     struct oai_choice *choices = xcalloc((size_t)n, sizeof *choices);
+    struct chat_message *msgs = xcalloc((size_t)n, sizeof *msgs);
+    const int read_back = inflight_reads_back(j);
     int completion = 0, aborted = 0;
     for (int i = 0; i < n; i++) {
         const struct inflight_choice *ch = &j->ch[i];
-        choices[i] = (struct oai_choice){ch->text ? ch->text : "", ch->len, ch->finish, ch->lp, ch->n_lp};
+        if (read_back)
+            inflight_read_back(j, i, chat_message_add, &msgs[i]);
+        choices[i] = (struct oai_choice){ch->text ? ch->text : "", ch->len, ch->finish, ch->lp, ch->n_lp,
+                                         read_back ? &msgs[i] : NULL};
         completion += ch->completion_tokens;
         aborted |= ch->finish == FINISH_REASON_ABORT;
     }
     json_t *body = aborted ? NULL
                            : oai_response(&j->req, s->tok, j->id, j->created, choices, n, j->prompt_tokens, completion);
     pthread_mutex_unlock(&j->mu);
+    for (int i = 0; i < n; i++)
+        chat_message_free(&msgs[i]);
+    free(msgs);
     free(choices);
     metrics_observe(s->metrics, METRICS_E2E, clock_now() - j->arrived_at);
     release(j);

@@ -2,11 +2,13 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 
+#include "chat/chat_output.h"
 #include "core/clock.h"
 #include "server/server_internal.h"
 
@@ -21,6 +23,8 @@ struct inflight *inflight_new(struct server *srv, struct oai_completion_request 
     j->refs = 2;
     j->client_fd = -1;
     j->ch = xcalloc((size_t)j->req.f.submit.n, sizeof *j->ch);
+    for (int i = 0; i < j->req.f.submit.n; i++)
+        j->ch[i].call_token_at = SIZE_MAX;
     pthread_mutex_init(&j->mu, NULL);
     pthread_cond_init(&j->cv, NULL);
     return j;
@@ -31,6 +35,7 @@ static void inflight_free(struct inflight *j)
     for (int i = 0; i < j->req.f.submit.n; i++) {
         free(j->ch[i].text);
         free(j->ch[i].lp);
+        chat_output_free(j->ch[i].parser);
     }
     free(j->ch);
     free(j->out);
@@ -94,6 +99,8 @@ void inflight_on_event(void *ctx, const struct engine_event *ev)
         c->last_token_at = now;
         if (j->req.logprobs)
             append_lp(c, ev->sample, j->req.f.submit.sampling.top_logprobs);
+        if (ev->sample->token == j->req.f.call_token && c->call_token_at == SIZE_MAX)
+            c->call_token_at = c->len;
     }
     if (ev->text_len)
         append_text(c, ev->text, ev->text_len);
@@ -115,6 +122,33 @@ void inflight_on_event(void *ctx, const struct engine_event *ev)
     pthread_mutex_unlock(&j->mu);
     if (last_ref)
         inflight_free(j);
+}
+
+int inflight_reads_back(const struct inflight *j)
+{
+    return j->req.kind == OAI_CHAT && j->req.f.format && (j->req.f.read_calls || j->req.f.read_reasoning);
+}
+
+void inflight_read_back(struct inflight *j, int i, void (*fn)(void *arg, const struct chat_piece *p), void *arg)
+{
+    struct inflight_choice *c = &j->ch[i];
+    if (!c->parser) {
+        struct chat_output_opts o = {j->req.f.format, j->req.f.read_calls, j->req.f.read_reasoning,
+                                     j->req.f.in_reasoning};
+        c->parser = chat_output_new(&o);
+    }
+    size_t from = c->parsed_len < c->len ? c->parsed_len : c->len;
+    if (!c->call_token_fed && c->call_token_at >= from && c->call_token_at <= c->len) {
+        size_t at = c->call_token_at;
+        chat_output_feed(c->parser, c->text + from, at - from, fn, arg);
+        chat_output_feed(c->parser, CHAT_PYTHON_TAG, strlen(CHAT_PYTHON_TAG), fn, arg);
+        c->call_token_fed = 1;
+        from = at;
+    }
+    chat_output_feed(c->parser, c->text ? c->text + from : "", c->len - from, fn, arg);
+    c->parsed_len = c->len;
+    if (c->finished)
+        chat_output_finish(c->parser, fn, arg);
 }
 
 int inflight_client_gone(const struct inflight *j)

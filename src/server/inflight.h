@@ -27,6 +27,13 @@ struct inflight_choice {
     /* streaming: how much has gone out */
     size_t sent_len;
     int sent_lp, opened, closed;
+    /* chat read back (chat/chat_output.h): where in text the request's
+     * call token came (the detokenizer drops special tokens; SIZE_MAX:
+     * none), and while streaming the parser and how much of text it has */
+    size_t call_token_at;
+    struct chat_output *parser;
+    size_t parsed_len;
+    int call_token_fed;
 };
 
 struct inflight {
@@ -62,5 +69,12 @@ int inflight_client_gone(const struct inflight *j);
 
 /* Waits (j->mu held) until something arrives or timeout_s passes. */
 void inflight_wait(struct inflight *j, double timeout_s);
+
+/* Whether the request's chat output is read back (calls, reasoning). */
+int inflight_reads_back(const struct inflight *j);
+/* Feeds choice i's text that the parser has not read (its parser made on
+ * first use), then, when it finished, the end; fn gets the pieces (j->mu held). */
+struct chat_piece;
+void inflight_read_back(struct inflight *j, int i, void (*fn)(void *arg, const struct chat_piece *p), void *arg);
 
 #endif

@@ -85,18 +85,32 @@ struct oai_token_logprob {
 };
 
 /* One choice's finished result. */
+struct chat_message;
+struct chat_piece;
 struct oai_choice {
     const char *text; /* the generated text (cut at a stop string) */
     size_t text_len;
     enum finish_reason finish; /* ABORT renders as "abort" but is never sent to a client that left */
     const struct oai_token_logprob *lp; /* [n_lp] when r->logprobs, else NULL */
     int n_lp;
+    /* chat: the text read back (chat/chat_output.h) into content,
+     * reasoning_content and tool_calls; NULL: the text is the content */
+    const struct chat_message *msg;
 };
+
+/* The finish of a choice that ended (stop) after tool calls: "tool_calls". */
+enum { OAI_FINISH_TOOL_CALLS = 100 };
+
+/* The id of tool call `call` of choice `index` in the response `id`
+ * ("call_" and 24 hex digits), the same in a stream and a whole response. */
+void oai_tool_call_id(const char *id, int index, int call, char out[32]);
 
 /* The whole non-streaming response object: {"id", "object": "chat.completion" |
  * "text_completion", "created", "model", "choices": [...], "usage": {prompt_tokens,
  * completion_tokens, total_tokens}}. Chat choices carry {"index", "message": {"role":
- * "assistant", "content"}, "logprobs": null | {"content": [{"token", "logprob", "bytes",
+ * "assistant", "content" (null when there are tool calls and no text), "reasoning_content"
+ * (when there was reasoning), "tool_calls" (when there were calls: [{"id", "type":
+ * "function", "function": {"name", "arguments"}}])}, "logprobs": null | {"content": [{"token", "logprob", "bytes",
  * "top_logprobs": [...]}]}, "finish_reason"}; completion choices {"index", "text",
  * "logprobs": null | {"tokens", "token_logprobs", "top_logprobs", "text_offset"},
  * "finish_reason"}. Token strings are each token decoded alone (tok). When the
@@ -113,6 +127,15 @@ json_t *oai_response(const struct oai_completion_request *r, const struct tokeni
 char *oai_chunk(const struct oai_completion_request *r, const struct tokenizer *tok, const char *id, long created, int index,
                 int first, const char *delta, size_t delta_len, const struct oai_token_logprob *lp, int n_lp,
                 int finish);
+/* One SSE event for a piece of a chat choice read back (chat/chat_output.h):
+ * a "content" or "reasoning_content" delta, a tool call's opening
+ * ({"tool_calls": [{"index", "id", "type": "function", "function":
+ * {"name", "arguments": ""}}]}) or a fragment of its arguments
+ * ({"tool_calls": [{"index", "function": {"arguments"}}]}); lp as in
+ * oai_chunk. Returns a malloc'ed "data: {...}\n\n" string. */
+char *oai_chunk_piece(const struct oai_completion_request *r, const struct tokenizer *tok, const char *id,
+                      long created, int index, const struct chat_piece *p, const struct oai_token_logprob *lp,
+                      int n_lp);
 /* The last chunk when include_usage: "choices": [] and "usage". */
 char *oai_usage_chunk(const struct oai_completion_request *r, const char *id, long created, int prompt_tokens,
                       int completion_tokens);

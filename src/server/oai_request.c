@@ -69,31 +69,6 @@ static int parse_model(struct parse *p)
     return oai_error_set(p->err, 404, "model", "The model '%.200s' does not exist.", json_string_value(m));
 }
 
-/* OpenAI's tool_choice: "none", "auto", "required" or {"type": "function", "function": {"name"}}; only
- * with tools, and only what the server does: not yet "required" or a named function (they must hold
- * the output to a call, which the next step of tool calling enforces), never ignored. */
-static int check_tool_choice(struct parse *p)
-{
-    const json_t *tc = request_field_get(p->o, "tool_choice");
-    if (!tc)
-        return 0;
-    const char *s = json_is_string(tc) ? json_string_value(tc) : NULL;
-    const json_t *fn = json_is_object(tc) ? json_object_get(tc, "function") : NULL;
-    if (!(s && (!strcmp(s, "none") || !strcmp(s, "auto") || !strcmp(s, "required"))) &&
-        !(json_is_object(tc) && json_is_string(json_object_get(tc, "type")) &&
-          !strcmp(json_string_value(json_object_get(tc, "type")), "function") && json_is_object(fn) &&
-          json_is_string(json_object_get(fn, "name"))))
-        return BAD(p, "tool_choice",
-                   "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", "
-                   "\"function\": {\"name\": ...}}");
-    if (!request_field_get(p->o, "tools") && !(s && !strcmp(s, "none")))
-        return BAD(p, "tool_choice", "'tool_choice' is only allowed when 'tools' are given");
-    if (!s || strcmp(s, "required") == 0)
-        return BAD(p, "tool_choice", "'tool_choice' %s is not supported yet (\"none\" and \"auto\" are)",
-                   s ? "\"required\"" : "naming a function");
-    return 0;
-}
-
 /* Refusals of fields whose meaning we would silently change. */
 static int refuse_unsupported(struct parse *p)
 {
@@ -117,8 +92,6 @@ static int refuse_unsupported(struct parse *p)
                 return BAD(p, "modalities", "'modalities': only [\"text\"] is supported");
         }
     }
-    if (check_tool_choice(p))
-        return -1;
     if (p->kind == OAI_COMPLETION) {
         const json_t *s = request_field_get(p->o, "suffix");
         if (s && !(json_is_string(s) && json_string_length(s) == 0))

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "server/oai.h"
+#include "chat/chat_output.h"
 #include "core/utf8.h"
 
 /* A JSON string of s[0..n), invalid bytes replaced by U+FFFD. */
@@ -32,9 +33,55 @@ static json_t *jtext(const char *s, size_t n)
 
 static json_t *jlogprob(float x) { return json_real(isfinite(x) ? (double)x : -9999.0); }
 
-static const char *finish_name(enum finish_reason f)
+static const char *finish_name(int f)
 {
-    return f == FINISH_REASON_STOP ? "stop" : f == FINISH_REASON_ABORT ? "abort" : "length";
+    return f == OAI_FINISH_TOOL_CALLS ? "tool_calls"
+           : f == FINISH_REASON_STOP  ? "stop"
+           : f == FINISH_REASON_ABORT ? "abort"
+                                      : "length";
+}
+
+void oai_tool_call_id(const char *id, int index, int call, char out[32])
+{
+    uint64_t h = 1469598103934665603ull; /* FNV-1a of the response id, then mixed with the indices */
+    for (const char *c = id; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    uint64_t a = h ^ ((uint64_t)index << 32 | (uint32_t)call), b = a * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull;
+    a = (a ^ (a >> 31)) * 0x7fb5d329728ea185ull;
+    b = (b ^ (b >> 29)) * 0x81dadef4bc2dd44dull;
+    snprintf(out, 32, "call_%016llx%08llx", (unsigned long long)(a ^ (a >> 33)),
+             (unsigned long long)((b ^ (b >> 32)) & 0xffffffffull));
+}
+
+/* The message of a chat choice: the text as content, or what it read back as. */
+static json_t *chat_message_json(const struct oai_completion_request *r, const struct oai_choice *c, int index,
+                                 const char *id)
+{
+    (void)r;
+    json_t *msg = json_object();
+    json_object_set_new(msg, "role", json_string("assistant"));
+    const struct chat_message *m = c->msg;
+    if (!m) {
+        json_object_set_new(msg, "content", jtext(c->text ? c->text : "", c->text ? c->text_len : 0));
+        return msg;
+    }
+    json_object_set_new(msg, "content",
+                        m->content ? jtext(m->content, m->content_len) : m->n_calls ? json_null() : json_string(""));
+    if (m->reasoning)
+        json_object_set_new(msg, "reasoning_content", jtext(m->reasoning, m->reasoning_len));
+    if (m->n_calls) {
+        json_t *calls = json_array();
+        for (int k = 0; k < m->n_calls; k++) {
+            char call_id[32];
+            oai_tool_call_id(id, index, k, call_id);
+            json_t *fn = json_object();
+            json_object_set_new(fn, "name", jtext(m->calls[k].name, strlen(m->calls[k].name)));
+            json_object_set_new(fn, "arguments", jtext(m->calls[k].args, m->calls[k].args_len));
+            json_array_append_new(calls, json_pack("{s:s, s:s, s:o}", "id", call_id, "type", "function", "function", fn));
+        }
+        json_object_set_new(msg, "tool_calls", calls);
+    }
+    return msg;
 }
 
 /* One token decoded alone, specials included (malloc'ed, raw bytes). */
@@ -208,10 +255,7 @@ json_t *oai_response(const struct oai_completion_request *r, const struct tokeni
         json_t *ch = json_object();
         json_object_set_new(ch, "index", json_integer(i));
         if (chat) {
-            json_t *msg = json_object();
-            json_object_set_new(msg, "role", json_string("assistant"));
-            json_object_set_new(msg, "content", jtext(c->text ? c->text : "", c->text ? c->text_len : 0));
-            json_object_set_new(ch, "message", msg);
+            json_object_set_new(ch, "message", chat_message_json(r, c, i, id));
             json_object_set_new(ch, "logprobs",
                                 r->logprobs ? chat_logprobs(r, tok, c->lp, n_lp) : json_null());
         } else {
@@ -220,7 +264,8 @@ json_t *oai_response(const struct oai_completion_request *r, const struct tokeni
                 r->logprobs ? completion_logprobs(r, tok, c->lp, n_lp, echo_chars(r, r->echo)) : json_null();
             json_object_set_new(ch, "logprobs", lp);
         }
-        json_object_set_new(ch, "finish_reason", json_string(finish_name(c->finish)));
+        const int calls = c->msg && c->msg->n_calls > 0 && c->finish == FINISH_REASON_STOP;
+        json_object_set_new(ch, "finish_reason", json_string(finish_name(calls ? OAI_FINISH_TOOL_CALLS : (int)c->finish)));
         json_array_append_new(arr, ch);
     }
     json_object_set_new(o, "choices", arr);
@@ -273,7 +318,7 @@ char *oai_chunk(const struct oai_completion_request *r, const struct tokenizer *
                                 : json_null());
     }
     json_object_set_new(ch, "finish_reason",
-                        finish >= 0 ? json_string(finish_name((enum finish_reason)finish)) : json_null());
+                        finish >= 0 ? json_string(finish_name(finish)) : json_null());
     json_t *arr = json_array();
     json_array_append_new(arr, ch);
     json_object_set_new(o, "choices", arr);
@@ -281,6 +326,39 @@ char *oai_chunk(const struct oai_completion_request *r, const struct tokenizer *
         json_object_set_new(o, "usage", json_null());
     if (first)
         add_warnings(o, r);
+    return sse(o);
+}
+
+char *oai_chunk_piece(const struct oai_completion_request *r, const struct tokenizer *tok, const char *id,
+                      long created, int index, const struct chat_piece *p, const struct oai_token_logprob *lp,
+                      int n_lp)
+{
+    json_t *o = envelope(r, id, created, "chat.completion.chunk"), *ch = json_object(), *d = json_object();
+    json_object_set_new(ch, "index", json_integer(index));
+    if (p->kind == CHAT_PIECE_CONTENT || p->kind == CHAT_PIECE_REASONING) {
+        json_object_set_new(d, p->kind == CHAT_PIECE_CONTENT ? "content" : "reasoning_content", jtext(p->text, p->len));
+    } else {
+        json_t *call = json_object(), *fn = json_object();
+        json_object_set_new(call, "index", json_integer(p->call));
+        if (p->kind == CHAT_PIECE_CALL) {
+            char call_id[32];
+            oai_tool_call_id(id, index, p->call, call_id);
+            json_object_set_new(call, "id", json_string(call_id));
+            json_object_set_new(call, "type", json_string("function"));
+            json_object_set_new(fn, "name", jtext(p->text, p->len));
+            json_object_set_new(fn, "arguments", json_string(""));
+        } else {
+            json_object_set_new(fn, "arguments", jtext(p->text, p->len));
+        }
+        json_object_set_new(call, "function", fn);
+        json_object_set_new(d, "tool_calls", json_pack("[o]", call));
+    }
+    json_object_set_new(ch, "delta", d);
+    json_object_set_new(ch, "logprobs", r->logprobs && lp && n_lp > 0 ? chat_logprobs(r, tok, lp, n_lp) : json_null());
+    json_object_set_new(ch, "finish_reason", json_null());
+    json_object_set_new(o, "choices", json_pack("[o]", ch));
+    if (r->include_usage)
+        json_object_set_new(o, "usage", json_null());
     return sse(o);
 }
 

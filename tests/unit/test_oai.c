@@ -391,7 +391,11 @@ static const struct bad BAD[] = {
     {C, "{\"model\": \"m1\", \"messages\": [{\"role\": \"tool\", \"content\": \"42\"}]}", 400,
      "messages[0].tool_call_id", "the id of the tool call"},
     {C, CHAT(", \"tools\": \"f\""), 400, "tools", NULL},
-    {C, CHAT(", \"tools\": [{}, 1]"), 400, "tools[1]", NULL},
+    {C, CHAT(", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}, 1]"), 400, "tools[1]", NULL},
+    {C, CHAT(", \"tools\": [{}]"), 400, "tools[0]", "\"type\": \"function\""},
+    {C, CHAT(", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f.g\"}}]"), 400,
+     "tools[0].function.name", "letters, digits"},
+    {C, CHAT(", \"tool_choice\": \"required\""), 400, "tool_choice", "only allowed when"},
     {C, CHAT(", \"chat_template_kwargs\": [1]"), 400, "chat_template_kwargs", NULL},
     {C, CHAT(", \"response_format\": {\"type\": \"json_object\"}"), 400, "response_format", NULL},
     /* numbers: type, range, fraction */
@@ -735,8 +739,8 @@ Test(oai_response, chat)
     const float top_lps[] = {-0.1f, -2.5f};
     struct oai_token_logprob lp[] = {tlp(TOK_A, -0.1f, 2, top_ids, top_lps),
                                      tlp(BYTE0 + 0xC3, -INFINITY, 0, NULL, NULL)};
-    struct oai_choice ch[] = {{"a\xc3\xa9", 3, FINISH_REASON_STOP, lp, 2},
-                              {"xyz", 3, FINISH_REASON_LENGTH, NULL, 0}};
+    struct oai_choice ch[] = {{"a\xc3\xa9", 3, FINISH_REASON_STOP, lp, 2, NULL},
+                              {"xyz", 3, FINISH_REASON_LENGTH, NULL, 0, NULL}};
     json_t *o = roundtrip(oai_response(&r, tok, "chatcmpl-abc", 1700000000, ch, 2, 7, 5));
     cr_assert_str_eq(str(o, "id"), "chatcmpl-abc");
     cr_assert_str_eq(str(o, "object"), "chat.completion");
@@ -783,7 +787,7 @@ Test(oai_response, completion_logprobs_shape)
     const float lps0[] = {-0.5f, -1.0f}, lps1[] = {-0.2f, -0.3f};
     /* the chosen token is not among the top two at position 0: the dict has three entries */
     struct oai_token_logprob lp[] = {tlp(TOK_A, -3.0f, 2, ids0, lps0), tlp(TOK_B, -0.3f, 2, ids1, lps1)};
-    struct oai_choice ch = {"ab", 2, FINISH_REASON_LENGTH, lp, 2};
+    struct oai_choice ch = {"ab", 2, FINISH_REASON_LENGTH, lp, 2, NULL};
     json_t *o = roundtrip(oai_response(&r, tok, "cmpl-1", 5, &ch, 1, 3, 2));
     cr_assert_str_eq(str(o, "object"), "text_completion");
     const json_t *c = json_array_get(json_object_get(o, "choices"), 0);
@@ -922,7 +926,7 @@ Test(oai_response, completion_stream_chunks)
 Test(oai_response, invalid_utf8_text_stays_valid_json)
 {
     struct oai_completion_request r = request(OAI_CHAT, CHAT(""));
-    struct oai_choice ch = {"ok\xe2\x82", 4, FINISH_REASON_LENGTH, NULL, 0};
+    struct oai_choice ch = {"ok\xe2\x82", 4, FINISH_REASON_LENGTH, NULL, 0, NULL};
     json_t *o = roundtrip(oai_response(&r, tok, "chatcmpl-q", 1, &ch, 1, 1, 1));
     cr_assert_str_eq(
         str(json_object_get(json_array_get(json_object_get(o, "choices"), 0), "message"), "content"),

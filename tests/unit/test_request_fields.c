@@ -204,7 +204,7 @@ Test(request_fields, unknown_fields_refused_or_ignored)
     struct request_fields r;
     parse_ok(&srv,
              "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"max_token\": 5, \"user\": \"u\", "
-             "\"prompt\": \"ignored: not a form the chat route takes\", \"tools\": [{}]}",
+             "\"prompt\": \"ignored: not a form the chat route takes\", \"tools\": [{\"type\": \"function\", \"function\": {\"name\": \"f\"}}], \"tool_choice\": \"none\"}",
              &r);
     cr_assert_str_eq(r.prompt_text, "u:a a:");
     request_fields_free(&r);
