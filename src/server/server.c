@@ -45,6 +45,8 @@ static enum MHD_Result queue(struct conn *c, struct MHD_Connection *conn, int st
         return MHD_NO;
     }
     MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (c->close)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
     c->status = status;
     enum MHD_Result rc = MHD_queue_response(conn, (unsigned)status, r);
     MHD_destroy_response(r);
@@ -144,6 +146,108 @@ static int json_content(struct MHD_Connection *conn)
     return (n == 16 && !strncasecmp(t, "application/json", 16)) || (n > 5 && !strncasecmp(t + n - 5, "+json", 5));
 }
 
+/* ---- the request's framing and size ----
+ *
+ * libmicrohttpd 0.9.75 (src/microhttpd/connection.c) answers these itself,
+ * before or without calling our handler, with a fixed HTML body that no option
+ * or callback replaces:
+ * - a request line without a space: closed unanswered (parse_initial_message_line);
+ * - a bad HTTP version token: 400; HTTP/0.x or 2+: 505 (parse_http_version);
+ * - a header line without a colon: 400 (MHD_connection_handle_idle,
+ *   process_broken_line);
+ * - a head over the connection's memory pool: 414 while the request line is
+ *   read, else 431 (get_next_header_line, connection_add_header,
+ *   parse_cookie_header);
+ * - a Content-Length that is not digits: 400; over 64 bits: 413
+ *   (parse_connection_headers);
+ * - bad chunked framing: 400; a chunk size over 64 bits: 413
+ *   (process_request_body, while the body is read).
+ * The parse_connection_headers errors (Content-Length, and a Cookie the pool
+ * cannot copy) also send their status line and headers twice: the error is
+ * queued (state HEADERS_SENDING), MHD_connection_handle_idle then overwrites
+ * the state with HEADERS_PROCESSED, and START_REPLY runs build_header_response
+ * again, which appends. Our handler is never called for such a request.
+ * Fixed upstream in f1bfbe71, first released in 1.0.0: this server linked
+ * against 1.0.1 sends one response (its HTML body). Everything else is
+ * refused here or in precheck(), in OpenAI's JSON shape. */
+
+/* The memory pool of a connection holds its request line, its header fields
+ * (64 bytes of bookkeeping each) and its read buffer; a head that does not fit
+ * gets the library's HTML 431 / 414. 256 KiB, 4 times MAX_HEAD_BYTES, lets a
+ * head of up to ~260 KB or ~3,400 short fields reach protocol_check() and its
+ * JSON 431 / 414 (the library's 32 KiB default: ~32 KB, ~440 fields). More
+ * costs every connection: each request's read buffer takes half the pool and
+ * the library zeroes what it left unused, so an idle kept-alive connection
+ * holds its whole pool resident. Measured: 42 kB at 32 KiB, 266 kB at 256 KiB,
+ * 1034 kB at 1 MiB, the size 10,000 fields need (1 GiB at --max-connections
+ * 1024), for a JSON body no real client needs (nginx in front stops at 8 KB a
+ * line, 32 KB in all). A 1-token completion's rate did not move (49/s at each
+ * size). */
+#define CONNECTION_MEMORY ((size_t)256 << 10)
+#define MAX_HEAD_BYTES (64 << 10) /* request line and header fields */
+#define MAX_HEAD_FIELDS 1024
+#define MAX_TARGET_BYTES (8 << 10) /* path and query, as nginx and Apache */
+
+struct head {
+    unsigned fields, n_length, n_coding;
+    const char *coding; /* the first Transfer-Encoding */
+    size_t target;      /* the query's bytes (protocol_check adds the path's) */
+};
+
+static enum MHD_Result head_field(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    struct head *h = cls;
+    if (kind == MHD_GET_ARGUMENT_KIND) {
+        h->target += strlen(key) + (value ? strlen(value) + 1 : 0) + 1;
+        return MHD_YES;
+    }
+    h->fields++;
+    if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH))
+        h->n_length++;
+    else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING) && !h->n_coding++)
+        h->coding = value ? value : "";
+    return MHD_YES;
+}
+
+/* The request's size and framing (RFC 9112 sections 6.1 and 6.3), from its
+ * headers: 0, or -1 with err filled. The library frames the body by the first
+ * Transfer-Encoding, else the first Content-Length, and ignores the others; a
+ * proxy in front that frames it by another would take part of this request
+ * for the next one, or the other way round (request smuggling). So: at most
+ * one Content-Length, two equal ones refused too (RFC 9110 section 8.6 allows
+ * either; nginx and Node refuse them, and a repeated field means something on
+ * the way rewrote the request); none with a Transfer-Encoding; that one field
+ * "chunked", not in an HTTP/1.0 request. The refusal closes the connection. */
+static int protocol_check(struct MHD_Connection *conn, const char *url, const char *version,
+                          struct oai_error *err)
+{
+    struct head h = {0};
+    MHD_get_connection_values(conn, MHD_HEADER_KIND, head_field, &h);
+    MHD_get_connection_values(conn, MHD_GET_ARGUMENT_KIND, head_field, &h);
+    h.target += strlen(url);
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_REQUEST_HEADER_SIZE);
+    const size_t head = i ? i->header_size : 0;
+    if (h.target > MAX_TARGET_BYTES)
+        return oai_error_set(err, 414, NULL, "the request target exceeds %d bytes", MAX_TARGET_BYTES);
+    if (head > MAX_HEAD_BYTES)
+        return oai_error_set(err, 431, NULL, "the request line and headers exceed %d bytes", MAX_HEAD_BYTES);
+    if (h.fields > MAX_HEAD_FIELDS)
+        return oai_error_set(err, 431, NULL, "more than %d header fields", MAX_HEAD_FIELDS);
+    if (h.n_length > 1)
+        return oai_error_set(err, 400, NULL, "Content-Length is given %u times", h.n_length);
+    if (h.n_coding && h.n_length)
+        return oai_error_set(err, 400, NULL, "both Content-Length and Transfer-Encoding are given");
+    if (h.n_coding > 1)
+        return oai_error_set(err, 400, NULL, "Transfer-Encoding is given %u times", h.n_coding);
+    if (h.n_coding && strcasecmp(h.coding, "chunked"))
+        return oai_error_set(err, 501, NULL, "Transfer-Encoding '%.64s' is not supported (only chunked)",
+                             h.coding);
+    if (h.n_coding && !strcmp(version, MHD_HTTP_VERSION_1_0))
+        return oai_error_set(err, 400, NULL, "Transfer-Encoding in an HTTP/1.0 request");
+    return 0;
+}
+
 /* What can be refused from the headers alone: route, method, key, content
  * type, announced length. Returns the route, or NULL with the refusal queued
  * (*rc): a refusal before the body is read closes the connection without
@@ -206,7 +310,6 @@ static enum MHD_Result dispatch(struct server *s, struct conn *c, struct MHD_Con
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url, const char *method,
                                   const char *version, const char *upload, size_t *upload_size, void **state)
 {
-    (void)version;
     struct server *s = cls;
     struct conn *c = *state;
     if (!c) { /* the headers are in: refuse an announced oversized body before reading it */
@@ -214,6 +317,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
         c->arrived_at = clock_now();
         c->route = "other";
         *state = c;
+        struct oai_error err;
+        if (protocol_check(conn, url, version, &err)) { /* the body unread, the connection closed */
+            c->close = 1;
+            return server_reply_error(c, conn, &err);
+        }
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
         const char *expect = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
         const unsigned long long announced = cl ? strtoull(cl, NULL, 10) : 0;
@@ -359,12 +467,14 @@ int server_run(struct model *m, const struct tokenizer *tok, const struct chat_t
                                     (addr.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0),
                                 0, NULL, NULL, on_request, &s, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&addr,
                                 MHD_OPTION_NOTIFY_COMPLETED, on_completed, &s, MHD_OPTION_CONNECTION_LIMIT,
-                                (unsigned)so->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, 60u, MHD_OPTION_END);
+                                (unsigned)so->max_connections, MHD_OPTION_CONNECTION_TIMEOUT, 60u,
+                                MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONNECTION_MEMORY, MHD_OPTION_END);
     if (!s.daemon) {
         err_set(e, "cannot listen on %s:%d (in use, or not an address of this machine)", so->host, so->port);
         goto done;
     }
-    fprintf(stderr, "infer: serving %s on http://%s:%d\n", so->served_name, so->host, bound_port(s.daemon));
+    fprintf(stderr, "infer: serving %s on http://%s:%d (libmicrohttpd %s)\n", so->served_name, so->host,
+            bound_port(s.daemon), MHD_get_version());
     fflush(stderr);
     int sig = wait_for_signal();
     log_info("%s: finishing the requests in flight (at most %.0f s), then exiting", sig == SIGINT ? "SIGINT" : "SIGTERM",

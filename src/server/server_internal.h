@@ -36,6 +36,7 @@ struct conn {
     char *body;
     size_t len, cap;
     int too_big;
+    int close; /* the response ends the connection (framing we cannot trust) */
     unsigned long long received; /* body bytes seen, kept or not */
     const char *route; /* for the metrics: a known route, or "other" */
     int status;        /* of the response queued */
