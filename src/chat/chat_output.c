@@ -348,6 +348,15 @@ static void call_undo(struct chat_output *p, chat_piece_fn fn, void *arg)
     p->mode = M_CONTENT;
 }
 
+static void call_drop(struct chat_output *p)
+{
+    scan_free(&p->sc);
+    p->raw.n = 0;
+    p->gap.n = 0;
+    p->in.n = 0;
+    p->mode = M_CONTENT;
+}
+
 static void call_end(struct chat_output *p)
 {
     p->calls++;
@@ -510,9 +519,16 @@ static int st_call(struct chat_output *p, chat_piece_fn fn, void *arg, int final
         call_end(p);
         return 1;
     }
-    if (final) {
+    if (final) { /* cut off: a call once its name is known */
+        if (!s->committed && s->have_name) {
+            s->committed = 1;
+            p->gap.n = 0;
+            emit(fn, arg, CHAT_PIECE_CALL, p->calls, s->name.s, s->name.n);
+        }
         if (s->committed)
             call_end(p);
+        else if (p->o.calls_held) /* a call cut before its name: nothing to show */
+            call_drop(p);
         else
             call_undo(p, fn, arg);
         return 1;
@@ -532,8 +548,11 @@ static int st_call_end(struct chat_output *p, int final)
         p->mode = M_BETWEEN;
         return 1;
     }
-    if (!final && prefix_of(p->in.s + k, p->in.n - k, close))
-        return 0;
+    if (prefix_of(p->in.s + k, p->in.n - k, close)) {
+        if (!final)
+            return 0;
+        p->in.n = 0; /* the close marker, cut off */
+    }
     p->mode = M_BETWEEN;
     return 1;
 }
@@ -558,8 +577,12 @@ static int st_between(struct chat_output *p, int final)
         call_begin(p, 1);
         return 1;
     }
-    if (tag && !final && prefix_of(p->in.s, p->in.n, tag))
-        return 0;
+    if (tag && prefix_of(p->in.s, p->in.n, tag)) {
+        if (!final)
+            return 0;
+        p->in.n = 0; /* the next call's marker, cut off */
+        return 1;
+    }
     p->at_start = 0;
     p->mode = M_CONTENT;
     return 1;

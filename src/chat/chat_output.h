@@ -12,7 +12,8 @@
  * its whole name, then its arguments stream as they are written). Text that
  * opens like a call but turns out not to be one (not a JSON object with a
  * name and arguments) is content, as written. A call still open when the
- * output ends (cut by max_tokens) keeps what its arguments got. */
+ * output ends (cut by max_tokens) is a call once its name was read, with
+ * what its arguments got. */
 #ifndef INFER_CHAT_CHAT_OUTPUT_H
 #define INFER_CHAT_CHAT_OUTPUT_H
 
@@ -41,6 +42,9 @@ struct chat_output_opts {
     int calls;        /* read tool calls (the request had tools) */
     int reasoning;    /* read reasoning (the format has markers) */
     int in_reasoning; /* the output starts inside the reasoning (chat_format_prompt_in_reasoning) */
+    int calls_held;   /* a grammar held the calls (tool_choice required, named, or auto once a call
+                         opens), so an opened call is one: cut before its name, it is dropped,
+                         not shown as content */
 };
 
 struct chat_output;

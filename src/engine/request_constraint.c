@@ -216,6 +216,9 @@ static int tools_constraint(struct wanted *w, const char *given, const char *tex
     w->text = (char *)text;
     w->spec.kind = GRAMMAR_TOOL_CALLS;
     w->spec.strict = strict;
+    /* arguments on one line, as the templates show them ({"city": "Paris"}): one blank at most per gap */
+    w->spec.ws_max = 1;
+    w->spec.ws_lines = 0;
     snprintf(w->field, sizeof w->field, "tools");
     return 0;
 }
@@ -266,6 +269,7 @@ int request_constraint_parse(const struct request_fields_opts *o, const json_t *
             free(w.text);
         if (tools_constraint(&w, given, tools, out->tools.strict, err))
             return -1;
+        out->calls_held = 1;
     }
     if (w.spec.kind == GRAMMAR_NONE)
         return 0;

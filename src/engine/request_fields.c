@@ -383,8 +383,8 @@ static json_t *message_content(struct parse *p, const json_t *c, size_t i, int a
     char field[64];
     snprintf(field, sizeof field, "messages[%zu].content", i);
     if (!c || json_is_null(c)) {
-        if (assistant) /* tool calls only */
-            return json_null();
+        if (assistant) /* tool calls only: "" (templates test and split the content) */
+            return json_string("");
         BAD(p, field, "'%s' is required", field);
         return NULL;
     }

@@ -80,11 +80,11 @@ struct request_fields {
     /* chat (template_inputs): the tool fields, and how the output reads
      * back (chat/chat_output.h): the template's format (borrowed from the
      * template, NULL without messages), whether calls are read (tools
-     * rendered), reasoning read (the format marks it), and whether the
-     * prompt left the model inside the reasoning */
+     * rendered; calls_held: by the tools' constraint), reasoning read (the format
+     * marks it), and whether the prompt left the model inside the reasoning */
     struct request_tools tools;
     const struct chat_format *format;
-    int read_calls, read_reasoning, in_reasoning;
+    int read_calls, calls_held, read_reasoning, in_reasoning;
     int32_t call_token; /* a special token that opens a call (Llama 3's <|python_tag|>), or -1 */
 };
 

@@ -134,7 +134,7 @@ void inflight_read_back(struct inflight *j, int i, void (*fn)(void *arg, const s
     struct inflight_choice *c = &j->ch[i];
     if (!c->parser) {
         struct chat_output_opts o = {j->req.f.format, j->req.f.read_calls, j->req.f.read_reasoning,
-                                     j->req.f.in_reasoning};
+                                     j->req.f.in_reasoning, j->req.f.calls_held};
         c->parser = chat_output_new(&o);
     }
     size_t from = c->parsed_len < c->len ? c->parsed_len : c->len;

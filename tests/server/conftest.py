@@ -17,6 +17,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from default_model import default_model_path  # noqa: E402
 
+SHARED = os.environ.get("INFER_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
+
 
 @pytest.fixture(scope="session")
 def real_gguf():
@@ -31,6 +33,32 @@ def tiny_gguf(real_gguf, tmp_path_factory):
     path = str(tmp_path_factory.mktemp("tiny") / "tiny-gemma.gguf")
     write_tiny_gemma(real_gguf, path)
     return path
+
+
+def tiny_with_tokenizer(family, out):
+    """A tiny random model of tests/fixtures/tiny-<arch> with ../shared/tokenizers/<family>'s real
+    tokenizer (its vocabulary size), or None when that tokenizer is not here."""
+    tok = os.path.join(SHARED, "tokenizers", family)
+    if not os.path.exists(os.path.join(tok, "tokenizer.json")):
+        return None
+    arch = {"llama3": "tiny-llama", "qwen3": "tiny-qwen3"}[family]
+    cfg = json.load(open(os.path.join(ROOT, "tests", "fixtures", arch, "config.json")))
+    vocab = json.load(open(os.path.join(tok, "tokenizer.json")))
+    n = max(max(vocab["model"]["vocab"].values()), max((t["id"] for t in vocab.get("added_tokens", [])),
+                                                        default=0)) + 1
+    cfg["vocab_size"] = n
+    tc = json.load(open(os.path.join(tok, "tokenizer_config.json")))
+    eos = tc.get("eos_token")
+    eos = eos.get("content") if isinstance(eos, dict) else eos
+    ids = {t["content"]: t["id"] for t in vocab.get("added_tokens", [])}
+    cfg["eos_token_id"] = [ids[eos]] if eos in ids else cfg["eos_token_id"]
+    cfg["bos_token_id"] = ids.get(tc.get("bos_token") if isinstance(tc.get("bos_token"), str) else "", 0)
+    cfg_path = os.path.join(out, "config.in.json")
+    json.dump(cfg, open(cfg_path, "w"))
+    model = os.path.join(out, "model")
+    subprocess.run([INFER, "mkmodel", "--config", cfg_path, "--out", model, "--seed", "5", "--tokenizer", tok],
+                   check=True, capture_output=True)
+    return model
 
 
 class Server:

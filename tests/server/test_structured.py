@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 import openai
 import pytest
 
-from conftest import INFER, ROOT, Server
+from conftest import INFER, ROOT, SHARED, Server, tiny_with_tokenizer
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "grammar"))
 
@@ -34,7 +34,6 @@ SEEDS = int(os.environ.get("INFER_STRUCTURED_SEEDS", "3"))
 N_BFCL = int(os.environ.get("INFER_STRUCTURED_BFCL", "30"))
 MAX_TOKENS = 40
 WORKERS = 8  # requests in flight: they share the engine's steps
-SHARED = os.environ.get("INFER_SHARED", os.path.join(os.path.dirname(ROOT), "shared"))
 MESSAGES = [{"role": "user", "content": "Answer in JSON."}]
 
 
@@ -144,38 +143,12 @@ def hand_cases():
 
 # --- the models --------------------------------------------------------------------------------
 
-def _tiny_with_tokenizer(family, out):
-    """A tiny random model of tests/fixtures/tiny-<arch> with ../shared/tokenizers/<family>'s real
-    tokenizer (its vocabulary size), or None when that tokenizer is not here."""
-    tok = os.path.join(SHARED, "tokenizers", family)
-    if not os.path.exists(os.path.join(tok, "tokenizer.json")):
-        return None
-    arch = {"llama3": "tiny-llama", "qwen3": "tiny-qwen3"}[family]
-    cfg = json.load(open(os.path.join(ROOT, "tests", "fixtures", arch, "config.json")))
-    vocab = json.load(open(os.path.join(tok, "tokenizer.json")))
-    n = max(max(vocab["model"]["vocab"].values()), max((t["id"] for t in vocab.get("added_tokens", [])),
-                                                        default=0)) + 1
-    cfg["vocab_size"] = n
-    tc = json.load(open(os.path.join(tok, "tokenizer_config.json")))
-    eos = tc.get("eos_token")
-    eos = eos.get("content") if isinstance(eos, dict) else eos
-    ids = {t["content"]: t["id"] for t in vocab.get("added_tokens", [])}
-    cfg["eos_token_id"] = [ids[eos]] if eos in ids else cfg["eos_token_id"]
-    cfg["bos_token_id"] = ids.get(tc.get("bos_token") if isinstance(tc.get("bos_token"), str) else "", 0)
-    cfg_path = os.path.join(out, "config.in.json")
-    json.dump(cfg, open(cfg_path, "w"))
-    model = os.path.join(out, "model")
-    subprocess.run([INFER, "mkmodel", "--config", cfg_path, "--out", model, "--seed", "5", "--tokenizer", tok],
-                   check=True, capture_output=True)
-    return model
-
-
 @pytest.fixture(scope="module", params=["gemma3", "llama3", "qwen3"])
 def served(request, tmp_path_factory):
     if request.param == "gemma3":
         model = request.getfixturevalue("tiny_gguf")
     else:
-        model = _tiny_with_tokenizer(request.param, str(tmp_path_factory.mktemp(request.param)))
+        model = tiny_with_tokenizer(request.param, str(tmp_path_factory.mktemp(request.param)))
         if model is None:
             pytest.skip(f"{SHARED}/tokenizers/{request.param}/tokenizer.json not found (set INFER_SHARED)")
     s = Server(model, name=f"tiny-{request.param}", extra=("--max-num-seqs", "16"))

@@ -67,7 +67,8 @@ static const char *str(const char *s) { return s ? s : "(null)"; }
 static void expect(const struct chat_format *f, int calls, int in_reasoning, const char *text,
                    const char *want_reasoning, const char *want_content, const char *const *want_calls, int n_calls)
 {
-    struct chat_output_opts o = {f, calls, 1, in_reasoning};
+    struct chat_output_opts o = {f, calls, 1, in_reasoning, calls < 0};
+    o.calls = calls != 0;
     size_t n = strlen(text);
     for (size_t a = 0; a <= n; a++)
         for (size_t b = a; b <= n; b += (n > 40 ? 7 : 1)) {
@@ -134,6 +135,15 @@ Test(chat_output, cut_inside_a_call_keeps_its_arguments, .init = formats)
 {
     const char *cut[] = {"f|{\"q\": \"abc"};
     expect(&qwen, 1, 0, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"q\": \"abc", NULL, NULL, cut, 1);
+    const char *named[] = {"g|"};
+    expect(&llama, 1, 0, "{\"name\": \"g\", \"param", NULL, NULL, named, 1);
+    expect(&llama, 1, 0, "{\"na", NULL, "{\"na", NULL, 0);
+    /* held to calls: a call cut before its name is dropped, and so are cut markers */
+    expect(&qwen, -1, 0, "<tool_call>\n{\"name\": \"g", NULL, NULL, NULL, 0);
+    const char *closed[] = {"f|{}"};
+    expect(&qwen, -1, 0, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool", NULL, NULL, closed, 1);
+    expect(&qwen, 1, 0, "<tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n</tool_call>\n<tool_c", NULL, NULL, closed,
+           1);
 }
 
 Test(chat_output, llama3_json_calls, .init = formats)
