@@ -44,12 +44,12 @@ static void add_rests(const struct grammar_vocab *v, struct walk *w, const struc
                 rest_push(w, d, k);
 }
 
-static const struct grammar_vocab *sort_vocab; /* qsort has no context argument */
-
-static int cmp_rest(const void *a, const void *b)
+/* qsort_r's comparison: the vocabulary is its argument (a global would race
+ * between threads compiling at once) */
+static int cmp_rest(const void *a, const void *b, void *vocab)
 {
     const struct token_rest *x = a, *y = b;
-    const struct grammar_vocab *v = sort_vocab;
+    const struct grammar_vocab *v = vocab;
     uint32_t lx = v->len[x->token] - x->off, ly = v->len[y->token] - y->off;
     int c = memcmp(v->bytes[x->token] + x->off, v->bytes[y->token] + y->off, lx < ly ? lx : ly);
     if (c)
@@ -180,9 +180,7 @@ static void classify(const struct grammar_tokens *gt, struct stack_pool *pool, s
     if (w->n_rests) {
         out->rests = xmalloc((size_t)w->n_rests * sizeof(*out->rests));
         memcpy(out->rests, w->rests, (size_t)w->n_rests * sizeof(*out->rests));
-        sort_vocab = v;
-        qsort(out->rests, (size_t)w->n_rests, sizeof(*out->rests), cmp_rest);
-        sort_vocab = NULL;
+        qsort_r(out->rests, (size_t)w->n_rests, sizeof(*out->rests), cmp_rest, (void *)v);
         out->n_rests = w->n_rests;
     }
 }

@@ -7,12 +7,12 @@
 
 #include "grammar/grammar_impl.h"
 
-static const struct grammar_vocab *sort_vocab; /* qsort has no context argument */
-
-static int cmp_tokens(const void *a, const void *b)
+/* qsort_r's comparison: the vocabulary is its argument (a global would race
+ * between threads compiling at once) */
+static int cmp_tokens(const void *a, const void *b, void *vocab)
 {
     int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    const struct grammar_vocab *v = sort_vocab;
+    const struct grammar_vocab *v = vocab;
     uint32_t lx = v->len[x], ly = v->len[y];
     int c = memcmp(v->bytes[x], v->bytes[y], lx < ly ? lx : ly);
     if (c)
@@ -29,9 +29,7 @@ static void build_trie(struct grammar_vocab *v)
     for (int i = 0; i < v->n; i++)
         if (v->allowed[i >> 5] >> (i & 31) & 1)
             sorted[n++] = i;
-    sort_vocab = v;
-    qsort(sorted, (size_t)n, sizeof(int32_t), cmp_tokens);
-    sort_vocab = NULL;
+    qsort_r(sorted, (size_t)n, sizeof(int32_t), cmp_tokens, v);
     v->sorted = sorted;
     v->n_sorted = n;
     size_t cap = 1024;
