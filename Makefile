@@ -32,8 +32,7 @@ CFLAGS_BASE := -std=c11 -D_GNU_SOURCE $(OPT) -Isrc -pthread
 CFLAGS_SRC := $(CFLAGS_BASE) $(WARN)
 # Test files use Criterion's macros, which do not declare prototypes.
 CFLAGS_TEST := $(CFLAGS_BASE) -Wall -Wextra -Werror -Wvla -Itests
-# Static where the GPU machine lacks the library (libmicrohttpd); its TLS library (gnutls) is there.
-LDLIBS := -Wl,-Bstatic -ljansson -lpcre2-8 -lutf8proc -lmicrohttpd -Wl,-Bdynamic -lgnutls -lm -pthread
+LDLIBS := -Wl,-Bstatic -ljansson -lpcre2-8 -lutf8proc -Wl,-Bdynamic -lm -pthread
 
 # libinfer.a: the engine and what it stands on (core through engine, and parallel);
 # the apps built on it: the OpenAI server and the load generator; then the CLI.
@@ -147,7 +146,10 @@ fuzz-run-%: $(BUILD)/%
 
 $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(BUILD)/libinfer.a
 	@echo "LD    $@"
-	@$(CC) $(CFLAGS_BASE) -Wall -Wextra -Werror -fsanitize=fuzzer -MMD -MP -o $@ $< $(BUILD)/libinfer.a $(LDLIBS)
+	@$(CC) $(CFLAGS_BASE) -Wall -Wextra -Werror -fsanitize=fuzzer -MMD -MP -o $@ $(filter-out %.a,$^) $(BUILD)/libinfer.a $(LDLIBS)
+
+# The server's request parser is no part of libinfer.a: its fuzzer is linked with it.
+$(BUILD)/fuzz_http_parse: $(BUILD)/src/server/http_parse.o
 
 # infer grammar --check against labelled JSON Schema (bfcl-eval's, from PyPI), regex and GBNF
 # cases, llguidance beside it (tests/grammar; INFER_GRAMMAR_FULL=1: every case, every tokenizer).

@@ -52,10 +52,11 @@ int cmd_serve(int argc, char **argv)
     const char *name = NULL;
     struct server_opts so = server_opts_default(); /* the flags' defaults */
     int port = so.port, max_queued = so.max_queued, max_body_mb = (int)(so.max_body >> 20), check = 0;
+    int max_connections = so.max_connections;
     double drain = so.drain_seconds;
     struct launch_opts mf = launch_opts_default();
     struct engine_flags f = engine_flags_default();
-    enum { N_OWN = 8 };
+    enum { N_OWN = 9 };
     struct cli_opt opts[N_OWN + MODEL_FLAGS_N_OPTS + ENGINE_FLAGS_N_OPTS] = {
         {"host", CLI_OPT_STRING, &so.host, 0, 0, 0, "address to listen on", 0},
         {"port", CLI_OPT_INT, &port, 0, 0, 65535, "port (0: any free one, printed)", 0},
@@ -65,6 +66,8 @@ int cmd_serve(int argc, char **argv)
          0},
         {"max-body-mb", CLI_OPT_INT, &max_body_mb, 0, 1, 1024, "largest request body in MiB", 0},
         {"drain-seconds", CLI_OPT_DOUBLE, &drain, 0, 0, 0, "on SIGTERM, how long in-flight requests may take", 0},
+        {"max-connections", CLI_OPT_INT, &max_connections, 0, 1, 1 << 16,
+         "open connections (a thread each) beyond which new ones get 503", 0},
         {"check-integrity", CLI_OPT_FLAG, &check, 0, 0, 0,
          "check the KV cache's block accounting after every step and abort on a violation (tests)", 0},
     };
@@ -85,6 +88,7 @@ int cmd_serve(int argc, char **argv)
     so.max_queued = max_queued;
     so.max_body = (size_t)max_body_mb << 20;
     so.drain_seconds = drain;
+    so.max_connections = max_connections;
     if (launch_check(&mf, &e) || engine_flags_check(&f, opts + N_OWN + MODEL_FLAGS_N_OPTS, &e))
         goto done;
     const int other_node = launch_other_node(&mf, &node_status, &e); /* its ranks of a split model only */

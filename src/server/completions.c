@@ -116,10 +116,11 @@ static void produce(struct inflight *j)
     }
 }
 
-static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
+/* The stream's source for the HTTP layer (http_stream_fn): what is
+ * formatted, else waits for the engine's next events. */
+static long stream_read(void *arg, char *buf, size_t max)
 {
-    (void)pos;
-    struct inflight *j = cls;
+    struct inflight *j = arg;
     pthread_mutex_lock(&j->mu);
     for (;;) {
         if (j->out_pos < j->out_len) {
@@ -129,23 +130,23 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *buf, size_t max)
             if (j->out_pos == j->out_len)
                 j->out_pos = j->out_len = 0;
             pthread_mutex_unlock(&j->mu);
-            return (ssize_t)n;
+            return (long)n;
         }
         if (j->done_sent) {
             pthread_mutex_unlock(&j->mu);
-            return MHD_CONTENT_READER_END_OF_STREAM;
+            return 0;
         }
         produce(j);
         if (j->out_len)
             continue;
         if (j->srv->stopping) {
             pthread_mutex_unlock(&j->mu);
-            return MHD_CONTENT_READER_END_WITH_ERROR;
+            return -1;
         }
         inflight_wait(j, POLL_SECONDS);
-        if (inflight_client_gone(j)) { /* stream_done aborts the request */
+        if (inflight_client_gone(j)) { /* reply_stream's release aborts the request */
             pthread_mutex_unlock(&j->mu);
-            return MHD_CONTENT_READER_END_WITH_ERROR;
+            return -1;
         }
     }
 }
@@ -163,26 +164,16 @@ static void release(struct inflight *j)
     inflight_unref(j);
 }
 
-static void stream_done(void *cls) { release(cls); }
-
-static enum MHD_Result reply_stream(struct server *s, struct conn *c, struct MHD_Connection *conn, struct inflight *j)
+static int reply_stream(struct server *s, struct conn *c, struct inflight *j)
 {
     (void)s;
-    struct MHD_Response *r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16 * 1024, stream_read, j,
-                                                               stream_done);
-    if (!r) {
-        release(j);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/event-stream");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     c->status = 200;
-    enum MHD_Result rc = MHD_queue_response(conn, 200, r);
-    MHD_destroy_response(r); /* stream_done runs when the library is done with it */
+    int rc = http_respond_stream(c->rq, 200, "text/event-stream", "Cache-Control: no-cache\r\n", stream_read, j);
+    release(j);
     return rc;
 }
 
-static enum MHD_Result reply_whole(struct server *s, struct conn *c, struct MHD_Connection *conn, struct inflight *j)
+static int reply_whole(struct server *s, struct conn *c, struct inflight *j)
 {
     const int n = j->req.f.submit.n;
     pthread_mutex_lock(&j->mu);
@@ -195,10 +186,10 @@ static enum MHD_Result reply_whole(struct server *s, struct conn *c, struct MHD_
         pthread_mutex_unlock(&j->mu);
         release(j);
         if (gone)
-            return MHD_NO; /* nobody to answer: close */
+            return -1; /* nobody to answer: the connection closes */
         struct oai_error err;
         oai_error_set(&err, 503, NULL, "the server is shutting down");
-        return server_reply_error(c, conn, &err);
+        return server_reply_error(c, &err);
     }
     struct oai_choice *choices = xcalloc((size_t)n, sizeof *choices);
     struct chat_message *msgs = xcalloc((size_t)n, sizeof *msgs);
@@ -225,12 +216,12 @@ static enum MHD_Result reply_whole(struct server *s, struct conn *c, struct MHD_
     if (!body) {
         struct oai_error err;
         oai_error_set(&err, 500, NULL, "the engine failed while running the request (see the server's log)");
-        return server_reply_error(c, conn, &err);
+        return server_reply_error(c, &err);
     }
-    return server_reply_json(c, conn, 200, body);
+    return server_reply_json(c, 200, body);
 }
 
-enum MHD_Result route_completion(struct server *s, struct conn *c, struct MHD_Connection *conn, enum oai_kind kind)
+int route_completion(struct server *s, struct conn *c, enum oai_kind kind)
 {
     struct oai_completion_request r;
     struct oai_error err;
@@ -239,19 +230,18 @@ enum MHD_Result route_completion(struct server *s, struct conn *c, struct MHD_Co
     pthread_mutex_unlock(&s->mu);
     const uint64_t tag = mix((uint64_t)serial ^ mix((uint64_t)s->started));
     if (oai_request_parse(&s->octx, kind, c->body ? c->body : "", c->len, tag, &r, &err))
-        return server_reply_error(c, conn, &err);
+        return server_reply_error(c, &err);
     struct engine_stats st;
     engine_get_stats(s->eng, &st);
     if (st.waiting >= s->o.max_queued) {
         oai_request_free(&r);
         oai_error_set(&err, 429, NULL, "%d requests are waiting already (--max-queued-requests); try again later",
                       st.waiting);
-        return server_reply_error(c, conn, &err);
+        return server_reply_error(c, &err);
     }
     struct inflight *j = inflight_new(s, &r, c->arrived_at);
     snprintf(j->id, sizeof j->id, "%s-%016llx", kind == OAI_CHAT ? "chatcmpl" : "cmpl", (unsigned long long)tag);
-    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
-    j->client_fd = ci ? ci->connect_fd : -1;
+    j->client_fd = http_fd(c->rq);
     j->req.f.submit.user = j;
     server_inflight_attach(s, j);
     j->submitted_at = clock_now();
@@ -262,11 +252,11 @@ enum MHD_Result route_completion(struct server *s, struct conn *c, struct MHD_Co
         inflight_unref(j); /* the engine never had it */
         inflight_unref(j);
         oai_error_set(&err, 400, NULL, "%s", e.msg);
-        return server_reply_error(c, conn, &err);
+        return server_reply_error(c, &err);
     }
     j->engine_id = id;
-    /* The idle timeout is for clients that send nothing; this one waits for
-     * us, maybe long in the queue, and a hang-up is noticed on its socket. */
-    MHD_set_connection_option(conn, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
-    return j->req.stream ? reply_stream(s, c, conn, j) : reply_whole(s, c, conn, j);
+    /* No timeout runs while the request waits for the engine, maybe long in
+     * the queue (the HTTP layer's runs only while it waits on the client); a
+     * hang-up is noticed on the client's socket. */
+    return j->req.stream ? reply_stream(s, c, j) : reply_whole(s, c, j);
 }

@@ -48,7 +48,7 @@ struct inflight {
     int refs;
     struct inflight_choice *ch; /* [req.submit.n] */
     int n_finished, prompt_tokens;
-    /* streaming output not yet taken by the HTTP library */
+    /* streaming output not yet taken by the HTTP layer */
     char *out;
     size_t out_len, out_pos, out_cap;
     int usage_sent, done_sent;

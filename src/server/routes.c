@@ -4,10 +4,10 @@
 
 #include "server/server_internal.h"
 
-enum MHD_Result route_health(struct server *s, struct conn *c, struct MHD_Connection *conn)
+int route_health(struct server *s, struct conn *c)
 {
     (void)s;
-    return server_reply_text(c, conn, 200, "text/plain", strdup(""), 0);
+    return server_reply_text(c, 200, "text/plain", strdup(""), 0);
 }
 
 /* A served model as OpenAI's model object. */
@@ -17,24 +17,24 @@ static json_t *model_object(const struct server *s, const char *id)
                      "owned_by", "infer", "max_model_len", s->octx.max_context);
 }
 
-enum MHD_Result route_models(struct server *s, struct conn *c, struct MHD_Connection *conn)
+int route_models(struct server *s, struct conn *c)
 {
-    return server_reply_json(c, conn, 200,
+    return server_reply_json(c, 200,
                              json_pack("{s:s, s:[o]}", "object", "list", "data", model_object(s, s->o.served_name)));
 }
 
 /* GET /v1/models/{id}: the model when id is a served name (ids may hold '/'), else OpenAI's 404. */
-enum MHD_Result route_model(struct server *s, struct conn *c, struct MHD_Connection *conn, const char *id)
+int route_model(struct server *s, struct conn *c, const char *id)
 {
     for (int i = 0; i < s->octx.n_model_names; i++)
         if (!strcmp(id, s->octx.model_names[i]))
-            return server_reply_json(c, conn, 200, model_object(s, s->octx.model_names[i]));
+            return server_reply_json(c, 200, model_object(s, s->octx.model_names[i]));
     struct oai_error err;
     oai_error_set(&err, 404, "model", "The model '%s' does not exist", id);
-    return server_reply_error(c, conn, &err);
+    return server_reply_error(c, &err);
 }
 
-enum MHD_Result route_metrics(struct server *s, struct conn *c, struct MHD_Connection *conn)
+int route_metrics(struct server *s, struct conn *c)
 {
     struct engine_stats st;
     engine_get_stats(s->eng, &st);
@@ -52,7 +52,7 @@ enum MHD_Result route_metrics(struct server *s, struct conn *c, struct MHD_Conne
                                .preemptions = st.preemptions};
     size_t len;
     char *text = metrics_render(s->metrics, &g, &len);
-    return server_reply_text(c, conn, 200, "text/plain; version=0.0.4", text, len);
+    return server_reply_text(c, 200, "text/plain; version=0.0.4", text, len);
 }
 
 static json_t *parse_body(const struct conn *c, struct oai_error *err)
@@ -72,12 +72,12 @@ static json_t *parse_body(const struct conn *c, struct oai_error *err)
 }
 
 /* {"prompt": text, "add_special_tokens"?} or {"messages": [...]} -> {"tokens", "count", "max_model_len"} */
-enum MHD_Result route_tokenize(struct server *s, struct conn *c, struct MHD_Connection *conn)
+int route_tokenize(struct server *s, struct conn *c)
 {
     struct oai_error err;
     json_t *o = parse_body(c, &err);
     if (!o)
-        return server_reply_error(c, conn, &err);
+        return server_reply_error(c, &err);
     const json_t *prompt = json_object_get(o, "prompt"), *messages = json_object_get(o, "messages");
     const json_t *add = json_object_get(o, "add_special_tokens");
     char *rendered = NULL;
@@ -110,23 +110,23 @@ enum MHD_Result route_tokenize(struct server *s, struct conn *c, struct MHD_Conn
     json_decref(o);
     if (failed) {
         token_ids_free(&ids);
-        return server_reply_error(c, conn, &err);
+        return server_reply_error(c, &err);
     }
     json_t *tokens = json_array();
     for (int i = 0; i < ids.n; i++)
         json_array_append_new(tokens, json_integer(ids.ids[i]));
     json_t *out = json_pack("{s:i, s:i, s:o}", "count", ids.n, "max_model_len", s->octx.max_context, "tokens", tokens);
     token_ids_free(&ids);
-    return server_reply_json(c, conn, 200, out);
+    return server_reply_json(c, 200, out);
 }
 
 /* {"tokens": [ids]} -> {"prompt": text} */
-enum MHD_Result route_detokenize(struct server *s, struct conn *c, struct MHD_Connection *conn)
+int route_detokenize(struct server *s, struct conn *c)
 {
     struct oai_error err;
     json_t *o = parse_body(c, &err);
     if (!o)
-        return server_reply_error(c, conn, &err);
+        return server_reply_error(c, &err);
     const json_t *tokens = json_object_get(o, "tokens");
     int failed = 0;
     if (!s->tok)
@@ -152,13 +152,13 @@ enum MHD_Result route_detokenize(struct server *s, struct conn *c, struct MHD_Co
     free(ids);
     if (failed) {
         free(text);
-        return server_reply_error(c, conn, &err);
+        return server_reply_error(c, &err);
     }
     json_t *out = json_pack("{s:s%}", "prompt", text, len);
     free(text);
     if (!out) { /* the ids decode to bytes that are not UTF-8 on their own */
         oai_error_set(&err, 400, "tokens", "the tokens do not decode to valid UTF-8 text");
-        return server_reply_error(c, conn, &err);
+        return server_reply_error(c, &err);
     }
-    return server_reply_json(c, conn, 200, out);
+    return server_reply_json(c, 200, out);
 }

@@ -1,5 +1,5 @@
-/* `infer serve`: an OpenAI-compatible HTTP server (libmicrohttpd, a thread
- * per connection) in front of one engine. HTTP threads parse, validate,
+/* `infer serve`: an OpenAI-compatible HTTP server (its own HTTP/1.1 layer,
+ * http.h: a thread per connection) in front of one engine. HTTP threads parse, validate,
  * template and tokenize; they reach the engine only through engine_submit /
  * engine_abort and its event callback (docs/architecture.md, sections 1 and 2). */
 #ifndef INFER_SERVER_SERVER_H

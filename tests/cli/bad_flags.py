@@ -53,6 +53,7 @@ BAD = {
     "max-queued-requests": ["-1", "0"] + NUMBER,
     "max-body-mb": ["-1", "0", "2000"] + NUMBER,
     "drain-seconds": ["-1", "nan", "1e9"] + NUMBER,
+    "max-connections": ["-1", "0", "99999999999"] + NUMBER,
     "host": ["no.such.host.invalid", "999.1.1.1"],
     "tensor-parallel-size": ["0", "-1", "3", "99999", "1.5"] + NUMBER,
     "nnodes": ["0", "-1", "3"] + NUMBER,
