@@ -12,8 +12,9 @@ json_object, regular expressions, GBNF and choices likewise; 8 constrained reque
 8 unconstrained ones; streaming equal to the whole answer; top_logprobs never naming a masked token;
 n > 1; "strict": false reporting what it ignored.
 
-INFER_STRUCTURED_SEEDS: seeds per schema, 3 by default (make test's form: the sanitizer build
-runs 10 in about 15 minutes on 2 cores); the full form is INFER_STRUCTURED_SEEDS=10.
+INFER_STRUCTURED_SEEDS: seeds per schema, 1 by default (make test's form: each seed of the schema
+test costs the sanitizer build some 4 minutes on 2 cores over the three models); the full form is
+INFER_STRUCTURED_SEEDS=10.
 INFER_STRUCTURED_BFCL (default 30): bfcl schemas sampled besides the hand-written ones."""
 import json
 import os
@@ -30,7 +31,7 @@ from conftest import INFER, ROOT, SHARED, Server, tiny_with_tokenizer
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "grammar"))
 
-SEEDS = int(os.environ.get("INFER_STRUCTURED_SEEDS", "3"))
+SEEDS = int(os.environ.get("INFER_STRUCTURED_SEEDS", "1"))
 N_BFCL = int(os.environ.get("INFER_STRUCTURED_BFCL", "30"))
 MAX_TOKENS = 40
 WORKERS = 8  # requests in flight: they share the engine's steps
@@ -287,8 +288,11 @@ def test_streaming_equals_whole(served, schema_cases):
 
 def test_masked_tokens_never_in_top_logprobs(served):
     family, s, client = served
+    # Thinking off: with it on, Qwen3's grammar also admits a leading <think>
+    # block, so '<' would be a legal alternative at the first position.
     r = _chat(client, s, seed=1, logprobs=True, top_logprobs=5, n=2,
-              extra_body={"structured_outputs": {"regex": "[ab]{6}"}})
+              extra_body={"structured_outputs": {"regex": "[ab]{6}"},
+                          "chat_template_kwargs": {"enable_thinking": False}})
     for ch in r.choices:
         assert re.fullmatch("[ab]{1,6}", ch.message.content), ch.message.content
         for t in ch.logprobs.content:
