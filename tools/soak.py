@@ -13,11 +13,13 @@ calls, and hang-ups (a stream dropped after its first chunk). Prompts are new te
 and numbers), so the prefix cache, the tokenizer's word cache and the KV pool see new content all
 the time, as a server does.
 
-Reported: RSS after the warm-up, at the end, the largest, the growth after the warm-up and its rate
-per minute, requests and failures by kind; with --replay M, the first M minutes of the same traffic
-(the same seed) are sent again at the end and their growth reported apart (what repeats must cost
-nothing). Exit status 1 when any request failed, the server died, or the growth after the warm-up
-passed --bound-mb."""
+Reported: RSS after the warm-up and at the end (each the median of a minute's samples under
+traffic: RSS moves with what the requests in flight hold), the largest, the growth between them and
+its rate per minute, RSS once idle after the traffic, requests and failures by kind; with --replay
+M, the first M minutes of the same traffic (the same seed) are sent again at the end and their
+growth over the end's RSS reported apart, again under traffic (what repeats must cost nothing).
+Exit status 1 when any request failed, the server died, or the growth after the warm-up passed
+--bound-mb."""
 import argparse
 import http.client
 import json
@@ -50,6 +52,40 @@ def rss_kb(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+def busy(host, port):
+    """Requests running or waiting, from the server's metrics."""
+    c = http.client.HTTPConnection(host, port, timeout=30)
+    try:
+        c.request("GET", "/metrics")
+        page = c.getresponse().read().decode()
+    finally:
+        c.close()
+    return sum(float(m) for m in re.findall(r"^infer_num_requests_(?:running|waiting)\{[^}]*\} (\S+)$", page, re.M))
+
+
+def settled_rss_kb(p, host, port):
+    """RSS once the server is idle: no request running or waiting, the connections' threads gone
+    (a closed connection lingers 2 s), and what the allocator gives back given back (the
+    sanitizers' allocator returns memory to the system every few seconds): the least of 10 s."""
+    deadline = time.time() + 60
+    while p.poll() is None and time.time() < deadline and busy(host, port):
+        time.sleep(0.5)
+    time.sleep(3)
+    least = None
+    for _ in range(10):
+        if p.poll() is not None:
+            return 0
+        kb = rss_kb(p.pid)
+        least = kb if least is None else min(least, kb)
+        time.sleep(1)
+    return least
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2] if xs else 0
 
 
 def text(rng, n):
@@ -122,6 +158,8 @@ class Client:
     def run(self):
         while time.time() < self.stop_at:
             self.one()
+        if self.conn is not None:  # done, as a client is: an idle kept-alive connection holds a thread
+            self.conn.close()
 
 
 def traffic(a, host, port, seconds, stats, lock):
@@ -172,35 +210,40 @@ def main():
     stats, lock, samples = {}, threading.Lock(), []
     t0 = time.time()
     threads = traffic(a, host, port, a.minutes * 60, stats, lock)
-    baseline = None
     while any(t.is_alive() for t in threads) and p.poll() is None:
         time.sleep(5)
         if p.poll() is None:
             samples.append((time.time() - t0, rss_kb(p.pid)))
-        if baseline is None and time.time() - t0 >= a.warmup * 60:
-            baseline = samples[-1][1]
     for t in threads:
         t.join()
-    end = rss_kb(p.pid) if p.poll() is None else 0
-    replay = None
-    if a.replay > 0 and p.poll() is None:
-        before = end
-        for t in traffic(a, host, port, a.replay * 60, stats, lock):
+    # under traffic, RSS moves with what the requests in flight hold: the growth compares the
+    # median of the first minute after the warm-up with that of the last minute
+    measured = [kb for t, kb in samples if t >= a.warmup * 60]
+    baseline, end = median(measured[:12]), median(measured[-12:])
+    replay = idle = None
+    if p.poll() is None:
+        idle = settled_rss_kb(p, host, port)
+    if a.replay > 0 and p.poll() is None:  # under traffic, as the end: the second half's median
+        again = []
+        threads = traffic(a, host, port, a.replay * 60, stats, lock)
+        while any(t.is_alive() for t in threads) and p.poll() is None:
+            time.sleep(5)
+            if p.poll() is None:
+                again.append(rss_kb(p.pid))
+        for t in threads:
             t.join()
-        end2 = rss_kb(p.pid) if p.poll() is None else 0
-        replay = (end2 - before) / 1024
+        replay = (median(again[len(again) // 2:]) - end) / 1024 if again else None
     died = p.poll() is not None
     if not died:
         p.send_signal(signal.SIGTERM)
         rc = p.wait(timeout=120)
         died = rc != 0
-    baseline = baseline or (samples[0][1] if samples else 0)
-    measured = [kb for t, kb in samples if t >= a.warmup * 60]
     growth = (end - baseline) / 1024
     minutes = max(a.minutes - a.warmup, 1e-9)
     report = {
         "minutes": a.minutes, "warmup_minutes": a.warmup, "clients": a.clients,
         "rss_mb_after_warmup": baseline / 1024, "rss_mb_end": end / 1024,
+        "rss_mb_idle": idle / 1024 if idle is not None else None,
         "rss_mb_max": max(measured or [0]) / 1024, "growth_mb": growth, "growth_mb_per_minute": growth / minutes,
         "replay_growth_mb": replay, "requests": sum(v[0] for v in stats.values()),
         "failures": sum(v[1] for v in stats.values()), "by_kind": stats, "server_died": died,

@@ -106,6 +106,7 @@ struct grammar_tokens {
     const struct grammar *g;
     const struct grammar_vocab *v;
     struct state_tokens *states; /* [g->n_states] */
+    void *block;                 /* every state's rests, then lists (tokens.c: pack) */
 };
 
 #endif

@@ -185,6 +185,34 @@ static void classify(const struct grammar_tokens *gt, struct stack_pool *pool, s
     }
 }
 
+/* Moves every state's lists into one block. A compiled grammar is thousands of small lists made
+ * between the walk's temporaries; kept apart, a long-running server that compiles and evicts
+ * grammars (grammar/cache.c) is left with a heap of holes and its RSS creeps. One block per
+ * grammar is freed whole: a large one is its own mapping, given back to the system. */
+static void pack(struct grammar_tokens *gt)
+{
+    const int n = gt->g->n_states;
+    size_t n_rests = 0, n_lists = 0;
+    for (int s = 0; s < n; s++)
+        n_rests += (size_t)gt->states[s].n_rests, n_lists += (size_t)gt->states[s].n_list;
+    gt->block = xmalloc(n_rests * sizeof(struct token_rest) + n_lists * sizeof(int32_t) + 1);
+    struct token_rest *rests = gt->block; /* the rests first: their alignment is at least int32_t's */
+    int32_t *lists = (int32_t *)(rests + n_rests);
+    for (int s = 0; s < n; s++) {
+        struct state_tokens *st = &gt->states[s];
+        if (st->n_rests)
+            memcpy(rests, st->rests, (size_t)st->n_rests * sizeof(*rests));
+        free(st->rests);
+        st->rests = rests;
+        rests += st->n_rests;
+        if (st->n_list)
+            memcpy(lists, st->list, (size_t)st->n_list * sizeof(*lists));
+        free(st->list);
+        st->list = lists;
+        lists += st->n_list;
+    }
+}
+
 struct grammar_tokens *grammar_tokens_new(const struct grammar *g, const struct grammar_vocab *v, struct err *e)
 {
     (void)e;
@@ -209,6 +237,7 @@ struct grammar_tokens *grammar_tokens_new(const struct grammar *g, const struct 
     free(w.level), free(w.mark), free(w.dep), free(w.rests), free(w.acc);
     config_seen_free(&w.seen);
     stack_pool_free(&pool);
+    pack(gt);
     return gt;
 }
 
@@ -216,10 +245,7 @@ void grammar_tokens_free(struct grammar_tokens *t)
 {
     if (!t)
         return;
-    for (int s = 0; s < t->g->n_states; s++) {
-        free(t->states[s].list);
-        free(t->states[s].rests);
-    }
+    free(t->block);
     free(t->states);
     free(t);
 }
