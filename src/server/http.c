@@ -124,19 +124,14 @@ static int read_head(struct http_conn *c)
     }
 }
 
-static int hex_digit(char ch)
-{
-    return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-                                           : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
-}
-
 /* %XX to its byte, in place; a bad escape, and %00, stay as they are. */
 static void percent_decode(char *s)
 {
     char *out = s;
     for (; *s; s++) {
         int hi, lo;
-        if (*s == '%' && (hi = hex_digit(s[1])) >= 0 && (lo = hex_digit(s[2])) >= 0 && (hi || lo)) {
+        if (*s == '%' && (hi = http_hex_value((unsigned char)s[1])) >= 0 &&
+            (lo = http_hex_value((unsigned char)s[2])) >= 0 && (hi || lo)) {
             *out++ = (char)(hi << 4 | lo);
             s += 2;
         } else {
@@ -207,6 +202,15 @@ static int set_busy(struct http_conn *c, int busy)
     return s;
 }
 
+/* Off the server's list; called with hs->mu held. */
+static void unlink_conn(struct http_server *hs, struct http_conn *c)
+{
+    *(c->prev ? &c->prev->next : &hs->conns) = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    hs->n_conns--;
+}
+
 static void *conn_main(void *arg)
 {
     struct http_conn *c = arg;
@@ -225,11 +229,8 @@ static void *conn_main(void *arg)
     free(c->buf);
     http_head_free(&c->head);
     pthread_mutex_lock(&hs->mu); /* the fd closes while listed, so the stop never shuts a reused number */
-    *(c->prev ? &c->prev->next : &hs->conns) = c->next;
-    if (c->next)
-        c->next->prev = c->prev;
     close(c->fd);
-    hs->n_conns--;
+    unlink_conn(hs, c);
     pthread_cond_broadcast(&hs->gone);
     pthread_mutex_unlock(&hs->mu);
     free(c); /* nothing of hs is touched from here: http_stop may have freed it */
@@ -285,10 +286,7 @@ static void admit(struct http_server *hs, int fd)
     if (full || pthread_create(&th, &a, conn_main, c)) {
         if (!full) {
             pthread_mutex_lock(&hs->mu);
-            hs->conns = c->next;
-            if (c->next)
-                c->next->prev = NULL;
-            hs->n_conns--;
+            unlink_conn(hs, c);
             pthread_mutex_unlock(&hs->mu);
         }
         refuse_busy(hs, fd);

@@ -296,7 +296,7 @@ enum {
     C_DONE,
 };
 
-static int hex(unsigned char ch)
+int http_hex_value(int ch)
 {
     return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
                                            : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
@@ -329,7 +329,7 @@ int http_chunked_decode(struct http_chunked *c, char *buf, size_t len, size_t *u
         switch (c->state) {
         case C_SIZE:
         case C_SIZE_MORE:
-            if ((d = hex(ch)) >= 0) {
+            if ((d = http_hex_value(ch)) >= 0) {
                 if (c->left > UINT64_MAX >> 4) {
                     st = REFUSE(c, 400, "a chunk size over 64 bits");
                     break;

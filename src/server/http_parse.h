@@ -54,6 +54,9 @@ void http_head_free(struct http_head *h);
 /* The first field named name (any case), or NULL. */
 const char *http_head_field(const struct http_head *h, const char *buf, const char *name);
 
+/* A hexadecimal digit's value (chunk sizes, %XX in targets), -1 for any other byte. */
+int http_hex_value(int ch);
+
 /* A chunked body being decoded (RFC 9112 section 7.1): chunk-size lines
  * with optional extensions (ignored), data, CRLFs, and trailer fields
  * (checked and dropped), CRLF line ends only. */
