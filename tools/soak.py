@@ -83,6 +83,21 @@ def settled_rss_kb(p, host, port):
     return least
 
 
+SAMPLE_SECONDS = 5
+
+
+def sample_rss(p, threads, t0):
+    """(seconds since t0, RSS) every SAMPLE_SECONDS while the traffic threads run, then joins them."""
+    samples = []
+    while any(t.is_alive() for t in threads) and p.poll() is None:
+        time.sleep(SAMPLE_SECONDS)
+        if p.poll() is None:
+            samples.append((time.time() - t0, rss_kb(p.pid)))
+    for t in threads:
+        t.join()
+    return samples
+
+
 def median(xs):
     xs = sorted(xs)
     return xs[len(xs) // 2] if xs else 0
@@ -207,31 +222,19 @@ def main():
         sys.exit(f"soak: infer serve did not start (exit {p.wait()})")
     threading.Thread(target=lambda: [log.write(x) for x in p.stderr], daemon=True).start()
 
-    stats, lock, samples = {}, threading.Lock(), []
+    stats, lock = {}, threading.Lock()
     t0 = time.time()
-    threads = traffic(a, host, port, a.minutes * 60, stats, lock)
-    while any(t.is_alive() for t in threads) and p.poll() is None:
-        time.sleep(5)
-        if p.poll() is None:
-            samples.append((time.time() - t0, rss_kb(p.pid)))
-    for t in threads:
-        t.join()
+    samples = sample_rss(p, traffic(a, host, port, a.minutes * 60, stats, lock), t0)
     # under traffic, RSS moves with what the requests in flight hold: the growth compares the
     # median of the first minute after the warm-up with that of the last minute
     measured = [kb for t, kb in samples if t >= a.warmup * 60]
-    baseline, end = median(measured[:12]), median(measured[-12:])
+    per_minute = 60 // SAMPLE_SECONDS
+    baseline, end = median(measured[:per_minute]), median(measured[-per_minute:])
     replay = idle = None
     if p.poll() is None:
         idle = settled_rss_kb(p, host, port)
     if a.replay > 0 and p.poll() is None:  # under traffic, as the end: the second half's median
-        again = []
-        threads = traffic(a, host, port, a.replay * 60, stats, lock)
-        while any(t.is_alive() for t in threads) and p.poll() is None:
-            time.sleep(5)
-            if p.poll() is None:
-                again.append(rss_kb(p.pid))
-        for t in threads:
-            t.join()
+        again = [kb for _, kb in sample_rss(p, traffic(a, host, port, a.replay * 60, stats, lock), t0)]
         replay = (median(again[len(again) // 2:]) - end) / 1024 if again else None
     died = p.poll() is not None
     if not died:
