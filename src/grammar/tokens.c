@@ -188,7 +188,7 @@ static void classify(const struct grammar_tokens *gt, struct stack_pool *pool, s
 /* Moves every state's lists into one block. A compiled grammar is thousands of small lists made
  * between the walk's temporaries; kept apart, a long-running server that compiles and evicts
  * grammars (grammar/cache.c) is left with a heap of holes and its RSS creeps. One block per
- * grammar is freed whole: a large one is its own mapping, given back to the system. */
+ * grammar is freed whole, a hole of whole pages the server's heap_give_back returns. */
 static void pack(struct grammar_tokens *gt)
 {
     const int n = gt->g->n_states;
