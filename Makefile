@@ -75,6 +75,12 @@ $(BUILD)/infer: $(CLI_OBJ) $(APP_OBJ) $(BUILD)/libinfer.a
 	@echo "LD    $@"
 	@$(CC) $(LDSAN) -o $@ $(CLI_OBJ) $(APP_OBJ) $(BUILD)/libinfer.a $(LDLIBS)
 
+# The x86 kernel sets (src/backend/quant): each file is built for its instruction set and called
+# only where the CPU has it (quant_select.c), so the binary keeps the x86-64-v2 baseline.
+ISA_AVX2 := -mavx2 -mfma -mf16c
+$(BUILD)/src/backend/quant/quant_avx2.o: CFLAGS_SRC += $(ISA_AVX2)
+$(BUILD)/src/backend/quant/quant_avx512.o: CFLAGS_SRC += $(ISA_AVX2) -mavx512f -mavx512vl -mavx512bw -mavx512vnni
+
 $(BUILD)/src/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	@echo "CC    $<"

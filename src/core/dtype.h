@@ -1,8 +1,17 @@
-/* Element types shared by the checkpoint readers and the backends. */
+/* Element types shared by the checkpoint readers and the backends.
+ *
+ * Two kinds: element types (a value per element: BF16 .. I64) and GGUF's
+ * block types (Q4_0 .. Q6_K: a run of elements stored as one block of
+ * quants and scales, laid out as ggml lays them out; io/gguf_quant.c
+ * documents each layout and dequantises it). A row of a block type is a
+ * whole number of blocks; its bytes are dtype_row_bytes. */
 #ifndef INFER_CORE_DTYPE_H
 #define INFER_CORE_DTYPE_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
 
 enum dtype {
     DTYPE_BF16,
@@ -10,19 +19,55 @@ enum dtype {
     DTYPE_F32,
     DTYPE_I32,
     DTYPE_I64,
+    DTYPE_Q4_0, /* 32 elements: f16 d, 16 bytes of nibbles */
+    DTYPE_Q4_1, /* 32: f16 d, f16 m, 16 bytes of nibbles */
+    DTYPE_Q5_0, /* 32: f16 d, u32 fifth bits, 16 bytes of nibbles */
+    DTYPE_Q5_1, /* 32: f16 d, f16 m, u32 fifth bits, 16 bytes of nibbles */
+    DTYPE_Q8_0, /* 32: f16 d, 32 int8 */
+    DTYPE_Q4_K, /* 256: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of nibbles */
+    DTYPE_Q5_K, /* 256: as Q4_K plus 32 bytes of fifth bits */
+    DTYPE_Q6_K, /* 256: 128 bytes low nibbles, 64 bytes high pairs, 16 int8 scales, f16 d */
     DTYPE_COUNT
 };
 
-static inline size_t dtype_size(enum dtype t)
+#define DTYPE_FIRST_BLOCK DTYPE_Q4_0
+
+static inline int dtype_is_block(enum dtype t) { return t >= DTYPE_FIRST_BLOCK && t < DTYPE_COUNT; }
+
+/* Elements per block (1 for an element type) and bytes per block (an
+ * element's bytes for an element type). */
+static inline int dtype_block_elems(enum dtype t)
 {
-    static const size_t sizes[DTYPE_COUNT] = {2, 2, 4, 4, 8};
-    return sizes[t];
+    static const int elems[DTYPE_COUNT] = {1, 1, 1, 1, 1, 32, 32, 32, 32, 32, 256, 256, 256};
+    return elems[t];
 }
 
-/* Names as safetensors spells them ("BF16", "F16", "F32", "I32", "I64"). */
+static inline size_t dtype_block_bytes(enum dtype t)
+{
+    static const size_t bytes[DTYPE_COUNT] = {2, 2, 4, 4, 8, 18, 20, 22, 24, 34, 144, 176, 210};
+    return bytes[t];
+}
+
+/* An element's bytes: element types only (a block type has none). */
+static inline size_t dtype_size(enum dtype t)
+{
+    CHECK(!dtype_is_block(t));
+    return dtype_block_bytes(t);
+}
+
+/* The bytes of n elements (a whole number of blocks of a block type). */
+static inline size_t dtype_row_bytes(enum dtype t, int64_t n)
+{
+    CHECK(n % dtype_block_elems(t) == 0);
+    return (size_t)(n / dtype_block_elems(t)) * dtype_block_bytes(t);
+}
+
+/* Names as safetensors spells them ("BF16", "F16", "F32", "I32", "I64")
+ * and as GGUF spells the block types ("Q4_K"). */
 static inline const char *dtype_name(enum dtype t)
 {
-    static const char *names[DTYPE_COUNT] = {"BF16", "F16", "F32", "I32", "I64"};
+    static const char *names[DTYPE_COUNT] = {"BF16", "F16",  "F32",  "I32",  "I64",  "Q4_0",  "Q4_1",
+                                             "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K"};
     return names[t];
 }
 

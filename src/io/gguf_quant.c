@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "core/bf16.h"
+#include "core/kquant.h"
 
 #if FLT_EVAL_METHOD != 0
 #error "gguf_quant.c needs float arithmetic evaluated in float (FLT_EVAL_METHOD 0)"
@@ -124,20 +125,7 @@ static void dq_q8_0(const uint8_t *b, float *y)
 
 /* ---- 256-element K-quant super-blocks ---------------------------------- */
 
-/* The 12 bytes of Q4_K/Q5_K scales hold eight 6-bit scales sc[] and eight
- * 6-bit mins m[], one pair per 32-element sub-block:
- *   bytes 0-3:  sc[0..3] in the low 6 bits, the top 2 bits of sc[4..7]
- *   bytes 4-7:  m[0..3] in the low 6 bits, the top 2 bits of m[4..7]
- *   bytes 8-11: the low 4 bits of sc[4..7] (low nibble) and m[4..7] (high) */
-static void k_scale_min(const uint8_t *s, int sc[8], int m[8])
-{
-    for (int j = 0; j < 4; j++) {
-        sc[j] = s[j] & 0x3F;
-        m[j] = s[j + 4] & 0x3F;
-        sc[j + 4] = (s[j + 8] & 0x0F) | (s[j] >> 6) << 4;
-        m[j + 4] = (s[j + 8] >> 4) | (s[j + 4] >> 6) << 4;
-    }
-}
+/* Q4_K and Q5_K's 12 bytes of scales: core/kquant.h. */
 
 /* Q4_K, 144 bytes: f16 d, f16 dmin, 12 bytes of scales, 128 bytes of
  * nibbles. The nibbles come in 4 groups of 32 bytes; group g holds
@@ -148,7 +136,7 @@ static void dq_q4_k(const uint8_t *b, float *y)
     float d = rd_f16(b);
     float dmin = rd_f16(b + 2);
     int sc[8], m[8];
-    k_scale_min(b + 4, sc, m);
+    kquant_scale_min(b + 4, sc, m);
     const uint8_t *qs = b + 16;
     for (int i = 0; i < 8; i++) {
         float dl = d * (float)sc[i];
@@ -168,7 +156,7 @@ static void dq_q5_k(const uint8_t *b, float *y)
     float d = rd_f16(b);
     float dmin = rd_f16(b + 2);
     int sc[8], m[8];
-    k_scale_min(b + 4, sc, m);
+    kquant_scale_min(b + 4, sc, m);
     const uint8_t *qh = b + 16;
     const uint8_t *qs = b + 48;
     for (int i = 0; i < 8; i++) {

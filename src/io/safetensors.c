@@ -42,7 +42,7 @@ static uint64_t st_read_le64(const unsigned char *p)
 static int st_dtype_parse(const char *s, enum dtype *out, const char *path, const char *tensor,
                           struct err *e)
 {
-    for (int t = 0; t < DTYPE_COUNT; t++) {
+    for (int t = 0; t < DTYPE_FIRST_BLOCK; t++) { /* safetensors has no block types */
         if (strcmp(s, dtype_name((enum dtype)t)) == 0) {
             *out = (enum dtype)t;
             return 0;
@@ -396,7 +396,7 @@ int st_writer_declare(struct st_writer *w, const char *name, enum dtype dtype, i
         return err_set(e, "%s: '%s' is not a valid tensor name", w->path, name);
     if (json_object_get(w->tensors, name))
         return err_set(e, "%s: tensor '%s' declared twice", w->path, name);
-    if ((int)dtype < 0 || dtype >= DTYPE_COUNT)
+    if ((int)dtype < 0 || dtype >= DTYPE_FIRST_BLOCK)
         return err_set(e, "%s: tensor '%s': invalid dtype %d", w->path, name, (int)dtype);
     if (ndim < 0 || ndim > ST_MAX_DIMS)
         return err_set(e, "%s: tensor '%s': %d dimensions (at most %d supported)", w->path,

@@ -1,0 +1,7 @@
+/* The AVX-512 VNNI kernel set (vpdpbusd on 256-bit lanes, AVX512VL); built
+ * with those instructions (Makefile), called only where the CPU has them
+ * (quant_select.c). */
+#define QUANT_SET quant_kernels_vnni_set
+#define QUANT_SET_NAME "avx512-vnni"
+#define QUANT_VNNI 1
+#include "backend/quant/quant_x86.h"

@@ -1,0 +1,188 @@
+/* backend/quant: the activation quantisers and each weight type's dot
+ * product, against io/gguf_quant's dequantisation (itself bit-exact with the
+ * `gguf` package): for rows of 1 to 48 blocks, random quants and scales
+ * (extremes included), random and all-zero activations,
+ *  - quantize: d = max|x| / 127 and every |x - d q| <= d / 2 (+ rounding);
+ *  - dot: within the fp32 bound (blocks + 8) * FLT_EPSILON * Σ mag_i |xq_i|
+ *    of the f64 sum Σ w_i xq_i, where w is the dequantised row, xq the
+ *    dequantised activation (d q) and mag_i bounds the size of each term
+ *    the kernel forms for element i (the scales times the largest quant,
+ *    plus the min): the integer sums are exact, so what differs is f32
+ *    rounding of the scales' products and the sum over blocks.
+ * Each SIMD set this CPU has is held to the same bound, and its quantised
+ * activations must be the scalar twin's bytes. */
+#include <criterion/criterion.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend/quant/quant.h"
+#include "core/bf16.h"
+#include "core/rng.h"
+#include "io/gguf_quant.h"
+
+static const enum dtype TYPES[] = {DTYPE_Q4_0, DTYPE_Q4_1, DTYPE_Q5_0, DTYPE_Q5_1,
+                                   DTYPE_Q8_0, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K};
+
+static enum ggml_type ggml_of(enum dtype t)
+{
+    switch (t) {
+    case DTYPE_Q4_0: return GGML_TYPE_Q4_0;
+    case DTYPE_Q4_1: return GGML_TYPE_Q4_1;
+    case DTYPE_Q5_0: return GGML_TYPE_Q5_0;
+    case DTYPE_Q5_1: return GGML_TYPE_Q5_1;
+    case DTYPE_Q8_0: return GGML_TYPE_Q8_0;
+    case DTYPE_Q4_K: return GGML_TYPE_Q4_K;
+    case DTYPE_Q5_K: return GGML_TYPE_Q5_K;
+    default: return GGML_TYPE_Q6_K;
+    }
+}
+
+/* A finite f16 of magnitude about 2^-6 .. 2^1, either sign; extremes of the
+ * range now and then. */
+static uint16_t rand_f16(struct rng *r)
+{
+    const uint16_t sign = (uint16_t)((rng_next(r) & 1) << 15);
+    const uint16_t exp = (uint16_t)(9 + rng_next(r) % 8);
+    const uint16_t mant = rng_next(r) % 8 == 0 ? 0x3FF : (uint16_t)(rng_next(r) & 0x3FF);
+    return (uint16_t)(sign | exp << 10 | mant);
+}
+
+static void put_f16(uint8_t *p, uint16_t h) { p[0] = (uint8_t)h, p[1] = (uint8_t)(h >> 8); }
+
+/* One block of t at b (random quants, sane scales); mag[0..elems) bounds
+ * each element's terms. */
+static void make_block(enum dtype t, struct rng *r, uint8_t *b, float *mag)
+{
+    const size_t bytes = dtype_block_bytes(t);
+    for (size_t i = 0; i < bytes; i++)
+        b[i] = rng_next(r) % 16 == 0 ? 0xFF : (uint8_t)rng_next(r); /* all-ones quants now and then */
+    const int elems = dtype_block_elems(t);
+    uint16_t d = rand_f16(r), m = rand_f16(r);
+    float m_abs = 0, per;
+    switch (t) {
+    case DTYPE_Q4_0: put_f16(b, d); per = 8; break;
+    case DTYPE_Q4_1: put_f16(b, d), put_f16(b + 2, m), m_abs = fabsf(f16_to_f32(m)); per = 15; break;
+    case DTYPE_Q5_0: put_f16(b, d); per = 16; break;
+    case DTYPE_Q5_1: put_f16(b, d), put_f16(b + 2, m), m_abs = fabsf(f16_to_f32(m)); per = 31; break;
+    case DTYPE_Q8_0: put_f16(b, d); per = 128; break;
+    case DTYPE_Q4_K: put_f16(b, d), put_f16(b + 2, m), m_abs = 63 * fabsf(f16_to_f32(m)); per = 63 * 15; break;
+    case DTYPE_Q5_K: put_f16(b, d), put_f16(b + 2, m), m_abs = 63 * fabsf(f16_to_f32(m)); per = 63 * 31; break;
+    default: put_f16(b + 208, d); per = 128 * 32; break;
+    }
+    for (int i = 0; i < elems; i++)
+        mag[i] = per * fabsf(f16_to_f32(d)) + m_abs;
+}
+
+static float rand_unit(struct rng *r) { return (float)((double)(rng_next(r) >> 11) / 9007199254740992.0) * 2 - 1; }
+
+/* x dequantised from its activation blocks. */
+static void act_values(enum dtype t, const void *xq, int64_t n, float *out)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (quant_act_block(t) == QUANT_BLOCK_32) {
+            const struct q8_32 *a = (const struct q8_32 *)xq + i / 32;
+            out[i] = a->d * (float)a->q[i % 32];
+        } else {
+            const struct q8_256 *a = (const struct q8_256 *)xq + i / 256;
+            out[i] = a->d * (float)a->q[i % 256];
+        }
+}
+
+static void check_quantized(enum dtype t, const float *x, const void *xq, int64_t n)
+{
+    const int blk = quant_act_block(t);
+    for (int64_t b0 = 0; b0 < n; b0 += blk) {
+        float amax = 0, d;
+        for (int i = 0; i < blk; i++)
+            amax = fmaxf(amax, fabsf(x[b0 + i]));
+        int32_t sum = 0;
+        if (blk == 32) {
+            const struct q8_32 *a = (const struct q8_32 *)xq + b0 / 32;
+            d = a->d;
+            for (int i = 0; i < 32; i++)
+                sum += a->q[i];
+            cr_assert_eq(sum, a->sum);
+        } else {
+            const struct q8_256 *a = (const struct q8_256 *)xq + b0 / 256;
+            d = a->d;
+            for (int g = 0; g < 16; g++) {
+                int s = 0;
+                for (int i = 0; i < 16; i++)
+                    s += a->q[16 * g + i];
+                cr_assert_eq(s, a->sums[g]);
+            }
+        }
+        cr_assert_eq(d, amax / 127.0f);
+        for (int i = 0; i < blk; i++) {
+            const float q = blk == 32 ? (float)((const struct q8_32 *)xq)[b0 / 32].q[i]
+                                      : (float)((const struct q8_256 *)xq)[b0 / 256].q[i];
+            cr_assert_leq(fabsf(x[b0 + i] - d * q), d * 0.5f * (1 + 4 * FLT_EPSILON) + FLT_MIN,
+                          "%s x=%g d=%g q=%g", dtype_name(t), x[b0 + i], d, q);
+        }
+    }
+}
+
+static void check_type(const struct quant_kernels *k, enum dtype t, uint64_t seed)
+{
+    struct rng r;
+    rng_seed(&r, seed, 0, 0);
+    const int blk = dtype_block_elems(t);
+    static const int counts[] = {1, 2, 3, 7, 16, 48};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        const int64_t n = (int64_t)counts[c] * blk;
+        uint8_t *w = malloc(dtype_row_bytes(t, n) + 1);
+        uint8_t *wrow = w + 1; /* unaligned, as in a mapping */
+        float *mag = malloc((size_t)n * sizeof *mag), *wf = malloc((size_t)n * sizeof *wf);
+        float *x = malloc((size_t)n * sizeof *x), *xf = malloc((size_t)n * sizeof *xf);
+        void *xq = malloc(quant_act_row_bytes(t, n)), *xs = malloc(quant_act_row_bytes(t, n));
+        for (int64_t b = 0; b < n / blk; b++)
+            make_block(t, &r, wrow + b * dtype_block_bytes(t), mag + b * blk);
+        struct err e;
+        cr_assert_eq(gguf_dequant_f32(ggml_of(t), wrow, n, wf, &e), 0);
+        for (int trial = 0; trial < 4; trial++) {
+            for (int64_t i = 0; i < n; i++)
+                x[i] = trial == 3 ? 0.0f : rand_unit(&r) * (trial == 2 && i % 97 == 0 ? 50.0f : 1.0f);
+            quant_act_row(k, t, x, n, xq);
+            check_quantized(t, x, xq, n);
+            if (k != quant_kernels_scalar()) { /* the same bytes as the scalar twin's */
+                quant_act_row(quant_kernels_scalar(), t, x, n, xs);
+                cr_assert_eq(memcmp(xq, xs, quant_act_row_bytes(t, n)), 0, "%s %s n=%lld: quantised bytes differ",
+                             k->name, dtype_name(t), (long long)n);
+            }
+            act_values(t, xq, n, xf);
+            double ref = 0, size = 0;
+            for (int64_t i = 0; i < n; i++)
+                ref += (double)wf[i] * xf[i], size += (double)mag[i] * fabs(xf[i]);
+            const double got = k->dot[t](wrow, xq, n);
+            const double bound = (double)(n / blk + 8) * FLT_EPSILON * size;
+            cr_assert_leq(fabs(got - ref), bound, "%s %s n=%lld trial %d: %.9g vs %.9g (bound %.3g)", k->name,
+                          dtype_name(t), (long long)n, trial, got, ref, bound);
+        }
+        free(w), free(mag), free(wf), free(x), free(xf), free(xq), free(xs);
+    }
+}
+
+static void check_set(const struct quant_kernels *k, const char *name)
+{
+    if (!k) {
+        cr_log_warn("the %s kernel set is not tested: this CPU lacks its instructions", name);
+        return;
+    }
+    for (size_t i = 0; i < sizeof TYPES / sizeof TYPES[0]; i++)
+        check_type(k, TYPES[i], 1000 + i);
+}
+
+Test(quant_dot, scalar_against_dequantisation) { check_set(quant_kernels_scalar(), "scalar"); }
+Test(quant_dot, avx2_against_dequantisation) { check_set(quant_kernels_avx2(), "avx2"); }
+Test(quant_dot, vnni_against_dequantisation) { check_set(quant_kernels_vnni(), "avx512-vnni"); }
+
+/* The set the backend takes is the widest this CPU has. */
+Test(quant_dot, best_is_the_widest)
+{
+    const struct quant_kernels *want = quant_kernels_vnni() ? quant_kernels_vnni()
+                                       : quant_kernels_avx2() ? quant_kernels_avx2()
+                                                              : quant_kernels_scalar();
+    cr_assert_eq(quant_kernels_best(), want);
+}
