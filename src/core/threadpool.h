@@ -9,8 +9,12 @@ struct threadpool;
 /* Called once per chunk [begin, end) of the index range. */
 typedef void (*threadpool_fn)(void *ctx, long begin, long end);
 
-/* n_threads <= 0 picks the number of online CPUs. Free with threadpool_free. */
+/* n_threads <= 0 picks the number of online CPUs. Free with threadpool_free.
+ * Its threads park as soon as they wait (for a loop, or for the others). */
 struct threadpool *threadpool_create(int n_threads);
+/* The same, its threads spinning for spin_ns before they park: for loops
+ * that come microseconds apart (a model step's ops). */
+struct threadpool *threadpool_create_spinning(int n_threads, long spin_ns);
 void threadpool_free(struct threadpool *pool);
 int threadpool_size(const struct threadpool *pool);
 
