@@ -21,61 +21,10 @@
 #include "core/bf16.h"
 #include "core/rng.h"
 #include "io/gguf_quant.h"
+#include "quant_blocks.h"
 
 static const enum dtype TYPES[] = {DTYPE_Q4_0, DTYPE_Q4_1, DTYPE_Q5_0, DTYPE_Q5_1,
                                    DTYPE_Q8_0, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K};
-
-static enum ggml_type ggml_of(enum dtype t)
-{
-    switch (t) {
-    case DTYPE_Q4_0: return GGML_TYPE_Q4_0;
-    case DTYPE_Q4_1: return GGML_TYPE_Q4_1;
-    case DTYPE_Q5_0: return GGML_TYPE_Q5_0;
-    case DTYPE_Q5_1: return GGML_TYPE_Q5_1;
-    case DTYPE_Q8_0: return GGML_TYPE_Q8_0;
-    case DTYPE_Q4_K: return GGML_TYPE_Q4_K;
-    case DTYPE_Q5_K: return GGML_TYPE_Q5_K;
-    default: return GGML_TYPE_Q6_K;
-    }
-}
-
-/* A finite f16 of magnitude about 2^-6 .. 2^1, either sign; extremes of the
- * range now and then. */
-static uint16_t rand_f16(struct rng *r)
-{
-    const uint16_t sign = (uint16_t)((rng_next(r) & 1) << 15);
-    const uint16_t exp = (uint16_t)(9 + rng_next(r) % 8);
-    const uint16_t mant = rng_next(r) % 8 == 0 ? 0x3FF : (uint16_t)(rng_next(r) & 0x3FF);
-    return (uint16_t)(sign | exp << 10 | mant);
-}
-
-static void put_f16(uint8_t *p, uint16_t h) { p[0] = (uint8_t)h, p[1] = (uint8_t)(h >> 8); }
-
-/* One block of t at b (random quants, sane scales); mag[0..elems) bounds
- * each element's terms. */
-static void make_block(enum dtype t, struct rng *r, uint8_t *b, float *mag)
-{
-    const size_t bytes = dtype_block_bytes(t);
-    for (size_t i = 0; i < bytes; i++)
-        b[i] = rng_next(r) % 16 == 0 ? 0xFF : (uint8_t)rng_next(r); /* all-ones quants now and then */
-    const int elems = dtype_block_elems(t);
-    uint16_t d = rand_f16(r), m = rand_f16(r);
-    float m_abs = 0, per;
-    switch (t) {
-    case DTYPE_Q4_0: put_f16(b, d); per = 8; break;
-    case DTYPE_Q4_1: put_f16(b, d), put_f16(b + 2, m), m_abs = fabsf(f16_to_f32(m)); per = 15; break;
-    case DTYPE_Q5_0: put_f16(b, d); per = 16; break;
-    case DTYPE_Q5_1: put_f16(b, d), put_f16(b + 2, m), m_abs = fabsf(f16_to_f32(m)); per = 31; break;
-    case DTYPE_Q8_0: put_f16(b, d); per = 128; break;
-    case DTYPE_Q4_K: put_f16(b, d), put_f16(b + 2, m), m_abs = 63 * fabsf(f16_to_f32(m)); per = 63 * 15; break;
-    case DTYPE_Q5_K: put_f16(b, d), put_f16(b + 2, m), m_abs = 63 * fabsf(f16_to_f32(m)); per = 63 * 31; break;
-    default: put_f16(b + 208, d); per = 128 * 32; break;
-    }
-    for (int i = 0; i < elems; i++)
-        mag[i] = per * fabsf(f16_to_f32(d)) + m_abs;
-}
-
-static float rand_unit(struct rng *r) { return (float)((double)(rng_next(r) >> 11) / 9007199254740992.0) * 2 - 1; }
 
 /* x dequantised from its activation blocks. */
 static void act_values(enum dtype t, const void *xq, int64_t n, float *out)
@@ -138,12 +87,12 @@ static void check_type(const struct quant_kernels *k, enum dtype t, uint64_t see
         float *x = malloc((size_t)n * sizeof *x), *xf = malloc((size_t)n * sizeof *xf);
         void *xq = malloc(quant_act_row_bytes(t, n)), *xs = malloc(quant_act_row_bytes(t, n));
         for (int64_t b = 0; b < n / blk; b++)
-            make_block(t, &r, wrow + b * dtype_block_bytes(t), mag + b * blk);
+            quant_blocks_make(t, &r, wrow + b * dtype_block_bytes(t), mag + b * blk);
         struct err e;
-        cr_assert_eq(gguf_dequant_f32(ggml_of(t), wrow, n, wf, &e), 0);
+        cr_assert_eq(gguf_dequant_f32(quant_blocks_ggml(t), wrow, n, wf, &e), 0);
         for (int trial = 0; trial < 4; trial++) {
             for (int64_t i = 0; i < n; i++)
-                x[i] = trial == 3 ? 0.0f : rand_unit(&r) * (trial == 2 && i % 97 == 0 ? 50.0f : 1.0f);
+                x[i] = trial == 3 ? 0.0f : quant_blocks_unit(&r) * (trial == 2 && i % 97 == 0 ? 50.0f : 1.0f);
             quant_act_row(k, t, x, n, xq);
             check_quantized(t, x, xq, n);
             if (k != quant_kernels_scalar()) { /* the same bytes as the scalar twin's */

@@ -1,0 +1,59 @@
+/* backend/quant/quant_matmul: every output is exactly the kernel set's dot
+ * of its weight row and its quantised x row (soft-capped where asked), for
+ * every block type, 1 to 17 rows of x, 1 to 1000 rows of w (tiles and
+ * chunks cut anywhere), pools of 1 to 3 threads, each kernel set this CPU
+ * has. The dot products themselves are test_quant_dot.c's. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+
+#include "backend/quant/quant_matmul.h"
+#include "quant_blocks.h"
+
+static const enum dtype TYPES[] = {DTYPE_Q4_0, DTYPE_Q4_1, DTYPE_Q5_0, DTYPE_Q5_1,
+                                   DTYPE_Q8_0, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K};
+
+static void check(const struct quant_kernels *k, struct threadpool *pool, enum dtype t, int T, int N, float softcap,
+                  struct rng *r)
+{
+    const int64_t K = 2 * dtype_block_elems(t);
+    const size_t row = dtype_row_bytes(t, K);
+    uint8_t *wdata = malloc((size_t)N * row);
+    float mag[512];
+    for (int64_t b = 0; b < N * K / dtype_block_elems(t); b++)
+        quant_blocks_make(t, r, wdata + b * dtype_block_bytes(t), mag);
+    const struct weight w = {wdata, t, N, K};
+    float *x = malloc((size_t)(T * K) * sizeof *x), *out = malloc((size_t)T * N * sizeof *out);
+    for (int64_t i = 0; i < T * K; i++)
+        x[i] = quant_blocks_unit(r);
+    void *xq = malloc(quant_matmul_scratch(&w, T)), *one = malloc(quant_act_row_bytes(t, K));
+    quant_matmul(k, pool, out, x, &w, T, xq, softcap);
+    for (int ti = 0; ti < T; ti++) {
+        quant_act_row(k, t, x + ti * K, K, one);
+        for (int n = 0; n < N; n++) {
+            float want = k->dot[t](wdata + (size_t)n * row, one, K);
+            if (softcap > 0)
+                want = tanhf(want / softcap) * softcap;
+            cr_assert_eq(out[(int64_t)ti * N + n], want, "%s %s T=%d N=%d: out[%d][%d] %g, want %g", k->name,
+                         dtype_name(t), T, N, ti, n, out[(int64_t)ti * N + n], want);
+        }
+    }
+    free(wdata), free(x), free(out), free(xq), free(one);
+}
+
+Test(quant_matmul, each_output_is_its_dot)
+{
+    const struct quant_kernels *sets[] = {quant_kernels_scalar(), quant_kernels_avx2(), quant_kernels_vnni()};
+    struct rng r;
+    rng_seed(&r, 7, 0, 0);
+    for (int threads = 1; threads <= 3; threads++) {
+        struct threadpool *pool = threadpool_create_spinning(threads, 100000);
+        for (size_t s = 0; s < 3; s++)
+            for (size_t i = 0; sets[s] && i < sizeof TYPES / sizeof TYPES[0]; i++) {
+                check(sets[s], pool, TYPES[i], 1, 1, 0, &r);
+                check(sets[s], pool, TYPES[i], 3, 37, 0, &r);
+                check(sets[s], pool, TYPES[i], 17, 1000, 30.0f, &r);
+            }
+        threadpool_free(pool);
+    }
+}
