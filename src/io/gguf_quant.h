@@ -13,11 +13,14 @@
 
 #include <stdint.h>
 
+#include "core/dtype.h"
 #include "core/error.h"
 #include "io/gguf.h"
 
 /* 1 when t can be dequantised here. */
 int gguf_quant_supported(enum ggml_type t);
+/* Our dtype for a supported t (1), or 0. */
+int gguf_type_dtype(enum ggml_type t, enum dtype *out);
 
 /* n elements (a whole number of t's blocks) at src to dst; -1 with e set
  * naming the type when it is not supported or n is not whole blocks. */
