@@ -101,15 +101,20 @@ int cmd_serve(int argc, char **argv)
         err_set(&e, "--drain-seconds must be in [0, 86400], got %g", drain);
         goto done;
     }
+    if (server_listen(&so, &e)) /* before the model: a port in use fails at once */
+        goto done;
     if (launch_model(&mf, &lm, &e) || load_text(mf.model, &tok, &ct, &e) ||
         engine_flags_apply(&f, lm.m, &eo, &e))
         goto done;
     eo.relay = loaded_model_relay(&lm);
     eo.check_integrity = check;
-    if (server_run(lm.m, tok, ct, &eo, &so, &e))
+    const int run = server_run(lm.m, tok, ct, &eo, &so, &e);
+    so.listener = NULL; /* server_run took it */
+    if (run)
         goto done;
     rc = 0;
 done:
+    server_unlisten(&so);
     if (rc < 0)
         fprintf(stderr, "infer serve: %s\n", e.msg);
     chat_template_free(ct);

@@ -313,13 +313,13 @@ static void *accept_main(void *arg)
     }
 }
 
-struct http_server *http_start(const struct http_config *cfg, struct err *e)
+struct http_server *http_listen(const char *host, int port_number, struct err *e)
 {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE};
     struct addrinfo *res = NULL;
     char port[16];
-    snprintf(port, sizeof port, "%d", cfg->port);
-    int rc = getaddrinfo(cfg->host, port, &hints, &res);
+    snprintf(port, sizeof port, "%d", port_number);
+    int rc = getaddrinfo(host, port, &hints, &res);
     if (rc || !res) {
         err_set(e, "no such address (%s)", gai_strerror(rc));
         return NULL;
@@ -336,7 +336,6 @@ struct http_server *http_start(const struct http_config *cfg, struct err *e)
     }
     freeaddrinfo(res);
     struct http_server *hs = xcalloc(1, sizeof *hs);
-    hs->cfg = *cfg;
     hs->listen_fd = fd;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
@@ -350,7 +349,22 @@ struct http_server *http_start(const struct http_config *cfg, struct err *e)
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&hs->gone, &ca);
     pthread_condattr_destroy(&ca);
+    return hs;
+}
+
+void http_serve(struct http_server *hs, const struct http_config *cfg)
+{
+    CHECK(!hs->serving);
+    hs->cfg = *cfg;
+    hs->serving = 1;
     CHECK(pthread_create(&hs->acceptor, NULL, accept_main, hs) == 0);
+}
+
+struct http_server *http_start(const struct http_config *cfg, struct err *e)
+{
+    struct http_server *hs = http_listen(cfg->host, cfg->port, e);
+    if (hs)
+        http_serve(hs, cfg);
     return hs;
 }
 
@@ -369,8 +383,10 @@ void http_stop(struct http_server *hs)
 {
     if (!hs)
         return;
-    CHECK(write(hs->wake[1], "", 1) == 1);
-    pthread_join(hs->acceptor, NULL);
+    if (hs->serving) {
+        CHECK(write(hs->wake[1], "", 1) == 1);
+        pthread_join(hs->acceptor, NULL);
+    }
     close(hs->listen_fd);
     pthread_mutex_lock(&hs->mu);
     hs->stopping = 1;

@@ -58,12 +58,19 @@ struct http_config {
 
 struct http_server;
 
-/* Listens and starts accepting; NULL with e set when the host does not
- * resolve or its address cannot be bound (the message names neither). */
+/* Binds host:port and listens; connections wait in the backlog until
+ * http_serve. NULL with e set when the host does not resolve or its address
+ * cannot be bound (the message names neither). A server binds before it
+ * loads its model, so a port in use fails at once. */
+struct http_server *http_listen(const char *host, int port, struct err *e);
+/* Starts accepting with cfg's handler (its host and port are not read). */
+void http_serve(struct http_server *hs, const struct http_config *cfg);
+/* http_listen then http_serve. */
 struct http_server *http_start(const struct http_config *cfg, struct err *e);
 int http_port(const struct http_server *hs);
 /* Stops accepting, lets the handlers running answer (a few seconds at
- * most), then closes every connection and waits for their threads; frees hs. */
+ * most), then closes every connection and waits for their threads; frees hs
+ * (one that only listened too). */
 void http_stop(struct http_server *hs);
 
 /* The first header field named name (any case), or NULL. */

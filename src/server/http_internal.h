@@ -18,6 +18,7 @@ struct http_server {
     pthread_cond_t gone;     /* a connection ended */
     struct http_conn *conns; /* the open ones: the stop shuts their sockets */
     int n_conns, stopping;
+    int serving; /* http_serve ran: the acceptor thread exists */
 };
 
 enum { BODY_UNREAD, BODY_READ, BODY_FAILED };

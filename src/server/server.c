@@ -286,10 +286,23 @@ static void drain(struct server *s)
     pthread_mutex_unlock(&s->mu);
 }
 
+int server_listen(struct server_opts *so, struct err *e)
+{
+    if (!(so->listener = http_listen(so->host, so->port, e)))
+        return err_prefix(e, "--host %s --port %d", so->host, so->port);
+    return 0;
+}
+
+void server_unlisten(struct server_opts *so)
+{
+    http_stop(so->listener);
+    so->listener = NULL;
+}
+
 int server_run(struct model *m, const struct tokenizer *tok, const struct chat_template *ct,
                const struct engine_opts *eo, const struct server_opts *so, struct err *e)
 {
-    struct server s = {.m = m, .tok = tok, .ct = ct, .o = *so, .started = (long)time(NULL)};
+    struct server s = {.m = m, .tok = tok, .ct = ct, .o = *so, .started = (long)time(NULL), .http = so->listener};
     pthread_mutex_init(&s.mu, NULL);
     s.names[0] = so->served_name;
     s.octx = (struct oai_context){.tok = tok, .ct = ct, .model_names = s.names, .n_model_names = 1,
@@ -309,10 +322,11 @@ int server_run(struct model *m, const struct tokenizer *tok, const struct chat_t
     const struct http_config hc = {.host = so->host, .port = so->port, .max_connections = so->max_connections,
                                    .timeout = 60, .handle = on_request, .error_body = http_error_body,
                                    .error_type = "application/json", .ctx = &s};
-    if (!(s.http = http_start(&hc, e))) {
+    if (!s.http && !(s.http = http_listen(so->host, so->port, e))) {
         err_prefix(e, "--host %s --port %d", so->host, so->port);
         goto done;
     }
+    http_serve(s.http, &hc);
     fprintf(stderr, "infer: serving %s on http://%s:%d\n", so->served_name, so->host, http_port(s.http));
     fflush(stderr);
     int sig = wait_for_signal(&s);

@@ -21,16 +21,26 @@ struct server_opts {
     size_t max_body;         /* bytes of a request body (413 beyond) */
     int max_connections;
     double drain_seconds;    /* SIGTERM: how long in-flight requests may take to finish */
+    /* host:port already bound (server_listen), or NULL: server_run binds */
+    struct http_server *listener;
 };
 
 struct server_opts server_opts_default(void);
+
+struct http_server;
+
+/* Binds so->host:so->port into so->listener, before the model loads, so
+ * that a bad address or a port in use fails at once; e names both. */
+int server_listen(struct server_opts *so, struct err *e);
+/* Closes so->listener where server_run will not run (it takes it). */
+void server_unlisten(struct server_opts *so);
 
 /* Starts the engine and the HTTP server on a loaded model, prints
  * "infer: serving <name> on http://host:port" to stderr once the port
  * accepts connections, and runs until SIGTERM or SIGINT: then new requests
  * get 503, in-flight ones finish (at most drain_seconds), and it returns 0.
  * The caller must have blocked SIGTERM and SIGINT in every thread
- * (server_block_signals before creating any). */
+ * (server_block_signals before creating any). Takes so->listener. */
 int server_run(struct model *m, const struct tokenizer *tok, const struct chat_template *ct,
                const struct engine_opts *eo, const struct server_opts *so, struct err *e);
 

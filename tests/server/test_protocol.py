@@ -7,17 +7,20 @@ exactly one well-formed response with the row's status (a response whose head or
 anything after it, fails); every error closes the connection, and its body is the server's error
 in OpenAI's shape ({"error": {"message", "type", "param", "code"}}, Content-Type
 application/json), whether the HTTP layer (src/server/http_parse.c, http.c) or a route refused
-it. After every row the server must still answer GET /health.
+it. After every row the server must still answer GET /health. And a bad address (a port in use,
+a host that does not resolve) fails `infer serve` before it reads its model.
 """
 import json
+import os
 import re
 import socket
+import subprocess
 import time
 from typing import NamedTuple, Optional
 
 import pytest
 
-from conftest import Server
+from conftest import INFER, Server
 
 TIMEOUT = 8.0
 CT = "Content-Type: application/json"
@@ -396,3 +399,25 @@ def test_over_max_connections_is_503(tiny_gguf):
         for h in held:
             h.close()
         assert s.stop() == 0, open(s.log.name).read()[-3000:]
+
+
+@pytest.mark.parametrize("where", ["port in use", "no such host"])
+def test_a_bad_address_fails_before_the_model_loads(tmp_path, where):
+    """serve binds before it loads the model: the model here is a FIFO named .gguf that no one
+    writes, so reading it would hang; the address's error must come at once instead."""
+    model = tmp_path / "model.gguf"
+    os.mkfifo(model)
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    host, expect = ("127.0.0.1", "cannot listen") if where == "port in use" else ("no.such.host.invalid",
+                                                                                 "no such address")
+    try:
+        r = subprocess.run([INFER, "serve", "--model", str(model), "--host", host, "--port", str(port)],
+                           capture_output=True, text=True, timeout=20)
+    finally:
+        taken.close()
+    assert r.returncode == 1, r.stderr
+    assert f"--host {host} --port {port}" in r.stderr and expect in r.stderr, r.stderr
+    assert r.stdout == ""
