@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Checks src/io/gguf_quant.c on every tensor of a real GGUF file.
+"""Checks src/io/gguf_quant.c (and the decoders it calls, src/core/dequant.c) on every tensor of a
+real GGUF file.
 
     PYTHONPATH=... .venv/bin/python tools/check_gguf_dequant.py [FILE.gguf]
 
 FILE defaults to $INFER_GGUF_GEMMA, else /tmp/gguf/gemma-3-270m-q4_k_m.gguf.
 The file is read with the `gguf` package's own GGUFReader (independent of
 src/io/gguf.c). tools/gguf_dequant_dump.c is compiled with the project's
-flags against src/io/gguf_quant.c, and for each tensor its bf16 and f32
+flags against src/io/gguf_quant.c and src/core/dequant.c, and for each tensor its bf16 and f32
 outputs are compared with gguf.quants.dequantize() (f32: same bits, NaN where
 it has NaN) and with that rounded to bf16 by the package's BF16 quantizer.
 Prints the mismatching elements per type; exit status 1 if there are any.
@@ -32,6 +33,7 @@ def build(tmp):
     cmd = [os.environ.get("CC", "cc"), *CFLAGS, "-I" + os.path.join(ROOT, "src"), "-o", exe,
            os.path.join(ROOT, "tools", "gguf_dequant_dump.c"),
            os.path.join(ROOT, "src", "io", "gguf_quant.c"),
+           os.path.join(ROOT, "src", "core", "dequant.c"),
            os.path.join(ROOT, "src", "core", "error.c")]
     subprocess.run(cmd, check=True)
     return exe
