@@ -9,7 +9,8 @@
  *   original weights were bf16) and keep the model's (1 + w);
  * - Llama: the converter permutes the rows of q and k within each head
  *   (half-split RoPE pairs to adjacent pairs, for ggml's RoPE); we put
- *   them back. */
+ *   them back. Its rope_freqs.weight (Llama 3's RoPE scaling) is read
+ *   into the config, not loaded as a weight. */
 #include "io/gguf_checkpoint.h"
 
 #include <stdio.h>
@@ -132,6 +133,8 @@ struct checkpoint *checkpoint_open_gguf(const struct gguf_file *f, const struct 
         const struct gguf_tensor *g = &f->tensors[i];
         char gname[128];
         snprintf(gname, sizeof gname, "%.*s", (int)g->name.len, g->name.s);
+        if (!strcmp(gname, "rope_freqs.weight"))
+            continue; /* Llama 3's RoPE factors: the config's (gguf_config.c), no weight */
         char *name = hf_name(gname, cfg->arch);
         const char *why = !name                           ? "has no counterpart in this architecture"
                           : g->n_dims > 2                   ? "has more than 2 dims"

@@ -46,6 +46,52 @@ static int opt_float(const struct gguf_file *f, const char *arch, const char *na
     return 0;
 }
 
+/* RoPE scaling as llama.cpp's converter writes it: rope.scaling.type "linear"
+ * with rope.scaling.factor (or "none"), or Llama 3's scaling as one factor
+ * per frequency in tensor rope_freqs.weight (f32, head_dim / 2 of them, each
+ * finite and positive). Any other scaling type is refused by name. */
+static int rope_scaling(const struct gguf_file *f, const char *arch, struct model_config *c, struct err *e)
+{
+    if (gguf_find_kv(f, key(arch, "rope.scaling.type"))) {
+        char *type = gguf_get_string(f, key(arch, "rope.scaling.type"), e);
+        if (!type)
+            return -1;
+        int rc = 0;
+        if (!strcmp(type, "linear")) {
+            double factor = 0;
+            if (opt_float(f, arch, "rope.scaling.factor", &factor, e))
+                rc = -1;
+            else if (!(factor >= 1 && factor <= 1e6))
+                rc = err_set(e, "%s: %s is %g (a linear factor in [1, 1e6])", f->path, key(arch, "rope.scaling.factor"),
+                             factor);
+            else
+                c->rope_global.type = ROPE_TYPE_LINEAR, c->rope_global.factor = factor;
+        } else if (strcmp(type, "none")) {
+            rc = err_set(e, "%s: %s '%s' is not supported (linear or none; Llama 3's scaling comes as rope_freqs.weight)",
+                         f->path, key(arch, "rope.scaling.type"), type);
+        }
+        free(type);
+        if (rc)
+            return rc;
+    }
+    const struct gguf_tensor *t = gguf_find_tensor(f, "rope_freqs.weight");
+    if (!t)
+        return 0;
+    const int pairs = c->head_dim / 2;
+    if (t->type != GGML_TYPE_F32 || t->n_dims != 1 || t->dims[0] != pairs || pairs > ROPE_MAX_PAIRS)
+        return err_set(e, "%s: tensor rope_freqs.weight is %s [%lld], not F32 [%d] (head_dim / 2)", f->path,
+                       ggml_type_name(t->type), (long long)t->dims[0], pairs);
+    if (c->rope_global.type != ROPE_TYPE_DEFAULT)
+        return err_set(e, "%s: rope_freqs.weight and %s both scale RoPE", f->path, key(arch, "rope.scaling.type"));
+    memcpy(c->rope_global.freq_factors, t->data, (size_t)pairs * sizeof(float));
+    for (int i = 0; i < pairs; i++)
+        if (!(c->rope_global.freq_factors[i] > 0 && c->rope_global.freq_factors[i] < 1e30f))
+            return err_set(e, "%s: rope_freqs.weight[%d] is %g (a factor must be finite and positive)", f->path, i,
+                           c->rope_global.freq_factors[i]);
+    c->rope_global.type = ROPE_TYPE_FACTORS;
+    return 0;
+}
+
 /* An optional token id: -1 when absent; an error when it is stored under a
  * type other than an integer or is not an id of the model's vocabulary. */
 static int token_id(const struct gguf_file *f, const char *k, int vocab, int *out, struct err *e)
@@ -137,14 +183,8 @@ int model_config_from_gguf(const struct gguf_file *f, struct model_config *c, st
         err_set(e, "%s: %d heads are not a multiple of %d kv heads", f->path, c->n_heads, c->n_kv_heads);
         goto done;
     }
-    if (gguf_find_kv(f, key(arch, "rope.scaling.type"))) {
-        err_set(e, "%s: %s is not supported yet", f->path, key(arch, "rope.scaling.type"));
+    if (rope_scaling(f, arch, c, e))
         goto done;
-    }
-    if (gguf_find_tensor(f, "rope_freqs.weight")) { /* llama.cpp's Llama 3 RoPE scaling, as frequency factors */
-        err_set(e, "%s: tensor rope_freqs.weight (RoPE frequency factors) is not supported yet", f->path);
-        goto done;
-    }
     const struct gguf_tensor *emb = gguf_find_tensor(f, "token_embd.weight");
     if (!emb || emb->n_dims != 2 || emb->dims[0] != c->hidden_size) {
         err_set(e, "%s: token_embd.weight is missing or not [%d, vocab]", f->path, c->hidden_size);

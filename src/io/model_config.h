@@ -15,7 +15,11 @@
 
 enum model_arch { MODEL_ARCH_LLAMA, MODEL_ARCH_QWEN3, MODEL_ARCH_GEMMA3 };
 
-enum rope_type { ROPE_TYPE_DEFAULT, ROPE_TYPE_LINEAR, ROPE_TYPE_LLAMA3 };
+/* FACTORS: each frequency divided by its own factor, as llama.cpp's
+ * converter writes Llama 3's scaling into a GGUF (tensor rope_freqs.weight). */
+enum rope_type { ROPE_TYPE_DEFAULT, ROPE_TYPE_LINEAR, ROPE_TYPE_LLAMA3, ROPE_TYPE_FACTORS };
+
+#define ROPE_MAX_PAIRS 256 /* head_dim / 2 of a model with frequency factors */
 
 enum model_act { MODEL_ACT_SILU, MODEL_ACT_GELU_TANH };
 
@@ -26,6 +30,7 @@ struct rope_config {
     double low_freq_factor;        /* llama3 */
     double high_freq_factor;       /* llama3 */
     double original_max_positions; /* llama3 */
+    float freq_factors[ROPE_MAX_PAIRS]; /* factors: one per frequency (head_dim / 2) */
 };
 
 struct model_config {

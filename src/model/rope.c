@@ -8,6 +8,8 @@ void rope_inv_freq(const struct rope_config *r, int head_dim, float *inv_freq)
         double f = 1.0 / pow(r->theta, (double)(2 * i) / head_dim);
         if (r->type == ROPE_TYPE_LINEAR) {
             f /= r->factor;
+        } else if (r->type == ROPE_TYPE_FACTORS) {
+            f /= r->freq_factors[i];
         } else if (r->type == ROPE_TYPE_LLAMA3) {
             /* Llama 3.1: long wavelengths slow down by factor, short ones stay,
              * and the band between is interpolated smoothly. */

@@ -5,11 +5,14 @@ k rows permuted within each head for ggml's RoPE — using the Python `gguf` pac
 `infer logits` on the GGUF must equal `infer logits` on the checkpoint directory exactly (CPU).
 This proves the name map and the two layout conventions the loader undoes.
 
-What GGUF cannot say is taken out of the fixture first (a copy of its directory): Llama 3 RoPE
-scaling (llama.cpp writes it as frequency factors, which the loader refuses), and
-Gemma's query_pre_attn_scalar when it is not head_dim (llama.cpp assumes head_dim).
+What GGUF cannot say is taken out of the fixture first (a copy of its directory): Gemma's
+query_pre_attn_scalar when it is not head_dim (llama.cpp assumes head_dim). RoPE scaling comes
+as llama.cpp's converter writes it: Llama 3's as one factor per frequency (tensor
+rope_freqs.weight, computed here the converter's way), linear as rope.scaling.type and factor;
+their logits must match the checkpoint's (the factors within float32 rounding of each factor).
 """
 import json
+import math
 import os
 import shutil
 import struct
@@ -69,11 +72,33 @@ def permute(w, n_head):
     return w.reshape(n_head, 2, d // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_gguf(cfg, tensors, path, extra_kv=None):
+def rope_factors(cfg):
+    """Llama 3's RoPE scaling as llama.cpp's converter writes it: a factor per frequency, f32."""
+    r = cfg["rope_scaling"]
+    dim = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    freqs = 1.0 / (cfg["rope_theta"] ** (np.arange(0, dim, 2, dtype=np.float32) / dim))
+    old = r["original_max_position_embeddings"]
+    low_wavelen, high_wavelen = old / r["low_freq_factor"], old / r["high_freq_factor"]
+    out = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_wavelen:
+            out.append(1.0)
+        elif wavelen > low_wavelen:
+            out.append(r["factor"])
+        else:
+            smooth = (old / wavelen - r["low_freq_factor"]) / (r["high_freq_factor"] - r["low_freq_factor"])
+            out.append(1 / ((1 - smooth) / r["factor"] + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def write_gguf(cfg, tensors, path, extra_kv=None, extra_tensors=None, strings=None):
     arch = {"llama": "llama", "qwen3": "qwen3", "gemma3_text": "gemma3"}[cfg["model_type"]]
     w = gguf.GGUFWriter(path, arch)
     for key, value in (extra_kv or {}).items():
-        w.add_uint32(key, value)
+        w.add_float32(key, value) if isinstance(value, float) else w.add_uint32(key, value)
+    for key, value in (strings or {}).items():
+        w.add_string(key, value)
     heads, hidden = cfg["num_attention_heads"], cfg["hidden_size"]
     head_dim = cfg.get("head_dim") or hidden // heads
     w.add_context_length(cfg["max_position_embeddings"])
@@ -106,6 +131,8 @@ def write_gguf(cfg, tensors, path, extra_kv=None):
         if arch == "llama" and g.endswith("attn_k.weight"):
             v = permute(v, cfg["num_key_value_heads"])
         w.add_tensor(g, np.ascontiguousarray(v, dtype=np.float32))
+    for g, v in (extra_tensors or {}).items():
+        w.add_tensor(g, v)
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
@@ -147,3 +174,73 @@ def test_token_id_outside_the_vocabulary_is_refused(key, tmp_path):
     p = subprocess.run([INFER, "info", "--model", gpath], capture_output=True, text=True)
     assert p.returncode != 0
     assert f"{key} {cfg['vocab_size']} is not a token id (the vocabulary has {cfg['vocab_size']})" in p.stderr, p.stderr
+
+
+def logit_values(path):
+    return read_safetensors(path)["logits"]
+
+
+def _llama_with(tmp_path, rope):
+    d = tmp_path / "tiny-llama"
+    shutil.copytree(os.path.join(FIX, "tiny-llama"), d)
+    cfg = json.load(open(d / "config.json"))
+    cfg.pop("rope_parameters", None)
+    if rope is None:
+        cfg.pop("rope_scaling", None)
+    else:
+        cfg["rope_scaling"] = rope
+    json.dump(cfg, open(d / "config.json", "w"))
+    return d, cfg
+
+
+def test_llama3_rope_scaling_as_frequency_factors(tmp_path):
+    d, cfg = _llama_with(tmp_path, json.load(open(os.path.join(FIX, "tiny-llama", "config.json")))["rope_scaling"])
+    assert cfg["rope_scaling"]["rope_type"] == "llama3"
+    tensors = read_safetensors(d / "model.safetensors")
+    gpath = str(tmp_path / "llama3.gguf")
+    write_gguf(cfg, tensors, gpath, extra_tensors={"rope_freqs.weight": rope_factors(cfg)})
+    plain = str(tmp_path / "plain.gguf")
+    write_gguf(cfg, tensors, plain)
+    ids = [(7 * i + 3) % cfg["vocab_size"] for i in range(40)]
+    logits(str(d), ids, str(tmp_path / "want.safetensors"))
+    logits(gpath, ids, str(tmp_path / "got.safetensors"))
+    logits(plain, ids, str(tmp_path / "plain.safetensors"))
+    want, got = logit_values(tmp_path / "want.safetensors"), logit_values(tmp_path / "got.safetensors")
+    unscaled = logit_values(tmp_path / "plain.safetensors")
+    err = np.abs(got - want).max() / np.abs(want).max()
+    assert err < 1e-4, f"logits with rope_freqs.weight differ from the checkpoint's by {err:.2e} (relative)"
+    # the factors matter at these positions: without them the logits move by far more
+    assert np.abs(unscaled - want).max() / np.abs(want).max() > 100 * max(err, 1e-7)
+
+
+def test_linear_rope_scaling(tmp_path):
+    d, cfg = _llama_with(tmp_path, {"rope_type": "linear", "factor": 4.0})
+    gpath = str(tmp_path / "linear.gguf")
+    write_gguf(cfg, read_safetensors(d / "model.safetensors"), gpath, {"llama.rope.scaling.factor": 4.0},
+               strings={"llama.rope.scaling.type": "linear"})
+    ids = [(7 * i + 3) % cfg["vocab_size"] for i in range(12)]
+    want = logits(str(d), ids, str(tmp_path / "want.safetensors"))
+    assert logits(gpath, ids, str(tmp_path / "got.safetensors")) == want
+
+
+@pytest.mark.parametrize("case", ["yarn", "freqs of the wrong length", "a zero factor", "both"])
+def test_rope_scaling_refusals(case, tmp_path):
+    d, cfg = _llama_with(tmp_path, None)
+    tensors = read_safetensors(d / "model.safetensors")
+    half = (cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]) // 2
+    kv, strings, extra, expect = {}, {}, {}, ""
+    if case == "yarn":
+        strings, expect = {"llama.rope.scaling.type": "yarn"}, "llama.rope.scaling.type 'yarn' is not supported"
+    elif case == "freqs of the wrong length":
+        extra, expect = {"rope_freqs.weight": np.ones(half + 1, np.float32)}, "not F32 [%d]" % half
+    elif case == "a zero factor":
+        f = np.ones(half, np.float32)
+        f[3] = 0
+        extra, expect = {"rope_freqs.weight": f}, "rope_freqs.weight[3] is 0"
+    else:
+        kv, strings = {"llama.rope.scaling.factor": 2.0}, {"llama.rope.scaling.type": "linear"}
+        extra, expect = {"rope_freqs.weight": np.ones(half, np.float32)}, "both scale RoPE"
+    gpath = str(tmp_path / "bad.gguf")
+    write_gguf(cfg, tensors, gpath, kv, extra, strings)
+    p = subprocess.run([INFER, "info", "--model", gpath], capture_output=True, text=True)
+    assert p.returncode != 0 and expect in p.stderr, p.stderr
