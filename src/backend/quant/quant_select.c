@@ -3,12 +3,21 @@
 #include "backend/quant/quant.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
+
 #include "backend/quant/quant_sets.h"
+
+/* F16C from CPUID itself: clang's __builtin_cpu_supports does not know it. */
+static int has_f16c(void)
+{
+    unsigned a, b, c, d;
+    return __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
+}
 
 static int has_avx2(void)
 {
     __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
 }
 
 static int has_vnni(void)
