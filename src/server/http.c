@@ -360,14 +360,6 @@ void http_serve(struct http_server *hs, const struct http_config *cfg)
     CHECK(pthread_create(&hs->acceptor, NULL, accept_main, hs) == 0);
 }
 
-struct http_server *http_start(const struct http_config *cfg, struct err *e)
-{
-    struct http_server *hs = http_listen(cfg->host, cfg->port, e);
-    if (hs)
-        http_serve(hs, cfg);
-    return hs;
-}
-
 int http_port(const struct http_server *hs) { return hs->port; }
 
 /* Shuts the sockets of the connections (the handler's too, or only those

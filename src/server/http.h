@@ -41,8 +41,6 @@ struct http_request {
 };
 
 struct http_config {
-    const char *host; /* a name or address; IPv4 or IPv6 */
-    int port;         /* 0: an ephemeral one (http_port says which) */
     int max_connections;
     double timeout; /* seconds the client may keep the server waiting (60) */
     /* Answers rq once (http_respond*), or returns without: the connection
@@ -58,15 +56,14 @@ struct http_config {
 
 struct http_server;
 
-/* Binds host:port and listens; connections wait in the backlog until
+/* Binds host (a name or address; IPv4 or IPv6) and port (0: an ephemeral
+ * one, http_port says which) and listens; connections wait in the backlog until
  * http_serve. NULL with e set when the host does not resolve or its address
  * cannot be bound (the message names neither). A server binds before it
  * loads its model, so a port in use fails at once. */
 struct http_server *http_listen(const char *host, int port, struct err *e);
-/* Starts accepting with cfg's handler (its host and port are not read). */
+/* Starts accepting with cfg's handler. */
 void http_serve(struct http_server *hs, const struct http_config *cfg);
-/* http_listen then http_serve. */
-struct http_server *http_start(const struct http_config *cfg, struct err *e);
 int http_port(const struct http_server *hs);
 /* Stops accepting, lets the handlers running answer (a few seconds at
  * most), then closes every connection and waits for their threads; frees hs

@@ -302,6 +302,7 @@ void server_unlisten(struct server_opts *so)
 int server_run(struct model *m, const struct tokenizer *tok, const struct chat_template *ct,
                const struct engine_opts *eo, const struct server_opts *so, struct err *e)
 {
+    CHECK(so->listener); /* server_listen's */
     struct server s = {.m = m, .tok = tok, .ct = ct, .o = *so, .started = (long)time(NULL), .http = so->listener};
     pthread_mutex_init(&s.mu, NULL);
     s.names[0] = so->served_name;
@@ -319,13 +320,9 @@ int server_run(struct model *m, const struct tokenizer *tok, const struct chat_t
     if (tok) /* structured outputs: compiled constraints, cached */
         s.octx.grammars = s.grammars = grammar_cache_new(tok, s.octx.vocab_size, m->cfg.eos_ids, m->cfg.n_eos,
                                                          GRAMMAR_CACHE_ENTRIES, GRAMMAR_CACHE_BYTES);
-    const struct http_config hc = {.host = so->host, .port = so->port, .max_connections = so->max_connections,
+    const struct http_config hc = {.max_connections = so->max_connections,
                                    .timeout = 60, .handle = on_request, .error_body = http_error_body,
                                    .error_type = "application/json", .ctx = &s};
-    if (!s.http && !(s.http = http_listen(so->host, so->port, e))) {
-        err_prefix(e, "--host %s --port %d", so->host, so->port);
-        goto done;
-    }
     http_serve(s.http, &hc);
     fprintf(stderr, "infer: serving %s on http://%s:%d\n", so->served_name, so->host, http_port(s.http));
     fflush(stderr);

@@ -21,7 +21,7 @@ struct server_opts {
     size_t max_body;         /* bytes of a request body (413 beyond) */
     int max_connections;
     double drain_seconds;    /* SIGTERM: how long in-flight requests may take to finish */
-    /* host:port already bound (server_listen), or NULL: server_run binds */
+    /* host:port bound by server_listen; server_run takes it */
     struct http_server *listener;
 };
 
@@ -40,7 +40,8 @@ void server_unlisten(struct server_opts *so);
  * accepts connections, and runs until SIGTERM or SIGINT: then new requests
  * get 503, in-flight ones finish (at most drain_seconds), and it returns 0.
  * The caller must have blocked SIGTERM and SIGINT in every thread
- * (server_block_signals before creating any). Takes so->listener. */
+ * (server_block_signals before creating any) and bound the address
+ * (server_listen): server_run takes so->listener. */
 int server_run(struct model *m, const struct tokenizer *tok, const struct chat_template *ct,
                const struct engine_opts *eo, const struct server_opts *so, struct err *e);
 
