@@ -48,7 +48,16 @@ pack-cuda)
         -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON "-DCMAKE_INSTALL_RPATH=\$ORIGIN")
     native=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON)
     ;;
-cpu) backend=(-DGGML_CUDA=OFF) ;;
+cpu)
+    backend=(-DGGML_CUDA=OFF)
+    # -march=native turns llama.cpp's AMX kernels on where the CPU lists AMX; on the VMs here
+    # they die of SIGILL in their first tilezero (llama-bench on any Q8_0 file), so they are off
+    # unless LLAMA_AMX=1.
+    if [ "${LLAMA_AMX:-0}" != 1 ]; then
+        backend+=("-DCMAKE_C_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+            "-DCMAKE_CXX_FLAGS=-mno-amx-tile -mno-amx-int8 -mno-amx-bf16")
+    fi
+    ;;
 *) echo "build: unknown kind '$KIND' (cuda, cpu, source or pack-cuda)" >&2; exit 2 ;;
 esac
 gen=(); command -v ninja >/dev/null && gen=(-G Ninja)

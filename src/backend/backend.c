@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu_fast/fast_backend.h"
 #include "backend/ops.h"
 
 #ifdef INFER_HAVE_CUDA
@@ -58,6 +59,8 @@ int backend_kind_parse(const char *name, enum backend_kind *kind, struct err *e)
 {
     if (!strcmp(name, "cpu"))
         *kind = BACKEND_KIND_CPU;
+    else if (!strcmp(name, "cpu-reference"))
+        *kind = BACKEND_KIND_CPU_REFERENCE;
     else if (!strcmp(name, "cuda"))
         *kind = BACKEND_KIND_CUDA;
     else if (!strcmp(name, "auto"))
@@ -67,8 +70,13 @@ int backend_kind_parse(const char *name, enum backend_kind *kind, struct err *e)
         *kind = BACKEND_KIND_CPU;
 #endif
     else
-        return err_set(e, "--device: unknown device '%s' (cpu, cuda or auto)", name);
+        return err_set(e, "--device: unknown device '%s' (cpu, cpu-reference, cuda or auto)", name);
     return 0;
+}
+
+const char *backend_kind_name(enum backend_kind kind)
+{
+    return kind == BACKEND_KIND_CPU ? "cpu" : kind == BACKEND_KIND_CPU_REFERENCE ? "cpu-reference" : "cuda";
 }
 
 struct backend *backend_create(enum backend_kind kind, int n_threads, struct err *e)
@@ -79,6 +87,8 @@ struct backend *backend_create(enum backend_kind kind, int n_threads, struct err
 struct backend *backend_create_on(enum backend_kind kind, int n_threads, int device, struct err *e)
 {
     if (kind == BACKEND_KIND_CPU)
+        return cpu_fast_backend_create(n_threads, e);
+    if (kind == BACKEND_KIND_CPU_REFERENCE)
         return cpu_backend_create(n_threads, e);
 #ifdef INFER_HAVE_CUDA
     return cuda_backend_create(device, e);

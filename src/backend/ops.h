@@ -1,8 +1,9 @@
 /* The op table: everything the model's forward pass asks of a backend.
  *
  * The forward pass (src/model/forward.c) is written once against these ops;
- * the CPU backend (src/backend/cpu) is the fp32 reference and the CUDA backend
- * (src/backend/cuda) the fast path. Buffers are opaque `void *` in the
+ * the CPU reference backend (src/backend/cpu) is the fp32 oracle, the fast
+ * CPU backend (src/backend/cpu_fast) and the CUDA backend (src/backend/cuda)
+ * the fast paths. Buffers are opaque `void *` in the
  * backend's memory: activations are `act_dtype` elements (f32 on the CPU),
  * the KV cache holds `kv_dtype` elements, logits are always f32.
  *
@@ -23,7 +24,8 @@
 #include "core/error.h"
 
 /* A weight matrix [rows, cols], row-major (a vector has rows = 1), in the
- * backend's memory, in any float dtype the backend accepts. */
+ * backend's memory, in any dtype the backend accepts: a float dtype, or
+ * (where be->block_weights) a block type, each row whole blocks. */
 struct weight {
     const void *data;
     enum dtype dtype;
@@ -276,13 +278,20 @@ struct backend {
      * prefill and long-context decode). */
     int batch_invariant;
     int weights_borrowed; /* weight_upload keeps the host pointer (the CPU backend): it must outlive the weight */
+    int block_weights;    /* weight_upload takes GGUF block types (core/dtype.h) as they are */
     struct comm *comm;    /* the rank's group when the model is split (src/parallel), else NULL */
     void (*free_impl)(struct backend *be); /* the backend's own part of backend_free */
 };
 
-enum backend_kind { BACKEND_KIND_CPU, BACKEND_KIND_CUDA };
+/* CPU: the fast CPU backend; CPU_REFERENCE: the fp32 oracle. */
+enum backend_kind { BACKEND_KIND_CPU, BACKEND_KIND_CPU_REFERENCE, BACKEND_KIND_CUDA };
 
-/* Creates a backend; n_threads is for the CPU backend (<= 0: all cores).
+static inline int backend_kind_is_cpu(enum backend_kind k)
+{
+    return k == BACKEND_KIND_CPU || k == BACKEND_KIND_CPU_REFERENCE;
+}
+
+/* Creates a backend; n_threads is for the CPU backends (<= 0: all cores).
  * Returns NULL with e set when the kind is unavailable (no CUDA build, no GPU).
  * Free with backend_free. */
 struct backend *backend_create(enum backend_kind kind, int n_threads, struct err *e);
@@ -290,6 +299,8 @@ struct backend *backend_create(enum backend_kind kind, int n_threads, struct err
  * rank of a split model takes its own. */
 struct backend *backend_create_on(enum backend_kind kind, int n_threads, int device, struct err *e);
 void backend_free(struct backend *be);
+/* "cpu", "cpu-reference", "cuda" or "auto" (cuda where a GPU is, else cpu). */
 int backend_kind_parse(const char *name, enum backend_kind *kind, struct err *e);
+const char *backend_kind_name(enum backend_kind kind);
 
 #endif

@@ -8,9 +8,10 @@
  *   say, request i with seed S + i) submitted at once to a fresh
  *   engine; output tokens per second from the engine's ready to its last
  *   token (what tools/decode_speed.py measures), and the time of one step
- *   after the first token, against the weight-read floor (weight bytes /
- *   3.02 TB/s, an H100's measured device-to-device copy bandwidth; per GPU when
- *   the model is split, "tp" in the line);
+ *   after the first token, against the bytes of weights a step reads in the
+ *   types the backend holds (a rank's share when the model is split, "tp" in
+ *   the line): read_gb_s, and on a GPU the floor weight bytes / 3.02 TB/s,
+ *   an H100's measured device-to-device copy bandwidth;
  * - prefill: one request of prompt-len random tokens and one output token,
  *   after a warm-up request of other tokens: time to the first token, in
  *   tokens and model FLOPs (2 * parameters * tokens) per second.
@@ -177,8 +178,9 @@ int cmd_bench(int argc, char **argv)
     struct model *m = lm.m;
     const struct backend *be = lm.be;
     const int64_t params = model_config_count_params(&m->cfg);
-    const double bytes = (double)params * (double)dtype_size(be->act_dtype);
-    const double floor_ms = bytes / m->sh.size / H100_COPY_BYTES_PER_S * 1e3; /* each GPU reads its share */
+    /* the rank's share, as its backend holds it (GGUF blocks on the CPU) */
+    const double bytes = model_weights_step_bytes(&m->w, &m->cfg);
+    const double floor_ms = strcmp(be->ops->name, "cuda") ? 0 : bytes / H100_COPY_BYTES_PER_S * 1e3; /* GPUs only */
     struct sampling_params sp = sampling_flags_params(&sf);
     sp.top_logprobs = top_logprobs;
     const struct sampling_params greedy = sampling_params_default();
@@ -201,11 +203,13 @@ int cmd_bench(int argc, char **argv)
         printf(
             "\"workload\": \"decode\", \"batch\": %d, \"input_len\": %d, \"output_len\": %d, "
             "\"output_tok_s\": %.1f, \"ttft_ms\": %.3f, \"step_ms\": %.3f, \"graph_replays\": %ld, "
-            "\"eager_steps\": %ld, \"weight_bytes\": %.0f, \"floor_ms\": %.3f, \"step_over_floor\": %.3f, "
+            "\"eager_steps\": %ld, \"weight_bytes\": %.0f, \"read_gb_s\": %.2f, \"floor_ms\": %.3f, "
+            "\"step_over_floor\": %.3f, "
             "\"host_ms\": %.4f, \"relay_ms\": %.4f, \"enqueue_ms\": %.4f, \"wait_ms\": %.4f, "
             "\"temperature\": %g, \"top_p\": %g, \"top_k\": %d, \"min_p\": %g, \"top_logprobs\": %d}\n",
             batch[i], input_len, output_len, r.stats.completion_tokens / r.ready_to_last,
-            r.submit_to_first * 1e3, step_ms, r.stats.graph_replays, r.stats.eager_steps, bytes, floor_ms,
+            r.submit_to_first * 1e3, step_ms, r.stats.graph_replays, r.stats.eager_steps, bytes,
+            step_ms > 0 ? bytes / (step_ms * 1e6) : 0, floor_ms,
             floor_ms > 0 ? step_ms / floor_ms : 0, host_ms, relay_ms, enqueue_ms, wait_ms, sf.temperature, sf.top_p,
             sf.top_k, sf.min_p, top_logprobs);
         fflush(stdout);

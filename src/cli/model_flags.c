@@ -4,7 +4,7 @@ void model_flags_opts(struct launch_opts *f, struct cli_opt *opts)
 {
     const struct cli_opt list[MODEL_FLAGS_N_OPTS] = {
         {"model", CLI_OPT_STRING, &f->model, 1, 0, 0, "checkpoint directory or .gguf file", 0},
-        {"device", CLI_OPT_STRING, &f->device, 0, 0, 0, "cpu, cuda, or auto (cuda when a GPU is there, else cpu)", 0},
+        {"device", CLI_OPT_STRING, &f->device, 0, 0, 0, "cpu, cpu-reference (the fp32 oracle), cuda, or auto (cuda when a GPU is there, else cpu)", 0},
         {"threads", CLI_OPT_INT, &f->threads, 0, 0, 1024, "CPU threads (0: all cores)", 0},
         {"batch-invariant", CLI_OPT_FLAG, &f->batch_invariant, 0, 0, 0,
          "results independent of the batch (CUDA: slower prefill)", 0},

@@ -51,4 +51,32 @@ static inline float f16_to_f32(uint16_t h)
     return f;
 }
 
+/* Round to nearest even; overflow to infinity, NaN kept quiet (what F16C's
+ * vcvtps2ph does with rounding mode 0). */
+static inline uint16_t f32_to_f16(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    const uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    const uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) /* NaN */
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x3ffu));
+    if (a >= 0x477ff000u) /* rounds to 65520 or more: infinity */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a < 0x38800000u) { /* below 2^-14: a subnormal (or zero) of f16 */
+        if (a < 0x33000000u) /* below half the smallest subnormal, 2^-25: zero */
+            return sign;
+        const int shift = 126 - (int)(a >> 23); /* 14..24 */
+        const uint32_t man = (a & 0x7fffffu) | 0x800000u;
+        uint32_t q = man >> shift;
+        const uint32_t rest = man & ((1u << shift) - 1), half = 1u << (shift - 1);
+        q += rest > half || (rest == half && (q & 1));
+        return (uint16_t)(sign | q);
+    }
+    uint32_t h = ((a >> 13) - ((127u - 15u) << 10)); /* rebias, drop 13 bits */
+    const uint32_t rest = a & 0x1fffu;
+    h += rest > 0x1000u || (rest == 0x1000u && (h & 1));
+    return (uint16_t)(sign | h);
+}
+
 #endif

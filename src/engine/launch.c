@@ -23,16 +23,17 @@ int cuda_backend_device_count(void);
 /* The backend the flags name. */
 static int dist_backend_of(const struct launch_opts *f, enum backend_kind kind, enum dist_backend *b, struct err *e)
 {
-    *b = kind == BACKEND_KIND_CPU ? DIST_BACKEND_CPU_TEST : DIST_BACKEND_NCCL;
+    const int cpu = backend_kind_is_cpu(kind);
+    *b = cpu ? DIST_BACKEND_CPU_TEST : DIST_BACKEND_NCCL;
     if (f->dist_backend && dist_backend_parse(f->dist_backend, b, e))
         return -1;
-    if (f->tp > 1 && kind == BACKEND_KIND_CPU && (!f->dist_backend || *b != DIST_BACKEND_CPU_TEST))
+    if (f->tp > 1 && cpu && (!f->dist_backend || *b != DIST_BACKEND_CPU_TEST))
         return err_set(e, "--tensor-parallel-size %d on the cpu needs --dist-backend cpu-test (the CPU splits a "
                           "model for tests only; split it over GPUs with --device cuda)",
                        f->tp);
-    if (*b == DIST_BACKEND_CPU_TEST && kind != BACKEND_KIND_CPU)
+    if (*b == DIST_BACKEND_CPU_TEST && !cpu)
         return err_set(e, "--dist-backend cpu-test runs on --device cpu only");
-    if (*b == DIST_BACKEND_NCCL && kind == BACKEND_KIND_CPU)
+    if (*b == DIST_BACKEND_NCCL && cpu)
         return err_set(e, "--dist-backend nccl needs --device cuda");
     return 0;
 }
@@ -147,7 +148,7 @@ int launch_model(const struct launch_opts *f, struct loaded_model *lm, struct er
     if (strlen(f->model) >= sizeof s.model)
         return err_set(e, "--model: the path is longer than %zu bytes", sizeof s.model - 1);
     snprintf(s.model, sizeof s.model, "%s", f->model);
-    snprintf(s.device, sizeof s.device, "%s", kind == BACKEND_KIND_CUDA ? "cuda" : "cpu");
+    snprintf(s.device, sizeof s.device, "%s", backend_kind_name(kind));
     if (f->tp == 1)
         return load_rank(&s, 0, lm, e);
     const struct dist_opts o = dist_opts_of(f, b);

@@ -98,6 +98,14 @@ struct gguf_file *gguf_open(const char *path, struct err *e)
     return f;
 }
 
+void *gguf_take_map(struct gguf_file *f, size_t *size)
+{
+    void *m = f->map;
+    *size = f->map_size;
+    f->map = NULL;
+    return m;
+}
+
 void gguf_close(struct gguf_file *f)
 {
     if (!f)

@@ -135,6 +135,10 @@ int gguf_is_path(const char *path);
 /* Maps and validates path. NULL with e set on any problem. Free with gguf_close. */
 struct gguf_file *gguf_open(const char *path, struct err *e);
 void gguf_close(struct gguf_file *f);
+/* Hands f's mapping to the caller, who munmaps it (size *size) when done:
+ * tensor data and strings stay valid while it lives; gguf_close then
+ * leaves it mapped. */
+void *gguf_take_map(struct gguf_file *f, size_t *size);
 
 /* NULL when absent. */
 const struct gguf_kv *gguf_find_kv(const struct gguf_file *f, const char *key);

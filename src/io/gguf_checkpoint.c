@@ -1,9 +1,11 @@
-/* A GGUF file as a checkpoint (gguf_checkpoint.h): every tensor dequantised
- * at load time into one anonymous mapping, under its Hugging Face name, in
- * Hugging Face's layout:
+/* A GGUF file as a checkpoint (gguf_checkpoint.h): every tensor under its
+ * Hugging Face name, in Hugging Face's layout:
  * - shapes: ggml lists the contiguous dimension first, so [cols, rows]
  *   becomes [rows, cols] (the bytes do not move);
- * - matrices become bf16 (the engine's weight dtype), vectors (norms) f32;
+ * - matrices are kept as the file has them, pointing into its mapping, when
+ *   the caller asks (a backend that takes block types) and their rows are
+ *   whole blocks; else dequantised to bf16 (the engine's weight dtype) into
+ *   one anonymous mapping, with the vectors (norms), which are always f32;
  * - Gemma: llama.cpp's converter stores RMSNorm weights with the +1 that
  *   Gemma's norm applies folded in; we subtract it again (exact: the
  *   original weights were bf16) and keep the model's (1 + w);
@@ -71,34 +73,57 @@ static int is_norm(const char *gguf_name)
 }
 
 /* Llama: rows r of head h were written at h*D + 2*(r % (D/2)) + r / (D/2);
- * moves them back (bf16 rows of cols elements, n_heads heads of D rows). */
-static void unpermute_rows(uint16_t *w, int64_t rows, int64_t cols, int n_heads)
+ * moves them back (rows of row_bytes, n_heads heads of D rows). */
+static void unpermute_rows(char *w, int64_t rows, size_t row_bytes, int n_heads)
 {
     const int64_t D = rows / n_heads, half = D / 2;
-    uint16_t *tmp = xmalloc((size_t)(D * cols) * sizeof *tmp);
+    char *tmp = xmalloc((size_t)D * row_bytes);
     for (int h = 0; h < n_heads; h++) {
-        uint16_t *head = w + h * D * cols;
+        char *head = w + (size_t)(h * D) * row_bytes;
         for (int64_t r = 0; r < D; r++) /* GGUF row 2i + j holds HF row j*half + i */
-            memcpy(tmp + ((r % 2) * half + r / 2) * cols, head + r * cols, (size_t)cols * sizeof *tmp);
-        memcpy(head, tmp, (size_t)(D * cols) * sizeof *tmp);
+            memcpy(tmp + (size_t)((r % 2) * half + r / 2) * row_bytes, head + (size_t)r * row_bytes, row_bytes);
+        memcpy(head, tmp, (size_t)D * row_bytes);
     }
     free(tmp);
 }
+
+/* Llama's q and k, whose rows the converter permuted (n_heads of them), or 0. */
+static int permuted_heads(const char *gname, const struct model_config *cfg)
+{
+    const size_t n = strlen(gname);
+    if (cfg->arch != MODEL_ARCH_LLAMA || n <= 13)
+        return 0;
+    return !strcmp(gname + n - 13, "attn_q.weight")   ? cfg->n_heads
+           : !strcmp(gname + n - 13, "attn_k.weight") ? cfg->n_kv_heads
+                                                       : 0;
+}
+
+enum plan_how {
+    PLAN_DEQUANT, /* to f32 (vectors) or bf16 (matrices) in the arena */
+    PLAN_KEEP,    /* as the file has it, in the file's mapping */
+    PLAN_COPY,    /* as the file has it, copied into the arena (rows to unpermute) */
+};
 
 struct plan {
     const struct gguf_tensor *src;
     char *name;
     int is_vector;
+    enum plan_how how;
+    enum dtype dtype;
     size_t offset, bytes;
 };
 
-/* Dequantises tensor p into base + p->offset and fixes its layout. */
+/* Puts tensor p in place (base + p->offset unless kept) and fixes its layout. */
 static int convert(const struct gguf_file *f, const struct model_config *cfg, const struct plan *p, char *base,
                    struct st_tensor *t, struct err *e)
 {
     const struct gguf_tensor *g = p->src;
-    void *dst = base + p->offset;
-    int rc = p->is_vector ? gguf_dequant_f32(g->type, g->data, g->numel, dst, e)
+    void *dst = p->how == PLAN_KEEP ? (void *)g->data : base + p->offset;
+    int rc = 0;
+    if (p->how == PLAN_COPY)
+        memcpy(dst, g->data, p->bytes);
+    else if (p->how == PLAN_DEQUANT)
+        rc = p->is_vector ? gguf_dequant_f32(g->type, g->data, g->numel, dst, e)
                           : gguf_dequant_bf16(g->type, g->data, g->numel, dst, e);
     if (rc)
         return err_prefix(e, "%s: tensor %.*s", f->path, (int)g->name.len, g->name.s);
@@ -108,15 +133,13 @@ static int convert(const struct gguf_file *f, const struct model_config *cfg, co
         for (int64_t i = 0; i < g->numel; i++)
             ((float *)dst)[i] -= 1.0f;
     const int64_t rows = g->n_dims == 2 ? g->dims[1] : g->dims[0], cols = g->dims[0];
-    if (cfg->arch == MODEL_ARCH_LLAMA && g->n_dims == 2) {
-        const size_t n = strlen(gname);
-        if (n > 13 && !strcmp(gname + n - 13, "attn_q.weight"))
-            unpermute_rows(dst, rows, cols, cfg->n_heads);
-        else if (n > 13 && !strcmp(gname + n - 13, "attn_k.weight"))
-            unpermute_rows(dst, rows, cols, cfg->n_kv_heads);
+    const int heads = g->n_dims == 2 ? permuted_heads(gname, cfg) : 0;
+    if (heads) {
+        CHECK(p->how != PLAN_KEEP);
+        unpermute_rows(dst, rows, dtype_row_bytes(p->dtype, cols), heads);
     }
-    *t = (struct st_tensor){.name = p->name, .dtype = p->is_vector ? DTYPE_F32 : DTYPE_BF16,
-                            .ndim = g->n_dims, .numel = g->numel, .data = dst, .nbytes = p->bytes};
+    *t = (struct st_tensor){.name = p->name, .dtype = p->dtype, .ndim = g->n_dims, .numel = g->numel,
+                            .data = dst, .nbytes = p->bytes};
     if (g->n_dims == 2)
         t->shape[0] = rows, t->shape[1] = cols;
     else
@@ -124,7 +147,28 @@ static int convert(const struct gguf_file *f, const struct model_config *cfg, co
     return 0;
 }
 
-struct checkpoint *checkpoint_open_gguf(const struct gguf_file *f, const struct model_config *cfg, struct err *e)
+/* How tensor g goes in (keep_blocks: the caller's backend takes block types). */
+static void plan_tensor(struct plan *p, const struct model_config *cfg, int keep_blocks)
+{
+    const struct gguf_tensor *g = p->src;
+    char gname[128];
+    snprintf(gname, sizeof gname, "%.*s", (int)g->name.len, g->name.s);
+    enum dtype dt;
+    const int keep = keep_blocks && !p->is_vector && gguf_type_dtype(g->type, &dt) &&
+                     g->dims[0] % dtype_block_elems(dt) == 0;
+    if (keep) {
+        p->how = permuted_heads(gname, cfg) ? PLAN_COPY : PLAN_KEEP;
+        p->dtype = dt;
+        p->bytes = dtype_row_bytes(dt, g->dims[0]) * (size_t)g->dims[1];
+    } else {
+        p->how = PLAN_DEQUANT;
+        p->dtype = p->is_vector ? DTYPE_F32 : DTYPE_BF16;
+        p->bytes = (size_t)g->numel * dtype_size(p->dtype);
+    }
+}
+
+struct checkpoint *checkpoint_open_gguf(struct gguf_file *f, const struct model_config *cfg, int keep_blocks,
+                                        struct err *e)
 {
     struct plan *plan = xcalloc((size_t)f->n_tensors + 1, sizeof *plan);
     size_t total = 0;
@@ -147,9 +191,10 @@ struct checkpoint *checkpoint_open_gguf(const struct gguf_file *f, const struct 
             goto fail;
         }
         plan[n] = (struct plan){.src = g, .name = name, .is_vector = g->n_dims == 1};
-        plan[n].bytes = (size_t)g->numel * (plan[n].is_vector ? 4 : 2);
+        plan_tensor(&plan[n], cfg, keep_blocks);
         plan[n].offset = total;
-        total += (plan[n].bytes + 255) & ~(size_t)255;
+        if (plan[n].how != PLAN_KEEP)
+            total += (plan[n].bytes + 255) & ~(size_t)255;
         n++;
     }
     void *arena = mmap(NULL, total ? total : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -161,6 +206,11 @@ struct checkpoint *checkpoint_open_gguf(const struct gguf_file *f, const struct 
     sf->path = xstrdup(f->path);
     sf->map = arena; /* st_close unmaps it */
     sf->map_size = total ? total : 1;
+    int kept = 0;
+    for (int i = 0; i < n; i++)
+        kept |= plan[i].how == PLAN_KEEP;
+    if (kept) /* tensors point into the file's mapping: it lives as long as they do */
+        sf->map2 = gguf_take_map(f, &sf->map2_size);
     sf->tensors = xcalloc((size_t)n + 1, sizeof *sf->tensors);
     for (int i = 0; i < n; i++) {
         if (convert(f, cfg, &plan[i], arena, &sf->tensors[i], e)) {

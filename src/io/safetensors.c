@@ -327,6 +327,8 @@ void st_close(struct st_file *f)
         return;
     if (f->map)
         munmap(f->map, f->map_size);
+    if (f->map2)
+        munmap(f->map2, f->map2_size);
     for (int i = 0; i < f->n_tensors; i++)
         free(f->tensors[i].name);
     free(f->tensors);

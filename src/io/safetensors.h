@@ -36,6 +36,8 @@ struct st_file {
     char *path;
     void *map;
     size_t map_size;
+    void *map2; /* a second mapping its tensors may point into (a GGUF file's, its blocks kept), or NULL */
+    size_t map2_size;
     struct st_tensor *tensors; /* in header order */
     int n_tensors;
     char **meta_keys; /* "__metadata__" string pairs, may be empty */

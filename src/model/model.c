@@ -50,7 +50,8 @@ int model_read_config(const char *path, struct model_config *cfg, struct err *e)
     return model_config_load(cfg_path, cfg, e);
 }
 
-int model_open_checkpoint(const char *path, struct model_config *cfg, struct checkpoint **ck, struct err *e)
+int model_open_checkpoint(const char *path, struct model_config *cfg, int keep_blocks, struct checkpoint **ck,
+                          struct err *e)
 {
     *ck = NULL;
     if (model_path_is_gguf(path)) { /* one file: configuration and weights from it */
@@ -58,7 +59,7 @@ int model_open_checkpoint(const char *path, struct model_config *cfg, struct che
         if (!g)
             return -1;
         if (!model_config_from_gguf(g, cfg, e))
-            *ck = checkpoint_open_gguf(g, cfg, e);
+            *ck = checkpoint_open_gguf(g, cfg, keep_blocks, e);
         gguf_close(g);
         return *ck ? 0 : -1;
     }
@@ -79,7 +80,7 @@ struct model *model_load_shard(const char *dir, struct backend *be, int rank, in
 {
     struct model *m = xcalloc(1, sizeof *m);
     m->be = be;
-    if (model_open_checkpoint(dir, &m->cfg, &m->ck, e) || model_shard_plan(&m->cfg, rank, size, &m->sh, e))
+    if (model_open_checkpoint(dir, &m->cfg, be->block_weights, &m->ck, e) || model_shard_plan(&m->cfg, rank, size, &m->sh, e))
         goto fail;
     if (be->ops->reserve(be, MEM_REGION_WEIGHTS, weights_region_bytes(m), e))
         goto fail;

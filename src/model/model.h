@@ -28,8 +28,11 @@ struct model *model_load(const char *dir, struct backend *be, struct err *e);
  * parallelism); the refusals name --tensor-parallel-size. */
 struct model *model_load_shard(const char *dir, struct backend *be, int rank, int size, struct err *e);
 /* The configuration and checkpoint model_load reads from path (either form);
- * -1 with e set. Close *ck with checkpoint_close. */
-int model_open_checkpoint(const char *path, struct model_config *cfg, struct checkpoint **ck, struct err *e);
+ * -1 with e set. keep_blocks: a GGUF file's matrices stay in their blocks
+ * (for a backend with block_weights; io/gguf_checkpoint.h). Close *ck with
+ * checkpoint_close. */
+int model_open_checkpoint(const char *path, struct model_config *cfg, int keep_blocks, struct checkpoint **ck,
+                          struct err *e);
 /* Only the configuration (config.json, or a GGUF file's metadata). */
 int model_read_config(const char *path, struct model_config *cfg, struct err *e);
 /* 1 when path names a GGUF file (by its .gguf suffix). */

@@ -100,8 +100,8 @@ static int check_tensor(const struct weight_spec *sp, const struct st_tensor *t,
         return err_set(e, "%s: tensor '%s' has shape %s, but config.json implies %s", t->file->path,
                        sp->name, got, exp);
     }
-    if (!dtype_is_float(t->dtype))
-        return err_set(e, "%s: tensor '%s' has dtype %s; weights must be BF16, F16 or F32",
+    if (!dtype_is_float(t->dtype) && !(dtype_is_block(t->dtype) && sp->kind == WEIGHT_KIND_MATRIX))
+        return err_set(e, "%s: tensor '%s' has dtype %s; weights must be BF16, F16 or F32 (or GGUF blocks)",
                        t->file->path, sp->name, dtype_name(t->dtype));
     return 0;
 }
@@ -137,26 +137,32 @@ struct host_part {
     int64_t rows, cols;
 };
 
-static struct host_part share_of(struct model_weights *w, const struct weight_spec *sp, const struct st_tensor *t,
-                                 const struct model_shard *sh, const struct model_config *cfg)
+static int share_of(struct model_weights *w, const struct weight_spec *sp, const struct st_tensor *t,
+                    const struct model_shard *sh, const struct model_config *cfg, struct host_part *out,
+                    struct err *e)
 {
     struct host_part p = {t->data, t->dtype, sp->rows, sp->cols};
     const struct weight_slice s = model_shard_slice(sh, cfg, sp->split);
-    const size_t es = dtype_size(t->dtype);
+    const size_t row = dtype_row_bytes(t->dtype, sp->cols);
     if (s.axis == 0) {
-        p.data = (const char *)t->data + (size_t)s.lo * (size_t)sp->cols * es;
+        p.data = (const char *)t->data + (size_t)s.lo * row;
         p.rows = s.n;
     } else if (s.axis == 1) {
-        char *cols = xmalloc((size_t)(sp->rows * s.n) * es);
+        const int blk = dtype_block_elems(t->dtype);
+        if (s.lo % blk || s.n % blk)
+            return err_set(e, "%s: tensor '%s' (%s) cannot be split at column %lld: its blocks are %d columns wide",
+                           t->file->path, sp->name, dtype_name(t->dtype), (long long)s.lo, blk);
+        const size_t part = dtype_row_bytes(t->dtype, s.n), skip = dtype_row_bytes(t->dtype, s.lo);
+        char *cols = xmalloc((size_t)sp->rows * part);
         for (int64_t r = 0; r < sp->rows; r++)
-            memcpy(cols + (size_t)(r * s.n) * es, (const char *)t->data + (size_t)(r * sp->cols + s.lo) * es,
-                   (size_t)s.n * es);
+            memcpy(cols + (size_t)r * part, (const char *)t->data + (size_t)r * row + skip, part);
         w->owned = xrealloc(w->owned, (size_t)(w->n_owned + 1) * sizeof *w->owned);
         w->owned[w->n_owned++] = cols;
         p.data = cols;
         p.cols = s.n;
     }
-    return p;
+    *out = p;
+    return 0;
 }
 
 static int upload_fused(struct backend *be, struct weight *dst, const struct host_part *pt, int n, struct err *e)
@@ -198,7 +204,11 @@ int model_weights_load(struct model_weights *w, const struct model_config *cfg, 
             rc = -1;
             break;
         }
-        const struct host_part p = share_of(w, &specs[i], t, sh, cfg);
+        struct host_part p;
+        if (share_of(w, &specs[i], t, sh, cfg, &p, e)) {
+            rc = -1;
+            break;
+        }
         int layer = -1, part = -1;
         for (int L = 0; fuse && L < cfg->n_layers && part < 0; L++)
             if ((part = fused_part(&w->layers[L], specs[i].slot)) >= 0)
@@ -262,4 +272,22 @@ void model_weights_free(struct model_weights *w, const struct model_config *cfg,
     free(w->layers);
     drop_owned(w);
     memset(w, 0, sizeof *w);
+}
+
+static double matrix_bytes(const struct weight *w)
+{
+    return w->data ? (double)dtype_row_bytes(w->dtype, w->cols) * (double)w->rows : 0;
+}
+
+double model_weights_step_bytes(const struct model_weights *w, const struct model_config *cfg)
+{
+    double bytes = matrix_bytes(&w->lm_head);
+    for (int L = 0; L < cfg->n_layers; L++) {
+        const struct layer_weights *l = &w->layers[L];
+        const struct weight *mats[] = {&l->wq, &l->wk, &l->wv, &l->wqkv, &l->wo, &l->w_gate, &l->w_up, &l->w_gate_up,
+                                       &l->w_down};
+        for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++)
+            bytes += matrix_bytes(mats[i]);
+    }
+    return bytes;
 }

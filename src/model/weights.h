@@ -79,5 +79,9 @@ int model_weights_load(struct model_weights *w, const struct model_config *cfg, 
  * (its activation dtype), each tensor rounded up to 256 bytes. */
 size_t model_weights_bytes(const struct model_config *cfg, const struct model_shard *sh, const struct backend *be);
 void model_weights_free(struct model_weights *w, const struct model_config *cfg, struct backend *be);
+/* Bytes of the loaded matrices a decode step reads, in the types the
+ * backend holds them: every matrix but the embedding table (one row a
+ * token), the LM head included (the table itself when tied). */
+double model_weights_step_bytes(const struct model_weights *w, const struct model_config *cfg);
 
 #endif

@@ -267,7 +267,7 @@ expect_fail "--cuda-graph-bs on the cpu" "--cuda-graph-bs needs CUDA graphs (--d
 expect_fail "--stop with --input" "--stop: give \"stop\" in each line of --input instead" "$INFER" generate --model "$FIX/tiny-llama" --input "$TMP/batch.jsonl" --stop x
 expect_fail "--stop empty" "--stop: the text is empty" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --stop ""
 expect_fail "--stop without a tokenizer" "--stop: $FIX/tiny-llama has no tokenizer to match the text with" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --stop x
-expect_fail "--device unknown" "--device: unknown device 'tpu' (cpu, cuda or auto)" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --device tpu
+expect_fail "--device unknown" "--device: unknown device 'tpu' (cpu, cpu-reference, cuda or auto)" "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --device tpu
 if "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 1,2 --max-tokens 4 --device auto --json >"$TMP/auto" 2>"$TMP/auto.err" &&
     grep -q '"completion_tokens":4' "$TMP/auto"; then
     ok "--device auto runs (cuda when a GPU is there, else cpu)"

@@ -38,7 +38,7 @@ import time
 INFER = os.environ.get("INFER", "build/infer")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FIX = os.path.join(ROOT, "tests", "fixtures")
-TP = ["--device", "cpu", "--dist-backend", "cpu-test", "--threads", "1"]
+TP = ["--device", "cpu-reference", "--dist-backend", "cpu-test", "--threads", "1"]
 failures = []
 
 
@@ -79,7 +79,7 @@ def check_logits(tmp):
     rng = random.Random(1)
     for fixture in ("tiny-llama", "tiny-qwen3", "tiny-gemma3"):
         ids = [rng.randrange(1024) for _ in range(20)]
-        one, err = logits(tmp, fixture, ids, 12, ["--device", "cpu", "--threads", "1"])
+        one, err = logits(tmp, fixture, ids, 12, ["--device", "cpu-reference", "--threads", "1"])
         check(one is not None, f"{fixture} one rank ran {err}")
         for size in (2, 4):
             split, err = logits(tmp, fixture, ids, 12, ["--tp", str(size)] + TP)
@@ -98,7 +98,7 @@ def check_relay_paths(tmp):
     bad settings refused by name before any rank starts."""
     rng = random.Random(3)
     ids = [rng.randrange(1024) for _ in range(20)]
-    one, _ = logits(tmp, "tiny-llama", ids, 12, ["--device", "cpu", "--threads", "1"])
+    one, _ = logits(tmp, "tiny-llama", ids, 12, ["--device", "cpu-reference", "--threads", "1"])
     for what, env, mailbox in (("the mailbox", {}, True),
                                ("a 64-byte mailbox (every step's bytes on the connections)",
                                 {"INFER_RELAY_MAILBOX_BYTES": "64"}, True),
@@ -130,7 +130,7 @@ def check_logits_8(tmp):
         if model is None:
             continue
         ids = [rng.randrange(1024) for _ in range(20)]
-        one, err = logits(tmp, model, ids, 12, ["--device", "cpu", "--threads", "1"])
+        one, err = logits(tmp, model, ids, 12, ["--device", "cpu-reference", "--threads", "1"])
         split, err8 = logits(tmp, model, ids, 12, ["--tp", "8"] + TP)
         if one is None or split is None:
             check(False, f"{fixture} with 8 heads over 1 and 8 ranks ran: {err or err8}")
@@ -221,7 +221,7 @@ def check_two_nodes(tmp):
     messages from the mailbox, ranks 2 and 3 over TCP)."""
     rng = random.Random(2)
     ids = [rng.randrange(1024) for _ in range(12)]
-    one, err = logits(tmp, "tiny-llama", ids, 8, ["--device", "cpu", "--threads", "1"])
+    one, err = logits(tmp, "tiny-llama", ids, 8, ["--device", "cpu-reference", "--threads", "1"])
     for size, runs in ((2, 6), (4, 2)):
         bad = []
         for i in range(runs):

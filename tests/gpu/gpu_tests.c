@@ -205,7 +205,7 @@ int main(int argc, char **argv)
     }
     struct err e = {{0}};
     struct gpu_ctx ctx = {0};
-    ctx.cpu = backend_create(BACKEND_KIND_CPU, 0, &e);
+    ctx.cpu = backend_create(BACKEND_KIND_CPU_REFERENCE, 0, &e);
     ctx.cuda = backend_create(BACKEND_KIND_CUDA, 0, &e);
     if (!ctx.cpu || !ctx.cuda) {
         fprintf(stderr, "gpu_tests: %s\n", e.msg);

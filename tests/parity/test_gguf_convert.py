@@ -2,7 +2,8 @@
 each fixture is written as a GGUF file the way llama.cpp's converter writes one —
 Hugging Face names mapped to GGUF's, Gemma's RMSNorm weights with +1 folded in, Llama's q and
 k rows permuted within each head for ggml's RoPE — using the Python `gguf` package's writer, and
-`infer logits` on the GGUF must equal `infer logits` on the checkpoint directory exactly (CPU).
+`infer logits` on the GGUF must equal `infer logits` on the checkpoint directory exactly (the CPU
+reference backend).
 This proves the name map and the two layout conventions the loader undoes.
 
 What GGUF cannot say is taken out of the fixture first (a copy of its directory): Gemma's
@@ -92,7 +93,7 @@ def rope_factors(cfg):
     return np.array(out, dtype=np.float32)
 
 
-def write_gguf(cfg, tensors, path, extra_kv=None, extra_tensors=None, strings=None):
+def write_gguf(cfg, tensors, path, extra_kv=None, extra_tensors=None, strings=None, qtype=None):
     arch = {"llama": "llama", "qwen3": "qwen3", "gemma3_text": "gemma3"}[cfg["model_type"]]
     w = gguf.GGUFWriter(path, arch)
     for key, value in (extra_kv or {}).items():
@@ -130,7 +131,13 @@ def write_gguf(cfg, tensors, path, extra_kv=None, extra_tensors=None, strings=No
             v = permute(v, heads)
         if arch == "llama" and g.endswith("attn_k.weight"):
             v = permute(v, cfg["num_key_value_heads"])
-        w.add_tensor(g, np.ascontiguousarray(v, dtype=np.float32))
+        v = np.ascontiguousarray(v, dtype=np.float32)
+        if qtype is not None and v.ndim == 2 and v.shape[1] % 32 == 0:
+            w.add_tensor(g, gguf.quants.quantize(v, qtype), raw_dtype=qtype)
+        elif qtype is not None and v.ndim == 2:  # rows that are not whole blocks: F16, as the converter falls back
+            w.add_tensor(g, v.astype(np.float16))
+        else:
+            w.add_tensor(g, v)
     for g, v in (extra_tensors or {}).items():
         w.add_tensor(g, v)
     w.write_header_to_file()
@@ -139,11 +146,46 @@ def write_gguf(cfg, tensors, path, extra_kv=None, extra_tensors=None, strings=No
     w.close()
 
 
-def logits(model, ids, out):
+def logits(model, ids, out, device="cpu-reference"):
     subprocess.run([INFER, "logits", "--model", model, "--ids", ",".join(map(str, ids)), "--prefill", "5",
-                    "--out", out, "--threads", "2"], check=True, capture_output=True)
+                    "--out", out, "--threads", "2", "--device", device], check=True, capture_output=True)
     with open(out, "rb") as f:
         return f.read()
+
+
+def logits_array(raw):
+    n = struct.unpack("<Q", raw[:8])[0]
+    t = json.loads(raw[8:8 + n])["logits"]
+    a, b = t["data_offsets"]
+    return np.frombuffer(raw[8 + n + a:8 + n + b], np.float32).reshape(t["shape"])
+
+
+# The fast CPU backend keeps these blocks as the file has them (int8 activations); the reference
+# dequantises them to bf16 (f32 activations). Per row, max |fast - reference| / max |reference|.
+BLOCKS_REL_ERR = 0.05
+
+
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+@pytest.mark.parametrize("fixture", ["tiny-llama", "tiny-qwen3", "tiny-gemma3"])
+def test_fast_backend_keeps_blocks(fixture, qtype, tmp_path):
+    """The fast CPU backend on a GGUF of block-quantised matrices (mixed with F16 where rows are not
+    whole blocks; Llama's permuted q and k rows moved back in their blocks) against the reference."""
+    d = tmp_path / fixture
+    shutil.copytree(os.path.join(FIX, fixture), d)
+    cfg = json.load(open(d / "config.json"))
+    cfg.pop("rope_scaling", None)
+    cfg.pop("rope_parameters", None)
+    if cfg["model_type"] == "gemma3_text":
+        cfg["query_pre_attn_scalar"] = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    gpath = str(tmp_path / f"{fixture}.gguf")
+    write_gguf(cfg, read_safetensors(d / "model.safetensors"), gpath, qtype=gguf.GGMLQuantizationType[qtype])
+    ids = [(7 * i + 3) % cfg["vocab_size"] for i in range(9)]
+    ref = logits_array(logits(gpath, ids, str(tmp_path / "ref.safetensors")))
+    fast = logits_array(logits(gpath, ids, str(tmp_path / "fast.safetensors"), "cpu"))
+    err = (np.abs(fast - ref).max(axis=1) / np.abs(ref).max(axis=1)).max()
+    assert err < BLOCKS_REL_ERR, f"{fixture} {qtype}: relative error {err:.4f}"
+    info = subprocess.run([INFER, "info", "--model", gpath, "--json"], capture_output=True, text=True, check=True)
+    assert qtype in json.loads(info.stdout)["weight_bytes_by_type"], info.stdout
 
 
 @pytest.mark.parametrize("fixture", ["tiny-llama", "tiny-qwen3", "tiny-gemma3"])

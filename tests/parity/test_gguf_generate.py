@@ -1,4 +1,4 @@
-"""Greedy generation of the embedded default model on the CPU backend against Hugging Face
+"""Greedy generation of the embedded default model on the CPU reference backend against Hugging Face
 transformers: 32 tokens for each of 5 chat prompts must equal transformers' greedy
 output token for token.
 
@@ -42,7 +42,7 @@ def test_chat_prompts_tokenize_as_transformers(gguf_path, tmp_path):
 @pytest.mark.parametrize("case", GOLD["cases"], ids=[c["prompt"][:24] for c in GOLD["cases"]])
 def test_cpu_greedy_equals_transformers(gguf_path, case):
     cmd = [INFER, "generate", "--model", gguf_path, "--chat", "--prompt", case["prompt"],
-           "--max-tokens", str(GOLD["max_new_tokens"]), "--json", "--threads", "2"]
+           "--max-tokens", str(GOLD["max_new_tokens"]), "--json", "--threads", "2", "--device", "cpu-reference"]
     p = subprocess.run(cmd, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-2000:]
     out = json.loads(p.stdout)
@@ -52,7 +52,8 @@ def test_cpu_greedy_equals_transformers(gguf_path, case):
 
 
 def test_answers_the_readme_question(gguf_path):
-    """The README's main command (scripts/demo): asked for the capital of France, it says Paris."""
+    """The README's main command (scripts/demo, the fast CPU backend): asked for the capital of France, it
+    says Paris."""
     p = subprocess.run([INFER, "generate", "--model", gguf_path, "--prompt",
                         "Question: What is the capital of France?\nAnswer:", "--stop", "\n", "--max-tokens", "64",
                         "--threads", "2"], capture_output=True, text=True)

@@ -1,4 +1,5 @@
-/* Golden parity: the CPU forward pass against Hugging Face transformers.
+/* Golden parity: the CPU forward pass (the reference backend, and the fast
+ * one) against Hugging Face transformers.
  *
  * tests/fixtures/tiny-<arch>/golden.safetensors holds transformers' float32,
  * eager-attention logits (tools/make_golden.py) for a 48-token prompt and 8
@@ -27,10 +28,10 @@ static const struct st_tensor *need(const struct st_file *f, const char *name, e
     return t;
 }
 
-static void check_golden(const char *fixture, int fused)
+static void check_golden_on(const char *fixture, enum backend_kind kind, int fused)
 {
     struct backend *be;
-    struct model *m = test_load_model_opts(fixture, fused, &be);
+    struct model *m = test_load_model_on(fixture, kind, fused, &be);
     const int V = m->cfg.vocab_size;
     char path[4200];
     snprintf(path, sizeof path, "%s/golden.safetensors", fixture_path(fixture));
@@ -71,13 +72,15 @@ static void check_golden(const char *fixture, int fused)
                          t, best, decode[t + 1 - P]);
         }
     }
-    cr_log_info("%s%s: max relative error over %d prompt rows and %d decode steps: %.3g", fixture,
-                fused ? " (fused q|k|v, gate|up)" : "", P, S, worst);
+    cr_log_info("%s on %s%s: max relative error over %d prompt rows and %d decode steps: %.3g", fixture,
+                be->ops->name, fused ? " (fused q|k|v, gate|up)" : "", P, S, worst);
     free(logits);
     free(ids);
     st_close(g);
     test_free_model(m, be);
 }
+
+static void check_golden(const char *fixture, int fused) { check_golden_on(fixture, BACKEND_KIND_CPU_REFERENCE, fused); }
 
 Test(golden, llama_matches_transformers) { check_golden("tiny-llama", 0); }
 Test(golden, qwen3_matches_transformers) { check_golden("tiny-qwen3", 0); }
@@ -86,3 +89,7 @@ Test(golden, gemma3_matches_transformers) { check_golden("tiny-gemma3", 0); }
 Test(golden, llama_fused_weights_match_transformers) { check_golden("tiny-llama", 1); }
 Test(golden, qwen3_fused_weights_match_transformers) { check_golden("tiny-qwen3", 1); }
 Test(golden, gemma3_fused_weights_match_transformers) { check_golden("tiny-gemma3", 1); }
+/* the fast CPU backend (backend/cpu_fast) on the same bf16 weights: f32 products in another order */
+Test(golden, llama_fast_cpu_matches_transformers) { check_golden_on("tiny-llama", BACKEND_KIND_CPU, 0); }
+Test(golden, qwen3_fast_cpu_matches_transformers) { check_golden_on("tiny-qwen3", BACKEND_KIND_CPU, 0); }
+Test(golden, gemma3_fast_cpu_matches_transformers) { check_golden_on("tiny-gemma3", BACKEND_KIND_CPU, 0); }

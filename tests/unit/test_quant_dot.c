@@ -104,12 +104,48 @@ static void check_type(const struct quant_kernels *k, enum dtype t, uint64_t see
             double ref = 0, size = 0;
             for (int64_t i = 0; i < n; i++)
                 ref += (double)wf[i] * xf[i], size += (double)mag[i] * fabs(xf[i]);
-            const double got = k->dot[t](wrow, xq, n);
+            const double got = quant_dot(k, t, wrow, xq, n);
             const double bound = (double)(n / blk + 8) * FLT_EPSILON * size;
             cr_assert_leq(fabs(got - ref), bound, "%s %s n=%lld trial %d: %.9g vs %.9g (bound %.3g)", k->name,
                           dtype_name(t), (long long)n, trial, got, ref, bound);
         }
         free(w), free(mag), free(wf), free(x), free(xf), free(xq), free(xs);
+    }
+}
+
+/* Float weights (any n, unaligned rows, the tails included): within
+ * (n / 8 + 8) FLT_EPSILON Σ |w_i x_i| of the f64 sum, the f32 rows taken as
+ * they are (the quantiser only copies them). */
+static void check_float_type(const struct quant_kernels *k, enum dtype t, uint64_t seed)
+{
+    struct rng r;
+    rng_seed(&r, seed, 0, 0);
+    static const int counts[] = {1, 7, 8, 31, 32, 33, 100, 640, 1031};
+    const size_t es = dtype_size(t);
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        const int64_t n = counts[c];
+        uint8_t *w = malloc((size_t)n * es + 1), *wrow = w + 1;
+        float *wf = malloc((size_t)n * sizeof *wf), *x = malloc((size_t)n * sizeof *x);
+        for (int64_t i = 0; i < n; i++) {
+            const float v = quant_blocks_unit(&r) * (i % 53 == 0 ? 300.0f : 1.0f);
+            /* f16: any finite pattern below 2 in size, subnormals included */
+            uint16_t h = t == DTYPE_BF16 ? f32_to_bf16(v) : (uint16_t)(rng_next(&r) & 0xBFFF);
+            if (t == DTYPE_F32)
+                memcpy(wrow + 4 * i, &v, 4), wf[i] = v;
+            else
+                memcpy(wrow + 2 * i, &h, 2), wf[i] = t == DTYPE_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+            x[i] = quant_blocks_unit(&r);
+        }
+        void *xq = malloc(quant_act_row_bytes(t, n));
+        quant_act_row(k, t, x, n, xq);
+        cr_assert_eq(memcmp(xq, x, (size_t)n * sizeof *x), 0);
+        double ref = 0, size = 0;
+        for (int64_t i = 0; i < n; i++)
+            ref += (double)wf[i] * x[i], size += fabs((double)wf[i] * x[i]);
+        const double got = quant_dot(k, t, wrow, xq, n), bound = (double)(n / 8 + 8) * FLT_EPSILON * size;
+        cr_assert_leq(fabs(got - ref), bound, "%s %s n=%lld: %.9g vs %.9g (bound %.3g)", k->name, dtype_name(t),
+                      (long long)n, got, ref, bound);
+        free(w), free(wf), free(x), free(xq);
     }
 }
 
@@ -121,6 +157,9 @@ static void check_set(const struct quant_kernels *k, const char *name)
     }
     for (size_t i = 0; i < sizeof TYPES / sizeof TYPES[0]; i++)
         check_type(k, TYPES[i], 1000 + i);
+    const enum dtype floats[] = {DTYPE_F32, DTYPE_F16, DTYPE_BF16};
+    for (int i = 0; i < 3; i++)
+        check_float_type(k, floats[i], 2000 + (uint64_t)i);
 }
 
 Test(quant_dot, scalar_against_dequantisation) { check_set(quant_kernels_scalar(), "scalar"); }

@@ -1,37 +1,54 @@
 /* backend/quant/quant_matmul: every output is exactly the kernel set's dot
  * of its weight row and its quantised x row (soft-capped where asked), for
- * every block type, 1 to 17 rows of x, 1 to 1000 rows of w (tiles and
+ * every block and float type, 1 to 17 rows of x, 1 to 1000 rows of w (tiles and
  * chunks cut anywhere), pools of 1 to 3 threads, each kernel set this CPU
  * has. The dot products themselves are test_quant_dot.c's. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "backend/quant/quant_matmul.h"
 #include "quant_blocks.h"
 
-static const enum dtype TYPES[] = {DTYPE_Q4_0, DTYPE_Q4_1, DTYPE_Q5_0, DTYPE_Q5_1,
-                                   DTYPE_Q8_0, DTYPE_Q4_K, DTYPE_Q5_K, DTYPE_Q6_K};
+static const enum dtype TYPES[] = {DTYPE_Q4_0, DTYPE_Q4_1, DTYPE_Q5_0, DTYPE_Q5_1, DTYPE_Q8_0, DTYPE_Q4_K,
+                                   DTYPE_Q5_K, DTYPE_Q6_K, DTYPE_F32,  DTYPE_F16,  DTYPE_BF16};
+
+/* n elements of float type t (finite, below 2 in size) at w. */
+static void float_row(enum dtype t, struct rng *r, uint8_t *w, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float f = quant_blocks_unit(r);
+        const uint16_t h = (uint16_t)(rng_next(r) & 0xBFFF);
+        if (t == DTYPE_F32)
+            memcpy(w + 4 * i, &f, 4);
+        else
+            memcpy(w + 2 * i, &h, 2);
+    }
+}
 
 static void check(const struct quant_kernels *k, struct threadpool *pool, enum dtype t, int T, int N, float softcap,
                   struct rng *r)
 {
-    const int64_t K = 2 * dtype_block_elems(t);
+    const int64_t K = dtype_is_block(t) ? 2 * dtype_block_elems(t) : 37; /* floats: a tail past the lanes */
     const size_t row = dtype_row_bytes(t, K);
     uint8_t *wdata = malloc((size_t)N * row);
     float mag[512];
-    for (int64_t b = 0; b < N * K / dtype_block_elems(t); b++)
-        quant_blocks_make(t, r, wdata + b * dtype_block_bytes(t), mag);
+    if (dtype_is_block(t))
+        for (int64_t b = 0; b < N * K / dtype_block_elems(t); b++)
+            quant_blocks_make(t, r, wdata + b * dtype_block_bytes(t), mag);
+    else
+        float_row(t, r, wdata, N * K);
     const struct weight w = {wdata, t, N, K};
     float *x = malloc((size_t)(T * K) * sizeof *x), *out = malloc((size_t)T * N * sizeof *out);
     for (int64_t i = 0; i < T * K; i++)
         x[i] = quant_blocks_unit(r);
-    void *xq = malloc(quant_matmul_scratch(&w, T)), *one = malloc(quant_act_row_bytes(t, K));
+    void *xq = malloc(quant_matmul_scratch(&w, T) + 1), *one = malloc(quant_act_row_bytes(t, K));
     quant_matmul(k, pool, out, x, &w, T, xq, softcap);
     for (int ti = 0; ti < T; ti++) {
         quant_act_row(k, t, x + ti * K, K, one);
         for (int n = 0; n < N; n++) {
-            float want = k->dot[t](wdata + (size_t)n * row, one, K);
+            float want = quant_dot(k, t, wdata + (size_t)n * row, one, K);
             if (softcap > 0)
                 want = tanhf(want / softcap) * softcap;
             cr_assert_eq(out[(int64_t)ti * N + n], want, "%s %s T=%d N=%d: out[%d][%d] %g, want %g", k->name,

@@ -100,7 +100,7 @@ Test(sample_seen, counts_and_prompt_flags)
 Test(sample_seen, cpu_sample_op_is_sample_token)
 {
     struct err e = {{0}};
-    struct backend *be = backend_create(BACKEND_KIND_CPU, 1, &e);
+    struct backend *be = backend_create(BACKEND_KIND_CPU_REFERENCE, 1, &e);
     cr_assert(be, "%s", e.msg);
     cr_assert_eq(be->ops->sampler->init(be, 4, 4, V, &e), 0);
     struct rng g;
@@ -139,7 +139,7 @@ Test(sample_seen, sampler_falls_back_to_the_host)
 {
     enum { BIGV = SAMPLE_MAX_SEEN + 100 };
     struct err e = {{0}};
-    struct backend *be = backend_create(BACKEND_KIND_CPU, 1, &e);
+    struct backend *be = backend_create(BACKEND_KIND_CPU_REFERENCE, 1, &e);
     cr_assert(be, "%s", e.msg);
     struct sampler smp;
     cr_assert_eq(sampler_init(&smp, be, 2, 2, BIGV, &e), 0, "%s", e.msg);

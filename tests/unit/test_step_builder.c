@@ -153,7 +153,7 @@ Test(step_builder, gemma3_batched_equals_alone) { check_arch("tiny-gemma3"); }
 
 Test(step_builder, limits_are_refused)
 {
-    struct backend *be = backend_create(BACKEND_KIND_CPU, 1, NULL);
+    struct backend *be = backend_create(BACKEND_KIND_CPU_REFERENCE, 1, NULL);
     struct block_pool pool;
     block_pool_init(&pool, 8, 1);
     struct seq_blocks blk = {0};
@@ -204,7 +204,7 @@ static int unless_plain_greedy(const struct sampling_params *p, int masked)
  * change nothing. */
 Test(step_builder, logit_columns_word_says_when_rank_0_needs_them)
 {
-    struct backend *be = backend_create(BACKEND_KIND_CPU, 1, NULL);
+    struct backend *be = backend_create(BACKEND_KIND_CPU_REFERENCE, 1, NULL);
     struct block_pool pool;
     block_pool_init(&pool, 8, 1);
     struct seq_blocks blk[2] = {{0}};

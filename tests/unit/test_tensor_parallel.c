@@ -37,7 +37,7 @@ static void *run_rank(void *arg)
 {
     struct rank_run *rr = arg;
     struct err e = {{0}};
-    struct backend *be = backend_create(BACKEND_KIND_CPU, 1, &e);
+    struct backend *be = backend_create(BACKEND_KIND_CPU_REFERENCE, 1, &e);
     struct model *m = NULL;
     struct runner r = {0};
     struct block_pool pool = {0};
@@ -182,7 +182,7 @@ Test(tensor_parallel, qwen3_8_heads_over_8_ranks, .init = test_tmp_setup, .fini 
 Test(tensor_parallel, refusals_name_the_flag)
 {
     struct err e = {{0}};
-    struct backend *be = backend_create(BACKEND_KIND_CPU, 1, &e);
+    struct backend *be = backend_create(BACKEND_KIND_CPU_REFERENCE, 1, &e);
     cr_assert_null(model_load_shard(fixture_path("tiny-llama"), be, 0, 3, &e));
     cr_assert(strstr(e.msg, "--tensor-parallel-size 3 does not divide the model's 4 attention heads"), "%s", e.msg);
     cr_assert_null(model_load_shard(fixture_path("tiny-llama"), be, 0, 8, &e));

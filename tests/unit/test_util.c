@@ -23,8 +23,14 @@ struct model *test_load_model(const char *fixture, struct backend **be_out)
 
 struct model *test_load_model_opts(const char *fixture, int fuse_weights, struct backend **be_out)
 {
+    return test_load_model_on(fixture, BACKEND_KIND_CPU_REFERENCE, fuse_weights, be_out);
+}
+
+struct model *test_load_model_on(const char *fixture, enum backend_kind kind, int fuse_weights,
+                                 struct backend **be_out)
+{
     struct err e = {{0}};
-    struct backend *be = backend_create(BACKEND_KIND_CPU, 2, &e);
+    struct backend *be = backend_create(kind, 2, &e);
     cr_assert(be, "backend: %s", e.msg);
     be->fuse_weights = fuse_weights;
     struct model *m = model_load(fixture_path(fixture), be, &e);

@@ -8,10 +8,13 @@
 /* "$INFER_ROOT/tests/fixtures/<name>" (INFER_ROOT defaults to "."); static buffer. */
 const char *fixture_path(const char *name);
 
-/* Loads a fixture model on a fresh CPU backend (2 threads); aborts the test on failure. */
+/* Loads a fixture model on a fresh CPU reference backend (2 threads); aborts the test on failure. */
 struct model *test_load_model(const char *fixture, struct backend **be_out);
 /* The same, optionally with q|k|v and gate|up stacked as the CUDA backend loads them. */
 struct model *test_load_model_opts(const char *fixture, int fuse_weights, struct backend **be_out);
+/* The same on a backend of kind (2 threads). */
+struct model *test_load_model_on(const char *fixture, enum backend_kind kind, int fuse_weights,
+                                 struct backend **be_out);
 void test_free_model(struct model *m, struct backend *be);
 
 /* A temp directory per test (Criterion fixtures take no arguments, so it

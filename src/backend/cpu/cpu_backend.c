@@ -167,7 +167,7 @@ static const struct sampler_ops cpu_sampler_ops = {
     .init = cpu_sample_init, .stage = cpu_sample_stage, .enqueue = cpu_sample_enqueue, .finish = cpu_sample_finish};
 
 static const struct backend_ops cpu_ops = {
-    .name = "cpu",
+    .name = "cpu-reference",
     .reserve = cpu_reserve,
     .alloc = cpu_alloc,
     .free = cpu_free,
@@ -198,7 +198,9 @@ static const struct backend_ops cpu_ops = {
     .sampler = &cpu_sampler_ops,
 };
 
-static void cpu_backend_free(struct backend *be)
+const struct backend_ops *cpu_reference_ops(void) { return &cpu_ops; }
+
+void cpu_backend_destroy(struct backend *be)
 {
     struct cpu_backend *cb = be->impl;
     threadpool_free(cb->pool);
@@ -215,13 +217,18 @@ struct backend *cpu_backend_create(int n_threads, struct err *e)
     (void)e;
     struct cpu_backend *cb = xcalloc(1, sizeof *cb);
     cb->pool = threadpool_create(n_threads);
+    return cpu_backend_wrap(cb, &cpu_ops);
+}
+
+struct backend *cpu_backend_wrap(struct cpu_backend *cb, const struct backend_ops *ops)
+{
     struct backend *be = xcalloc(1, sizeof *be);
-    be->ops = &cpu_ops;
+    be->ops = ops;
     be->impl = cb;
     be->act_dtype = DTYPE_F32;
     be->kv_dtype = DTYPE_F32;
     be->fuse_weights = 0; /* weights stay in the checkpoint's mapping */
     be->weights_borrowed = 1;
-    be->free_impl = cpu_backend_free;
+    be->free_impl = cpu_backend_destroy;
     return be;
 }

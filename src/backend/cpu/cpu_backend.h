@@ -25,6 +25,13 @@ static inline struct threadpool *cpu_pool(struct backend *be)
 void cpu_to_f32(float *dst, const void *src, enum dtype dtype, int64_t i0, int64_t n);
 
 struct backend *cpu_backend_create(int n_threads, struct err *e);
+/* The reference's op table, for the fast CPU backend (backend/cpu_fast),
+ * which keeps the ops it has no faster kernel for. */
+const struct backend_ops *cpu_reference_ops(void);
+/* A backend over cb (its pool set; cb may be the first member of a larger
+ * impl) with ops; cpu_backend_destroy, its free_impl, frees cb's parts and cb. */
+struct backend *cpu_backend_wrap(struct cpu_backend *cb, const struct backend_ops *ops);
+void cpu_backend_destroy(struct backend *be);
 
 /* op implementations, one file each */
 void cpu_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,

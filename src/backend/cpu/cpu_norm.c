@@ -23,29 +23,48 @@ static float *weight_f32(const struct weight *w)
     return f;
 }
 
+struct norm_ctx {
+    float *out, *residual;
+    const float *x, *delta, *w;
+    int64_t d;
+    float eps;
+    int plus_one;
+};
+
+/* Rows [r0, r1): residual += delta first where there is one. */
+static void norm_chunk(void *arg, long r0, long r1)
+{
+    const struct norm_ctx *c = arg;
+    for (long r = r0; r < r1; r++) {
+        const float *x = c->x + r * c->d;
+        if (c->residual) {
+            float *res = c->residual + r * c->d;
+            const float *dl = c->delta + r * c->d;
+            for (int64_t i = 0; i < c->d; i++)
+                res[i] += dl[i];
+            x = res;
+        }
+        norm_row(c->out + r * c->d, x, c->w, c->d, c->eps, c->plus_one);
+    }
+}
+
+static void norm_rows(struct backend *be, struct norm_ctx *c, int n_rows)
+{
+    if (n_rows > 0)
+        threadpool_for(cpu_pool(be), n_rows, 16, norm_chunk, c);
+    free((void *)c->w);
+}
+
 void cpu_rmsnorm(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows,
                  float eps, int plus_one)
 {
-    (void)be;
-    int64_t d = w->cols;
-    float *wf = weight_f32(w);
-    for (int r = 0; r < n_rows; r++)
-        norm_row((float *)out + r * d, (const float *)x + r * d, wf, d, eps, plus_one);
-    free(wf);
+    struct norm_ctx c = {out, NULL, x, NULL, weight_f32(w), w->cols, eps, plus_one};
+    norm_rows(be, &c, n_rows);
 }
 
 void cpu_add_rmsnorm(struct backend *be, void *residual, const void *delta, void *out,
                      const struct weight *w, int n_rows, float eps, int plus_one)
 {
-    (void)be;
-    int64_t d = w->cols;
-    float *wf = weight_f32(w);
-    for (int r = 0; r < n_rows; r++) {
-        float *res = (float *)residual + r * d;
-        const float *dl = (const float *)delta + r * d;
-        for (int64_t i = 0; i < d; i++)
-            res[i] += dl[i];
-        norm_row((float *)out + r * d, res, wf, d, eps, plus_one);
-    }
-    free(wf);
+    struct norm_ctx c = {out, residual, residual, delta, weight_f32(w), w->cols, eps, plus_one};
+    norm_rows(be, &c, n_rows);
 }

@@ -5,7 +5,8 @@
  *    scale, and the quants' sum (the offset terms of Q4_0's "q - 8" and
  *    Q4_1's "+ m" need it);
  *  - Q4_K, Q5_K, Q6_K pair with q8_256: 256 int8 and one f32 scale, and the
- *    sums of each 16 (the K-quants' mins and Q6_K's "q - 32").
+ *    sums of each 16 (the K-quants' mins and Q6_K's "q - 32");
+ *  - F32, F16 and BF16 weights take the f32 row itself (f32 products).
  * A block's products are summed in integers, exactly; its scales are
  * applied in f32. Each kernel set (scalar, AVX2, AVX-512 VNNI) computes the
  * same integer sums; they differ only in the order of the f32 sums, so two
@@ -23,6 +24,7 @@
 
 #define QUANT_BLOCK_32 32
 #define QUANT_BLOCK_256 256
+#define QUANT_ACT_F32 1 /* float weights (F32, F16, BF16): the activation row stays f32 */
 
 struct q8_32 {
     float d;
@@ -36,23 +38,46 @@ struct q8_256 {
     int8_t q[QUANT_BLOCK_256];
 };
 
-/* The activation block a weight type pairs with: 32 or 256 elements; 0 for
- * a type without a quantised dot product here. */
+/* The activation block a weight type pairs with: 32 or 256 elements,
+ * QUANT_ACT_F32 for float weights; 0 for a type without a dot product here. */
 int quant_act_block(enum dtype weight);
 
 /* Bytes of one activation row of n elements quantised for weights of type t. */
 size_t quant_act_row_bytes(enum dtype weight, int64_t n);
 
-/* One kernel set. n is a whole number of the weight type's blocks. */
+/* The most weight rows and activation rows one tile computes. */
+#define QUANT_TILE_ROWS 4
+#define QUANT_TILE_COLS 4
+
+/* out[t * out_stride + r] = Σ_i w_r[i] x_t[i] for weight rows r < rows
+ * (each w_stride bytes after the last) and activation rows t < cols (each
+ * x_stride bytes), rows <= QUANT_TILE_ROWS, cols <= QUANT_TILE_COLS; w in
+ * the type's blocks, x as quantize_32 / quantize_256 left it (f32 for float
+ * weights). An output's value depends only on its own row and column: the
+ * tile's shape changes which outputs are computed together, not how. */
+typedef void (*quant_tile_fn)(const void *w, size_t w_stride, int rows, const void *x, size_t x_stride, int cols,
+                              int64_t n, float *out, size_t out_stride);
+
+/* One kernel set. n is a whole number of the weight type's blocks (any n
+ * for float weights). */
 struct quant_kernels {
     const char *name; /* "scalar", "avx2", "avx512-vnni" */
     /* x[n] -> n / 32 or n / 256 blocks at out */
     void (*quantize_32)(const float *x, int64_t n, struct q8_32 *out);
     void (*quantize_256)(const float *x, int64_t n, struct q8_256 *out);
-    /* Σ w[i] x[i] over a row of n elements: w in the type's blocks, x as
-     * quantize_32 / quantize_256 left it (NULL for a type without one) */
-    float (*dot[DTYPE_COUNT])(const void *w, const void *x, int64_t n);
+    quant_tile_fn tile[DTYPE_COUNT]; /* NULL for a type without one */
+    /* y_h[i] += a[h] x[i] for h < m, i < n: m rows of y, y_stride floats
+     * apart, and one f16 row x (attention's weighted sum of values) */
+    void (*axpy_f16)(float *y, size_t y_stride, const float *a, int m, const uint16_t *x, int64_t n);
+    /* out[i] = act(gate[i]) * up[i], i < n: SiLU g / (1 + e^-g) and GELU's
+     * tanh form, through exp and tanh within a few f32 ulps (the scalar
+     * set: libm's expf and tanhf, as the reference) */
+    void (*silu_mul)(float *out, const float *gate, const float *up, int64_t n);
+    void (*gelu_tanh_mul)(float *out, const float *gate, const float *up, int64_t n);
 };
+
+/* Σ w[i] x[i] over one row: the 1 x 1 tile. */
+float quant_dot(const struct quant_kernels *k, enum dtype weight, const void *w, const void *x, int64_t n);
 
 /* The scalar set: every type, any x86-64 (and any other) CPU. */
 const struct quant_kernels *quant_kernels_scalar(void);

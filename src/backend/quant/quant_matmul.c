@@ -2,9 +2,8 @@
 
 #include <math.h>
 
-/* Rows of w per tile: 8 rows of a 2048-wide Q8_0 matrix are 17 KB. */
-#define QMM_TILE_ROWS 8
-
+/* Each tile of QUANT_TILE_ROWS rows of w (a few KB) stays in L1 while
+ * every x row passes it, QUANT_TILE_COLS at a time. */
 struct qmm {
     const struct quant_kernels *k;
     float *out;
@@ -28,32 +27,39 @@ static void rows_chunk(void *arg, long n0, long n1)
     const struct qmm *c = arg;
     const int64_t K = c->w->cols, N = c->w->rows;
     const size_t w_row = dtype_row_bytes(c->w->dtype, K);
-    float (*dot)(const void *, const void *, int64_t) = c->k->dot[c->w->dtype];
-    for (long n = n0; n < n1; n += QMM_TILE_ROWS) {
-        const long end = n + QMM_TILE_ROWS < n1 ? n + QMM_TILE_ROWS : n1;
-        for (int t = 0; t < c->n_rows; t++) {
-            const char *xt = (const char *)c->xq + (size_t)t * c->xq_row;
-            float *ot = c->out + (int64_t)t * N;
-            for (long r = n; r < end; r++) {
-                float v = dot((const char *)c->w->data + (size_t)r * w_row, xt, K);
-                ot[r] = c->softcap > 0 ? tanhf(v / c->softcap) * c->softcap : v;
-            }
+    const size_t x_row = c->xq ? c->xq_row : (size_t)K * sizeof(float);
+    const char *x = c->xq ? (const char *)c->xq : (const char *)c->x;
+    const quant_tile_fn tile = c->k->tile[c->w->dtype];
+    for (long n = n0; n < n1; n += QUANT_TILE_ROWS) {
+        const int rows = (int)(n1 - n < QUANT_TILE_ROWS ? n1 - n : QUANT_TILE_ROWS);
+        for (int t = 0; t < c->n_rows; t += QUANT_TILE_COLS) {
+            const int cols = c->n_rows - t < QUANT_TILE_COLS ? c->n_rows - t : QUANT_TILE_COLS;
+            float *o = c->out + (int64_t)t * N + n;
+            tile((const char *)c->w->data + (size_t)n * w_row, w_row, rows, x + (size_t)t * x_row, x_row, cols, K, o,
+                 (size_t)N);
+            if (c->softcap > 0)
+                for (int j = 0; j < cols; j++)
+                    for (int r = 0; r < rows; r++)
+                        o[(int64_t)j * N + r] = tanhf(o[(int64_t)j * N + r] / c->softcap) * c->softcap;
         }
     }
 }
 
+/* Float weights read x itself. */
 size_t quant_matmul_scratch(const struct weight *w, int n_rows)
 {
-    return (size_t)n_rows * quant_act_row_bytes(w->dtype, w->cols);
+    return quant_act_block(w->dtype) == QUANT_ACT_F32 ? 0 : (size_t)n_rows * quant_act_row_bytes(w->dtype, w->cols);
 }
 
 void quant_matmul(const struct quant_kernels *k, struct threadpool *pool, float *out, const float *x,
                   const struct weight *w, int n_rows, void *xq, float softcap)
 {
-    CHECK(quant_act_block(w->dtype) && k->dot[w->dtype] && w->cols % quant_act_block(w->dtype) == 0);
+    CHECK(quant_act_block(w->dtype) && k->tile[w->dtype] && w->cols % quant_act_block(w->dtype) == 0);
     if (n_rows <= 0 || w->rows <= 0)
         return;
-    struct qmm c = {k, out, x, w, n_rows, xq, quant_act_row_bytes(w->dtype, w->cols), softcap};
-    threadpool_for(pool, n_rows, 4, quantize_rows, &c);
-    threadpool_for(pool, (long)w->rows, QMM_TILE_ROWS, rows_chunk, &c);
+    const int quantized = quant_act_block(w->dtype) != QUANT_ACT_F32;
+    struct qmm c = {k, out, x, w, n_rows, quantized ? xq : NULL, quant_act_row_bytes(w->dtype, w->cols), softcap};
+    if (quantized)
+        threadpool_for(pool, n_rows, 4, quantize_rows, &c);
+    threadpool_for(pool, (long)w->rows, QUANT_TILE_ROWS, rows_chunk, &c);
 }

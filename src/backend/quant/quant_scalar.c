@@ -165,12 +165,93 @@ static float dot_q6_k(const void *w, const void *x, int64_t n)
     return acc;
 }
 
+/* Float weights by f32 activations: 8 partial sums, as the reference
+ * backend's dot (any n). */
+static float widen(const void *w, int t, int64_t i)
+{
+    uint16_t h;
+    if (t == DTYPE_F32) {
+        float f;
+        memcpy(&f, (const char *)w + 4 * i, 4);
+        return f;
+    }
+    memcpy(&h, (const char *)w + 2 * i, 2);
+    return t == DTYPE_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+}
+
+static float dot_float(const void *w, int t, const float *x, int64_t n)
+{
+    float acc[8] = {0};
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; j++)
+            acc[j] += widen(w, t, i + j) * x[i + j];
+    float s = 0;
+    for (; i < n; i++)
+        s += widen(w, t, i) * x[i];
+    return s + ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+static float dot_f32(const void *w, const void *x, int64_t n) { return dot_float(w, DTYPE_F32, x, n); }
+static float dot_f16(const void *w, const void *x, int64_t n) { return dot_float(w, DTYPE_F16, x, n); }
+static float dot_bf16(const void *w, const void *x, int64_t n) { return dot_float(w, DTYPE_BF16, x, n); }
+
+/* Tiles of the dots above, one output at a time. */
+#define SCALAR_TILE(name, dot)                                                                                     \
+    static void name(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out, \
+                     size_t os)                                                                                    \
+    {                                                                                                              \
+        for (int t = 0; t < cols; t++)                                                                             \
+            for (int r = 0; r < rows; r++)                                                                         \
+                out[(size_t)t * os + r] = dot((const char *)w + (size_t)r * ws, (const char *)x + (size_t)t * xs, n); \
+    }
+SCALAR_TILE(tile_q4_0, dot_q4_0)
+SCALAR_TILE(tile_q4_1, dot_q4_1)
+SCALAR_TILE(tile_q5_0, dot_q5_0)
+SCALAR_TILE(tile_q5_1, dot_q5_1)
+SCALAR_TILE(tile_q8_0, dot_q8_0)
+SCALAR_TILE(tile_q4_k, dot_q4_k)
+SCALAR_TILE(tile_q5_k, dot_q5_k)
+SCALAR_TILE(tile_q6_k, dot_q6_k)
+SCALAR_TILE(tile_f32, dot_f32)
+SCALAR_TILE(tile_f16, dot_f16)
+SCALAR_TILE(tile_bf16, dot_bf16)
+
+static void axpy_f16(float *y, size_t ys, const float *a, int m, const uint16_t *x, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++) {
+        const float v = f16_to_f32(x[i]);
+        for (int h = 0; h < m; h++)
+            y[(size_t)h * ys + (size_t)i] += a[h] * v;
+    }
+}
+
+static void silu_mul(float *out, const float *gate, const float *up, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        out[i] = gate[i] / (1.0f + expf(-gate[i])) * up[i];
+}
+
+static void gelu_tanh_mul(float *out, const float *gate, const float *up, int64_t n)
+{
+    const float k = 0.7978845608028654f; /* sqrt(2 / pi) */
+    for (int64_t i = 0; i < n; i++) {
+        const float x = gate[i];
+        out[i] = 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x))) * up[i];
+    }
+}
+
 static const struct quant_kernels scalar = {
     .name = "scalar",
     .quantize_32 = quantize_32,
     .quantize_256 = quantize_256,
-    .dot = {[DTYPE_Q4_0] = dot_q4_0, [DTYPE_Q4_1] = dot_q4_1, [DTYPE_Q5_0] = dot_q5_0, [DTYPE_Q5_1] = dot_q5_1,
-            [DTYPE_Q8_0] = dot_q8_0, [DTYPE_Q4_K] = dot_q4_k, [DTYPE_Q5_K] = dot_q5_k, [DTYPE_Q6_K] = dot_q6_k},
+    .tile = {[DTYPE_Q4_0] = tile_q4_0, [DTYPE_Q4_1] = tile_q4_1, [DTYPE_Q5_0] = tile_q5_0,
+             [DTYPE_Q5_1] = tile_q5_1, [DTYPE_Q8_0] = tile_q8_0, [DTYPE_Q4_K] = tile_q4_k,
+             [DTYPE_Q5_K] = tile_q5_k, [DTYPE_Q6_K] = tile_q6_k, [DTYPE_F32] = tile_f32,
+             [DTYPE_F16] = tile_f16,   [DTYPE_BF16] = tile_bf16},
+    .axpy_f16 = axpy_f16,
+    .silu_mul = silu_mul,
+    .gelu_tanh_mul = gelu_tanh_mul,
 };
 
 const struct quant_kernels *quant_kernels_scalar(void) { return &scalar; }

@@ -127,138 +127,425 @@ static inline __m256i fifth_bits_32(const uint8_t *p)
     return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit), _mm256_set1_epi8(0x10));
 }
 
-static inline __m256i act_32(const struct q8_32 *a) { return _mm256_loadu_si256((const __m256i *)a->q); }
+/* The tiles (quant.h): up to QUANT_TILE_ROWS weight rows by QUANT_TILE_COLS
+ * activation rows, each output with its own 8-lane accumulator and the
+ * same instructions whatever the tile's shape, so an output's value does
+ * not depend on the rows and columns computed beside it. Short tiles
+ * repeat their last row or column and store only theirs. Every family
+ * decodes a weight block once per row and uses it for each column. */
+#define TR QUANT_TILE_ROWS
+#define TC QUANT_TILE_COLS
+#define INLINE static inline __attribute__((always_inline))
+/* the rows and columns of a tile in registers: every such loop unrolled */
+#define UNROLL _Pragma("GCC unroll 8")
 
-/* Q4_0 and Q5_0 (fifth bits at qh, or none): d dx (Σ q x - off Σ x). */
-static float dot_offset_32(const uint8_t *b, int64_t nb, size_t bytes, int qs_at, int qh_at, int off,
-                           const struct q8_32 *a)
+INLINE const uint8_t *row_at(const void *w, size_t ws, int rows, int r)
 {
-    __m256 acc = _mm256_setzero_ps();
-    float offset = 0;
-    for (int64_t i = 0; i < nb; i++, b += bytes) {
-        __m256i q = nibbles_32(b + qs_at);
-        if (qh_at)
-            q = _mm256_or_si256(q, fifth_bits_32(b + qh_at));
-        const float dd = rd_f16(b) * a[i].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(dot_u8s8(q, act_32(&a[i]))), acc);
-        offset += dd * (float)a[i].sum;
-    }
-    return hsum_ps(acc) - (float)off * offset;
+    return (const uint8_t *)w + (size_t)(r < rows ? r : rows - 1) * ws;
 }
 
-/* Q4_1 and Q5_1: d dx Σ q x + m dx Σ x. */
-static float dot_min_32(const uint8_t *b, int64_t nb, size_t bytes, int qs_at, int qh_at, const struct q8_32 *a)
+INLINE const void *col_at(const void *x, size_t xs, int cols, int t)
 {
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0;
-    for (int64_t i = 0; i < nb; i++, b += bytes) {
-        __m256i q = nibbles_32(b + qs_at);
-        if (qh_at)
-            q = _mm256_or_si256(q, fifth_bits_32(b + qh_at));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(rd_f16(b) * a[i].d), _mm256_cvtepi32_ps(dot_u8s8(q, act_32(&a[i]))), acc);
-        mins += rd_f16(b + 2) * a[i].d * (float)a[i].sum;
-    }
-    return hsum_ps(acc) + mins;
+    return (const char *)x + (size_t)(t < cols ? t : cols - 1) * xs;
 }
 
-static float dot_q4_0(const void *w, const void *x, int64_t n) { return dot_offset_32(w, n / 32, 18, 2, 0, 8, x); }
-static float dot_q5_0(const void *w, const void *x, int64_t n) { return dot_offset_32(w, n / 32, 22, 6, 2, 16, x); }
-static float dot_q4_1(const void *w, const void *x, int64_t n) { return dot_min_32(w, n / 32, 20, 4, 0, x); }
-static float dot_q5_1(const void *w, const void *x, int64_t n) { return dot_min_32(w, n / 32, 24, 8, 4, x); }
-
-/* Q8_0: signed by signed, as |w| by x with w's signs. */
-static float dot_q8_0(const void *w, const void *x, int64_t n)
+INLINE void store_tile(__m256 acc[TR][TC], int C, int rows, int cols, float *out, size_t os)
 {
-    const uint8_t *b = w;
-    const struct q8_32 *a = x;
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t i = 0; i < n / 32; i++, b += 34) {
-        const __m256i q = _mm256_loadu_si256((const __m256i *)(b + 2)), y = act_32(&a[i]);
-        const __m256i s = dot_u8s8(_mm256_sign_epi8(q, q), _mm256_sign_epi8(y, q));
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(rd_f16(b) * a[i].d), _mm256_cvtepi32_ps(s), acc);
-    }
-    return hsum_ps(acc);
+    UNROLL
+    for (int t = 0; t < C && t < cols; t++)
+        for (int r = 0; r < rows; r++)
+            out[(size_t)t * os + r] = hsum_ps(acc[r][t]);
 }
 
-/* Q4_K (qh_at 0) and Q5_K: d dx Σ sc_i Σ q x - dmin dx Σ m_i Σ x. */
-static float dot_k45(const uint8_t *b, int64_t nb, size_t bytes, int qs_at, int qh_at, const struct q8_256 *a)
+/* A 32-block's 32 unsigned quants: nibbles (byte j: element j low, j + 16
+ * high), with fifth bits at qh_at (or none). */
+INLINE __m256i quants_32(const uint8_t *b, int qs_at, int qh_at)
+{
+    __m256i q = nibbles_32(b + qs_at);
+    return qh_at ? _mm256_or_si256(q, fifth_bits_32(b + qh_at)) : q;
+}
+
+/* Q4_0, Q5_0 (off 8, 16): d dx (Σ q x - off Σ x), the offset taken from the
+ * integer sum. Q4_1, Q5_1 (off 0): d dx Σ q x + m dx Σ x. Q8_0: |w| by x
+ * with w's signs. */
+enum fam32 { FAM_OFFSET, FAM_MIN, FAM_Q8 };
+
+INLINE void tile_32(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out,
+                    size_t os, const int C, const enum fam32 fam, const size_t bytes, const int qs_at,
+                    const int qh_at, const int off)
+{
+    __m256 acc[TR][TC];
+    const uint8_t *wr[TR];
+    const struct q8_32 *xc[TC];
+    UNROLL
+    for (int r = 0; r < TR; r++) {
+        wr[r] = row_at(w, ws, rows, r);
+        UNROLL
+        for (int t = 0; t < C; t++)
+            acc[r][t] = _mm256_setzero_ps();
+    }
+    UNROLL
+    for (int t = 0; t < C; t++)
+        xc[t] = col_at(x, xs, cols, t);
+    for (int64_t i = 0; i < n / 32; i++) {
+        __m256i y[TC], offv[TC];
+        __m256 sumv[TC];
+        UNROLL
+        for (int t = 0; t < C; t++) {
+            y[t] = _mm256_loadu_si256((const __m256i *)xc[t][i].q);
+            if (fam == FAM_OFFSET)
+                offv[t] = _mm256_setr_epi32(off * xc[t][i].sum, 0, 0, 0, 0, 0, 0, 0);
+            if (fam == FAM_MIN)
+                sumv[t] = _mm256_setr_ps((float)xc[t][i].sum, 0, 0, 0, 0, 0, 0, 0);
+        }
+        UNROLL
+        for (int r = 0; r < TR; r++) {
+            const uint8_t *b = wr[r] + (size_t)i * bytes;
+            const float d = rd_f16(b);
+            const __m256i q = fam == FAM_Q8 ? _mm256_loadu_si256((const __m256i *)(b + 2)) : quants_32(b, qs_at, qh_at);
+            const __m256i aq = fam == FAM_Q8 ? _mm256_sign_epi8(q, q) : q;
+            UNROLL
+            for (int t = 0; t < C; t++) {
+                __m256i s = dot_u8s8(aq, fam == FAM_Q8 ? _mm256_sign_epi8(y[t], q) : y[t]);
+                if (fam == FAM_OFFSET)
+                    s = _mm256_sub_epi32(s, offv[t]);
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xc[t][i].d), _mm256_cvtepi32_ps(s), acc[r][t]);
+                if (fam == FAM_MIN)
+                    acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(rd_f16(b + 2) * xc[t][i].d), sumv[t], acc[r][t]);
+            }
+        }
+    }
+    store_tile(acc, C, rows, cols, out, os);
+}
+
+/* Σ over 16 groups of 16 of a[g] * sums[g], in 8 int32 lanes (a as 16 int16). */
+INLINE __m256i group_sums(__m256i a16, const struct q8_256 *x)
+{
+    return _mm256_madd_epi16(a16, _mm256_loadu_si256((const __m256i *)x->sums));
+}
+
+/* u8 by s8 products summed in pairs (no saturation: the quants are below 64),
+ * times a 16-bit scale, added to acc. */
+INLINE __m256i scaled_dot(__m256i acc, __m256i q, __m256i y, __m256i scale16)
+{
+    const __m256i p = _mm256_maddubs_epi16(q, y);
+#ifdef QUANT_VNNI
+    return _mm256_dpwssd_epi32(acc, p, scale16);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p, scale16));
+#endif
+}
+
+/* Q4_K (qh_at 0) and Q5_K: per super-block d dx Σ sc_s Σ q x - dmin dx Σ m_s Σ x. */
+INLINE void tile_k45(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out,
+                     size_t os, const int C, const size_t bytes, const int qs_at, const int qh_at)
 {
     const __m256i low = _mm256_set1_epi8(0x0F), one = _mm256_set1_epi8(1);
-    __m256 acc = _mm256_setzero_ps();
-    float mins = 0;
-    for (int64_t i = 0; i < nb; i++, b += bytes) {
-        int sc[8], m[8];
-        kquant_scale_min(b + 4, sc, m);
-        const __m256i qh = qh_at ? _mm256_loadu_si256((const __m256i *)(b + qh_at)) : _mm256_setzero_si256();
-        __m256i isum = _mm256_setzero_si256();
-        for (int g = 0; g < 4; g++) {
-            const __m256i qs = _mm256_loadu_si256((const __m256i *)(b + qs_at + 32 * g));
-            __m256i lo = _mm256_and_si256(qs, low), hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), low);
-            if (qh_at) {
-                lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), one), 4));
-                hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g + 1), one), 4));
-            }
-            const __m256i x0 = _mm256_loadu_si256((const __m256i *)(a[i].q + 64 * g));
-            const __m256i x1 = _mm256_loadu_si256((const __m256i *)(a[i].q + 64 * g + 32));
-            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dot_u8s8(lo, x0), _mm256_set1_epi32(sc[2 * g])));
-            isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dot_u8s8(hi, x1), _mm256_set1_epi32(sc[2 * g + 1])));
-        }
-        int32_t msum = 0;
-        for (int s = 0; s < 8; s++)
-            msum += m[s] * (a[i].sums[2 * s] + a[i].sums[2 * s + 1]);
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(rd_f16(b) * a[i].d), _mm256_cvtepi32_ps(isum), acc);
-        mins += rd_f16(b + 2) * a[i].d * (float)msum;
+    __m256 acc[TR][TC];
+    const uint8_t *wr[TR];
+    const struct q8_256 *xc[TC];
+    UNROLL
+    for (int r = 0; r < TR; r++) {
+        wr[r] = row_at(w, ws, rows, r);
+        UNROLL
+        for (int t = 0; t < C; t++)
+            acc[r][t] = _mm256_setzero_ps();
     }
-    return hsum_ps(acc) - mins;
+    UNROLL
+    for (int t = 0; t < C; t++)
+        xc[t] = col_at(x, xs, cols, t);
+    for (int64_t i = 0; i < n / 256; i++)
+        UNROLL
+        for (int r = 0; r < TR; r++) {
+            const uint8_t *b = wr[r] + (size_t)i * bytes;
+            int sc[8], m[8];
+            kquant_scale_min(b + 4, sc, m);
+            const __m256i m16 = _mm256_setr_epi16((short)m[0], (short)m[0], (short)m[1], (short)m[1], (short)m[2],
+                                                  (short)m[2], (short)m[3], (short)m[3], (short)m[4], (short)m[4],
+                                                  (short)m[5], (short)m[5], (short)m[6], (short)m[6], (short)m[7],
+                                                  (short)m[7]);
+            const __m256i qh = qh_at ? _mm256_loadu_si256((const __m256i *)(b + qh_at)) : _mm256_setzero_si256();
+            __m256i isum[TC];
+            UNROLL
+            for (int t = 0; t < C; t++)
+                isum[t] = _mm256_setzero_si256();
+            UNROLL
+            for (int g = 0; g < 4; g++) {
+                const __m256i qs = _mm256_loadu_si256((const __m256i *)(b + qs_at + 32 * g));
+                __m256i lo = _mm256_and_si256(qs, low), hi = _mm256_and_si256(_mm256_srli_epi16(qs, 4), low);
+                if (qh_at) {
+                    lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), one), 4));
+                    hi = _mm256_or_si256(hi,
+                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * g + 1), one), 4));
+                }
+                const __m256i s0 = _mm256_set1_epi16((short)sc[2 * g]), s1 = _mm256_set1_epi16((short)sc[2 * g + 1]);
+                UNROLL
+                for (int t = 0; t < C; t++) {
+                    const int8_t *q = xc[t][i].q + 64 * g;
+                    isum[t] = scaled_dot(isum[t], lo, _mm256_loadu_si256((const __m256i *)q), s0);
+                    isum[t] = scaled_dot(isum[t], hi, _mm256_loadu_si256((const __m256i *)(q + 32)), s1);
+                }
+            }
+            const float d = rd_f16(b), dmin = rd_f16(b + 2);
+            UNROLL
+            for (int t = 0; t < C; t++) {
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xc[t][i].d), _mm256_cvtepi32_ps(isum[t]), acc[r][t]);
+                acc[r][t] = _mm256_fnmadd_ps(_mm256_set1_ps(dmin * xc[t][i].d),
+                                             _mm256_cvtepi32_ps(group_sums(m16, &xc[t][i])), acc[r][t]);
+            }
+        }
+    store_tile(acc, C, rows, cols, out, os);
 }
 
-static float dot_q4_k(const void *w, const void *x, int64_t n) { return dot_k45(w, n / 256, 144, 16, 0, x); }
-static float dot_q5_k(const void *w, const void *x, int64_t n) { return dot_k45(w, n / 256, 176, 48, 16, x); }
-
 /* Q6_K: d dx Σ_g scale_g (Σ q x - 32 Σ x), 32 elements (two groups) at a time. */
-static float dot_q6_k(const void *w, const void *x, int64_t n)
+INLINE void tile_q6_k(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out,
+                      size_t os, const int C)
 {
-    const uint8_t *b = w;
-    const struct q8_256 *a = x;
     const __m256i low = _mm256_set1_epi8(0x0F), two = _mm256_set1_epi8(0x03);
-    __m256 acc = _mm256_setzero_ps();
-    float offset = 0;
-    for (int64_t i = 0; i < n / 256; i++, b += 210) {
-        const int8_t *scales = (const int8_t *)(b + 192);
-        __m256i isum = _mm256_setzero_si256();
-        for (int h = 0; h < 2; h++) {
-            const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(b + 64 * h));
-            const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(b + 64 * h + 32));
-            const __m256i qh = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
-            const __m256i lo[4] = {_mm256_and_si256(ql0, low), _mm256_and_si256(ql1, low),
-                                   _mm256_and_si256(_mm256_srli_epi16(ql0, 4), low),
-                                   _mm256_and_si256(_mm256_srli_epi16(ql1, 4), low)};
-            for (int c = 0; c < 4; c++) {
-                const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), two), 4);
-                const __m256i q = _mm256_or_si256(lo[c], hi);
-                const __m256i y = _mm256_loadu_si256((const __m256i *)(a[i].q + 128 * h + 32 * c));
-                const int g = 8 * h + 2 * c;
-                const __m256i s = _mm256_setr_epi32(scales[g], scales[g], scales[g], scales[g], scales[g + 1],
-                                                    scales[g + 1], scales[g + 1], scales[g + 1]);
-                isum = _mm256_add_epi32(isum, _mm256_mullo_epi32(dot_u8s8(q, y), s));
-            }
-        }
-        int32_t off = 0;
-        for (int g = 0; g < 16; g++)
-            off += scales[g] * a[i].sums[g];
-        const float dd = rd_f16(b + 208) * a[i].d;
-        acc = _mm256_fmadd_ps(_mm256_set1_ps(dd), _mm256_cvtepi32_ps(isum), acc);
-        offset += dd * (float)off;
+    __m256 acc[TR][TC];
+    const uint8_t *wr[TR];
+    const struct q8_256 *xc[TC];
+    UNROLL
+    for (int r = 0; r < TR; r++) {
+        wr[r] = row_at(w, ws, rows, r);
+        UNROLL
+        for (int t = 0; t < C; t++)
+            acc[r][t] = _mm256_setzero_ps();
     }
-    return hsum_ps(acc) - 32.0f * offset;
+    UNROLL
+    for (int t = 0; t < C; t++)
+        xc[t] = col_at(x, xs, cols, t);
+    for (int64_t i = 0; i < n / 256; i++)
+        UNROLL
+        for (int r = 0; r < TR; r++) {
+            const uint8_t *b = wr[r] + (size_t)i * 210;
+            const __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(b + 192)));
+            __m256i isum[TC];
+            UNROLL
+            for (int t = 0; t < C; t++) /* the offset first: - 32 Σ_g scale_g Σ x */
+                isum[t] = _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_slli_epi32(group_sums(sc16, &xc[t][i]), 5));
+            UNROLL
+            for (int h = 0; h < 2; h++) {
+                const __m256i ql0 = _mm256_loadu_si256((const __m256i *)(b + 64 * h));
+                const __m256i ql1 = _mm256_loadu_si256((const __m256i *)(b + 64 * h + 32));
+                const __m256i qh = _mm256_loadu_si256((const __m256i *)(b + 128 + 32 * h));
+                const __m256i lo[4] = {_mm256_and_si256(ql0, low), _mm256_and_si256(ql1, low),
+                                       _mm256_and_si256(_mm256_srli_epi16(ql0, 4), low),
+                                       _mm256_and_si256(_mm256_srli_epi16(ql1, 4), low)};
+                UNROLL
+                for (int c = 0; c < 4; c++) {
+                    const __m256i hi = _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 2 * c), two), 4);
+                    const __m256i q = _mm256_or_si256(lo[c], hi);
+                    const int g = 8 * h + 2 * c;
+                    const int8_t *sc = (const int8_t *)(b + 192);
+                    const __m256i s = _mm256_setr_epi16(sc[g], sc[g], sc[g], sc[g], sc[g], sc[g], sc[g], sc[g],
+                                                        sc[g + 1], sc[g + 1], sc[g + 1], sc[g + 1], sc[g + 1],
+                                                        sc[g + 1], sc[g + 1], sc[g + 1]);
+                    UNROLL
+                    for (int t = 0; t < C; t++)
+                        isum[t] = scaled_dot(isum[t], q,
+                                             _mm256_loadu_si256((const __m256i *)(xc[t][i].q + 128 * h + 32 * c)), s);
+                }
+            }
+            const float d = rd_f16(b + 208);
+            UNROLL
+            for (int t = 0; t < C; t++)
+                acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(d * xc[t][i].d), _mm256_cvtepi32_ps(isum[t]), acc[r][t]);
+        }
+    store_tile(acc, C, rows, cols, out, os);
+}
+
+/* Float weights by f32 activations: 8 weights widened at a time, the tail
+ * (n % 8) in scalar after the lanes' sum. */
+INLINE __m256 widen_8(const void *w, enum dtype t, int64_t i)
+{
+    if (t == DTYPE_F32)
+        return _mm256_loadu_ps((const float *)w + i);
+    const __m128i h = _mm_loadu_si128((const __m128i *)((const uint16_t *)w + i));
+    if (t == DTYPE_F16)
+        return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+INLINE float widen_1(const void *w, enum dtype t, int64_t i)
+{
+    float f;
+    uint16_t h;
+    if (t == DTYPE_F32) {
+        memcpy(&f, (const float *)w + i, 4);
+        return f;
+    }
+    memcpy(&h, (const uint16_t *)w + i, 2);
+    if (t == DTYPE_F16)
+        return _cvtsh_ss(h);
+    const uint32_t u = (uint32_t)h << 16;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+INLINE void tile_float(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out,
+                       size_t os, const int C, const enum dtype type)
+{
+    __m256 acc[TR][TC];
+    const uint8_t *wr[TR];
+    const float *xc[TC];
+    UNROLL
+    for (int r = 0; r < TR; r++) {
+        wr[r] = row_at(w, ws, rows, r);
+        UNROLL
+        for (int t = 0; t < C; t++)
+            acc[r][t] = _mm256_setzero_ps();
+    }
+    UNROLL
+    for (int t = 0; t < C; t++)
+        xc[t] = col_at(x, xs, cols, t);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        UNROLL
+        for (int r = 0; r < TR; r++) {
+            const __m256 v = widen_8(wr[r], type, i);
+            UNROLL
+            for (int t = 0; t < C; t++)
+                acc[r][t] = _mm256_fmadd_ps(v, _mm256_loadu_ps(xc[t] + i), acc[r][t]);
+        }
+    UNROLL
+    for (int t = 0; t < C && t < cols; t++)
+        for (int r = 0; r < rows; r++) {
+            float s = hsum_ps(acc[r][t]);
+            for (int64_t j = i; j < n; j++)
+                s += widen_1(wr[r], type, j) * xc[t][j];
+            out[(size_t)t * os + r] = s;
+        }
+}
+
+/* One entry per type: the tile for cols 1..TC, each C a constant. */
+#define TILE_FN(name, call)                                                                                         \
+    static void name(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out, \
+                     size_t os)                                                                                     \
+    {                                                                                                               \
+        switch (cols) {                                                                                             \
+        case 1: call(1); break;                                                                                     \
+        case 2: call(2); break;                                                                                     \
+        case 3: call(3); break;                                                                                     \
+        default: call(4); break;                                                                                    \
+        }                                                                                                           \
+    }
+
+#define ARGS w, ws, rows, x, xs, cols, n, out, os
+#define Q4_0(C) tile_32(ARGS, C, FAM_OFFSET, 18, 2, 0, 8)
+#define Q5_0(C) tile_32(ARGS, C, FAM_OFFSET, 22, 6, 2, 16)
+#define Q4_1(C) tile_32(ARGS, C, FAM_MIN, 20, 4, 0, 0)
+#define Q5_1(C) tile_32(ARGS, C, FAM_MIN, 24, 8, 4, 0)
+#define Q8_0(C) tile_32(ARGS, C, FAM_Q8, 34, 2, 0, 0)
+#define Q4_K(C) tile_k45(ARGS, C, 144, 16, 0)
+#define Q5_K(C) tile_k45(ARGS, C, 176, 48, 16)
+#define Q6_K(C) tile_q6_k(ARGS, C)
+#define F32(C) tile_float(ARGS, C, DTYPE_F32)
+#define F16(C) tile_float(ARGS, C, DTYPE_F16)
+#define BF16(C) tile_float(ARGS, C, DTYPE_BF16)
+TILE_FN(tile_q4_0, Q4_0)
+TILE_FN(tile_q5_0, Q5_0)
+TILE_FN(tile_q4_1, Q4_1)
+TILE_FN(tile_q5_1, Q5_1)
+TILE_FN(tile_q8_0, Q8_0)
+TILE_FN(tile_q4_k, Q4_K)
+TILE_FN(tile_q5_k, Q5_K)
+TILE_FN(tile_q6_k_any, Q6_K)
+TILE_FN(tile_f32, F32)
+TILE_FN(tile_f16, F16)
+TILE_FN(tile_bf16, BF16)
+
+static void axpy_f16(float *y, size_t ys, const float *a, int m, const uint16_t *x, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i)));
+        for (int h = 0; h < m; h++) {
+            float *yh = y + (size_t)h * ys + i;
+            _mm256_storeu_ps(yh, _mm256_fmadd_ps(_mm256_set1_ps(a[h]), v, _mm256_loadu_ps(yh)));
+        }
+    }
+    for (; i < n; i++)
+        for (int h = 0; h < m; h++)
+            y[(size_t)h * ys + (size_t)i] += a[h] * _cvtsh_ss(x[i]);
+}
+
+/* e^x for 8 lanes: 2^n e^r with n = round(x log2 e), r = x - n ln 2 (ln 2
+ * in two parts), e^r by its degree-6 Taylor polynomial (|r| <= ln 2 / 2:
+ * within 2 ulps); x clamped to where the result is finite and normal, so
+ * e^-100 is 0 and e^100 is infinity as expf gives them (within its range). */
+static inline __m256 exp_ps(__m256 x)
+{
+    const __m256 hi = _mm256_set1_ps(88.3762626647949f), lo = _mm256_set1_ps(-87.3365478515625f);
+    const __m256 big = _mm256_cmp_ps(x, hi, _CMP_GT_OQ), small = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+    x = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.0f / 720);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+    /* 2^n in two steps: n reaches 128 at the top of the range */
+    const __m256i e = _mm256_cvtps_epi32(n), e1 = _mm256_srai_epi32(e, 1);
+    const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e1, _mm256_set1_epi32(127)), 23));
+    const __m256 s2 = _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(e, e1), _mm256_set1_epi32(127)), 23));
+    __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+    y = _mm256_blendv_ps(y, _mm256_set1_ps(__builtin_inff()), big);
+    return _mm256_blendv_ps(y, _mm256_setzero_ps(), small);
+}
+
+static void silu_mul(float *out, const float *gate, const float *up, int64_t n)
+{
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 g = _mm256_loadu_ps(gate + i);
+        const __m256 d = _mm256_add_ps(_mm256_set1_ps(1.0f), exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g)));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, d), _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) {
+        float g[8] = {gate[i]}, u[8] = {up[i]}, o[8];
+        silu_mul(o, g, u, 8);
+        out[i] = o[0];
+    }
+}
+
+/* tanh y = 1 - 2 / (e^2y + 1): exact at the ends (e^2y infinite or 0). */
+static void gelu_tanh_mul(float *out, const float *gate, const float *up, int64_t n)
+{
+    const __m256 k = _mm256_set1_ps(0.7978845608028654f), c = _mm256_set1_ps(0.044715f), one = _mm256_set1_ps(1.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 x = _mm256_loadu_ps(gate + i);
+        const __m256 y = _mm256_mul_ps(k, _mm256_fmadd_ps(_mm256_mul_ps(c, x), _mm256_mul_ps(x, x), x));
+        const __m256 t = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.0f),
+                                                          _mm256_add_ps(exp_ps(_mm256_add_ps(y, y)), one)));
+        const __m256 g = _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), x), _mm256_add_ps(one, t));
+        _mm256_storeu_ps(out + i, _mm256_mul_ps(g, _mm256_loadu_ps(up + i)));
+    }
+    for (; i < n; i++) {
+        float g[8] = {gate[i]}, u[8] = {up[i]}, o[8];
+        gelu_tanh_mul(o, g, u, 8);
+        out[i] = o[0];
+    }
 }
 
 static const struct quant_kernels set = {
     .name = QUANT_SET_NAME,
     .quantize_32 = quantize_32,
     .quantize_256 = quantize_256,
-    .dot = {[DTYPE_Q4_0] = dot_q4_0, [DTYPE_Q4_1] = dot_q4_1, [DTYPE_Q5_0] = dot_q5_0, [DTYPE_Q5_1] = dot_q5_1,
-            [DTYPE_Q8_0] = dot_q8_0, [DTYPE_Q4_K] = dot_q4_k, [DTYPE_Q5_K] = dot_q5_k, [DTYPE_Q6_K] = dot_q6_k},
+    .tile = {[DTYPE_Q4_0] = tile_q4_0, [DTYPE_Q4_1] = tile_q4_1, [DTYPE_Q5_0] = tile_q5_0,
+             [DTYPE_Q5_1] = tile_q5_1, [DTYPE_Q8_0] = tile_q8_0, [DTYPE_Q4_K] = tile_q4_k,
+             [DTYPE_Q5_K] = tile_q5_k, [DTYPE_Q6_K] = tile_q6_k_any, [DTYPE_F32] = tile_f32,
+             [DTYPE_F16] = tile_f16,   [DTYPE_BF16] = tile_bf16},
+    .axpy_f16 = axpy_f16,
+    .silu_mul = silu_mul,
+    .gelu_tanh_mul = gelu_tanh_mul,
 };
 
 const struct quant_kernels *QUANT_SET(void) { return &set; }
