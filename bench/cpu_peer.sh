@@ -23,7 +23,7 @@ if [ ! -x "$BIN/llama-bench" ]; then
 fi
 {
     lscpu | grep -m1 "Model name"
-    echo "threads $THREADS; infer $(git rev-parse --short HEAD 2>/dev/null); $(cat "$LLAMA_DIR/VENDORED_FROM" | cut -d, -f1)"
+    echo "threads $THREADS; infer $(git describe --always --dirty 2>/dev/null); $(cat "$LLAMA_DIR/VENDORED_FROM" | cut -d, -f1)"
 } | tee "$OUT/machine.txt"
 : >"$OUT/llama.jsonl"
 : >"$OUT/infer.jsonl"

@@ -2,25 +2,54 @@
 #include "backend/cpu_fast/fast_backend.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "backend/quant/quant_repack.h"
 
 /* Spin this long for the next op before parking: the ops of a step come
  * microseconds apart, the steps themselves (a server between requests)
  * may not come at all. */
 #define FAST_SPIN_NS 200000L
 
-/* Weights stay where the checkpoint reader put them (the file's mapping):
- * any type quant.h has a dot product for, rows of whole blocks. */
+/* The pages wholly inside [p, p + n) given back: a weight's source after
+ * its repacking is never read again (a file mapping's pages come back from
+ * the file should anything touch them; the host copies are dead). */
+static void drop_pages(const void *p, size_t n)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const uintptr_t lo = ((uintptr_t)p + page - 1) & ~(uintptr_t)(page - 1), hi = ((uintptr_t)p + n) & ~(uintptr_t)(page - 1);
+    if (hi > lo)
+        madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
+/* Repacked for the kernel set's several-row tiles where it has them (a copy
+ * the backend owns), else left where the checkpoint reader put them (the
+ * file's mapping). */
 static int fast_weight_upload(struct backend *be, struct weight *dst, const void *host_data, enum dtype dtype,
                               int64_t rows, int64_t cols, struct err *e)
 {
-    const struct fast_backend *fb = fast_of(be);
+    struct fast_backend *fb = fast_of(be);
     const int block = quant_act_block(dtype);
     if (!block || !fb->k->tile[dtype])
         return err_set(e, "cpu backend: no matmul for weights of type %s", dtype_name(dtype));
     if (dtype_is_block(dtype) && cols % dtype_block_elems(dtype))
         return err_set(e, "cpu backend: a %s weight's rows of %lld elements are not whole blocks of %d",
                        dtype_name(dtype), (long long)cols, dtype_block_elems(dtype));
+    const enum dtype packed = quant_repacked_type(dtype);
+    if (packed != dtype && fb->k->tile[packed]) {
+        const size_t bytes = quant_repack_bytes(dtype, rows, cols);
+        void *data = xmalloc(bytes);
+        quant_repack(dtype, host_data, rows, cols, data);
+        drop_pages(host_data, dtype_row_bytes(dtype, cols) * (size_t)rows);
+        struct cpu_backend *cb = &fb->base;
+        cb->owned = xrealloc(cb->owned, (size_t)(cb->n_owned + 1) * sizeof *cb->owned);
+        cb->owned[cb->n_owned++] = data;
+        *dst = (struct weight){data, packed, rows, cols};
+        return 0;
+    }
     *dst = (struct weight){host_data, dtype, rows, cols};
     return 0;
 }

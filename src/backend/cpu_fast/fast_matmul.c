@@ -5,6 +5,7 @@
 
 #include "backend/cpu_fast/fast_backend.h"
 #include "backend/quant/quant_matmul.h"
+#include "backend/quant/quant_repack.h"
 #include "core/dequant.h"
 
 /* The scratch grows to the largest matmul's and stays: the first steps of
@@ -41,7 +42,7 @@ void fast_embed(struct backend *be, void *out, const struct fwd_meta *m, const s
 {
     (void)be;
     const int64_t d = table->cols;
-    const size_t row_bytes = dtype_row_bytes(table->dtype, d);
+    const size_t row_bytes = dtype_row_bytes(table->dtype, d); /* unless packed */
     for (int t = 0; t < m->n_tokens; t++) {
         const int64_t row = (int64_t)m->token_ids[t] - vocab_lo;
         float *o = (float *)out + t * d;
@@ -49,7 +50,10 @@ void fast_embed(struct backend *be, void *out, const struct fwd_meta *m, const s
             memset(o, 0, (size_t)d * sizeof(float));
             continue;
         }
-        dtype_dequant_f32(table->dtype, (const char *)table->data + (size_t)row * row_bytes, d, o);
+        if (table->dtype == DTYPE_Q8_0_R8)
+            quant_packed_row_f32(table->dtype, table->data, row, d, o);
+        else
+            dtype_dequant_f32(table->dtype, (const char *)table->data + (size_t)row * row_bytes, d, o);
         if (scale != 1.0f)
             for (int64_t i = 0; i < d; i++)
                 o[i] *= scale;

@@ -12,6 +12,7 @@ int quant_act_block(enum dtype weight)
     case DTYPE_Q5_0:
     case DTYPE_Q5_1:
     case DTYPE_Q8_0:
+    case DTYPE_Q8_0_R8:
         return QUANT_BLOCK_32;
     case DTYPE_Q4_K:
     case DTYPE_Q5_K:

@@ -2,6 +2,8 @@
 
 #include <math.h>
 
+#include "backend/quant/quant_repack.h"
+
 /* Each tile of QUANT_TILE_ROWS rows of w (a few KB) stays in L1 while
  * every x row passes it, QUANT_TILE_COLS at a time. */
 struct qmm {
@@ -22,6 +24,35 @@ static void quantize_rows(void *arg, long t0, long t1)
         quant_act_row(c->k, c->w->dtype, c->x + t * c->w->cols, c->w->cols, (char *)c->xq + (size_t)t * c->xq_row);
 }
 
+/* A tile's outputs (rows x cols at o, rows N apart) soft-capped where asked. */
+static void soft_cap(float *o, int64_t N, int rows, int cols, float softcap)
+{
+    if (softcap > 0)
+        for (int j = 0; j < cols; j++)
+            for (int r = 0; r < rows; r++)
+                o[(int64_t)j * N + r] = tanhf(o[(int64_t)j * N + r] / softcap) * softcap;
+}
+
+/* A packed matrix: groups [g0, g1) of QUANT_R8_ROWS rows. */
+static void groups_chunk(void *arg, long g0, long g1)
+{
+    const struct qmm *c = arg;
+    const int64_t K = c->w->cols, N = c->w->rows;
+    const size_t group = (size_t)QUANT_R8_ROWS * dtype_row_bytes(c->w->dtype, K);
+    const quant_tile_fn tile = c->k->tile[c->w->dtype];
+    for (long g = g0; g < g1; g++) {
+        const long n = g * QUANT_R8_ROWS;
+        const int rows = (int)(N - n < QUANT_R8_ROWS ? N - n : QUANT_R8_ROWS);
+        for (int t = 0; t < c->n_rows; t += QUANT_TILE_COLS) {
+            const int cols = c->n_rows - t < QUANT_TILE_COLS ? c->n_rows - t : QUANT_TILE_COLS;
+            float *o = c->out + (int64_t)t * N + n;
+            tile((const char *)c->w->data + (size_t)g * group, 0, rows, (const char *)c->xq + (size_t)t * c->xq_row,
+                 c->xq_row, cols, K, o, (size_t)N);
+            soft_cap(o, N, rows, cols, c->softcap);
+        }
+    }
+}
+
 static void rows_chunk(void *arg, long n0, long n1)
 {
     const struct qmm *c = arg;
@@ -37,10 +68,7 @@ static void rows_chunk(void *arg, long n0, long n1)
             float *o = c->out + (int64_t)t * N + n;
             tile((const char *)c->w->data + (size_t)n * w_row, w_row, rows, x + (size_t)t * x_row, x_row, cols, K, o,
                  (size_t)N);
-            if (c->softcap > 0)
-                for (int j = 0; j < cols; j++)
-                    for (int r = 0; r < rows; r++)
-                        o[(int64_t)j * N + r] = tanhf(o[(int64_t)j * N + r] / c->softcap) * c->softcap;
+            soft_cap(o, N, rows, cols, c->softcap);
         }
     }
 }
@@ -61,5 +89,8 @@ void quant_matmul(const struct quant_kernels *k, struct threadpool *pool, float 
     struct qmm c = {k, out, x, w, n_rows, quantized ? xq : NULL, quant_act_row_bytes(w->dtype, w->cols), softcap};
     if (quantized)
         threadpool_for(pool, n_rows, 4, quantize_rows, &c);
-    threadpool_for(pool, (long)w->rows, QUANT_TILE_ROWS, rows_chunk, &c);
+    if (w->dtype == DTYPE_Q8_0_R8)
+        threadpool_for(pool, (long)((w->rows + QUANT_R8_ROWS - 1) / QUANT_R8_ROWS), 1, groups_chunk, &c);
+    else
+        threadpool_for(pool, (long)w->rows, QUANT_TILE_ROWS, rows_chunk, &c);
 }

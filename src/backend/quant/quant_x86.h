@@ -418,6 +418,62 @@ INLINE void tile_float(const void *w, size_t ws, int rows, const void *x, size_t
         }
 }
 
+#ifdef QUANT_VNNI
+/* Q8_0 packed by 8 rows (quant_repack.c): w is one group (rows <= 8 of its
+ * rows stored). Per block and column: 8 dots of a chunk of all 8 rows
+ * against the column's chunk broadcast (two sums, for two chains), the
+ * +128 taken back (128 Σ x), then d_r dx times that into row r's lane. */
+INLINE void tile_r8(const void *w, int rows, const void *x, size_t xs, int cols, int64_t n, float *out, size_t os,
+                    const int C)
+{
+    __m256 acc[TC];
+    const struct q8_32 *xc[TC];
+    UNROLL
+    for (int t = 0; t < C; t++)
+        acc[t] = _mm256_setzero_ps(), xc[t] = col_at(x, xs, cols, t);
+    const uint8_t *b = w;
+    for (int64_t i = 0; i < n / 32; i++, b += 272) {
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
+        __m256i q[8];
+        UNROLL
+        for (int c = 0; c < 8; c++)
+            q[c] = _mm256_loadu_si256((const __m256i *)(b + 16 + 32 * c));
+        UNROLL
+        for (int t = 0; t < C; t++) {
+            const struct q8_32 *a = &xc[t][i];
+            int32_t xq[8];
+            memcpy(xq, a->q, 32);
+            __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+            UNROLL
+            for (int c = 0; c < 8; c += 2) {
+                s0 = _mm256_dpbusd_epi32(s0, q[c], _mm256_set1_epi32(xq[c]));
+                s1 = _mm256_dpbusd_epi32(s1, q[c + 1], _mm256_set1_epi32(xq[c + 1]));
+            }
+            const __m256i s = _mm256_sub_epi32(_mm256_add_epi32(s0, s1), _mm256_set1_epi32(128 * a->sum));
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(a->d)), _mm256_cvtepi32_ps(s), acc[t]);
+        }
+    }
+    for (int t = 0; t < C && t < cols; t++) {
+        float v[8];
+        _mm256_storeu_ps(v, acc[t]);
+        for (int r = 0; r < rows; r++)
+            out[(size_t)t * os + r] = v[r];
+    }
+}
+
+static void tile_q8_0_r8(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out,
+                         size_t os)
+{
+    (void)ws;
+    switch (cols) {
+    case 1: tile_r8(w, rows, x, xs, cols, n, out, os, 1); break;
+    case 2: tile_r8(w, rows, x, xs, cols, n, out, os, 2); break;
+    case 3: tile_r8(w, rows, x, xs, cols, n, out, os, 3); break;
+    default: tile_r8(w, rows, x, xs, cols, n, out, os, 4); break;
+    }
+}
+#endif
+
 /* One entry per type: the tile for cols 1..TC, each C a constant. */
 #define TILE_FN(name, call)                                                                                         \
     static void name(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out, \
@@ -542,7 +598,11 @@ static const struct quant_kernels set = {
     .tile = {[DTYPE_Q4_0] = tile_q4_0, [DTYPE_Q4_1] = tile_q4_1, [DTYPE_Q5_0] = tile_q5_0,
              [DTYPE_Q5_1] = tile_q5_1, [DTYPE_Q8_0] = tile_q8_0, [DTYPE_Q4_K] = tile_q4_k,
              [DTYPE_Q5_K] = tile_q5_k, [DTYPE_Q6_K] = tile_q6_k_any, [DTYPE_F32] = tile_f32,
-             [DTYPE_F16] = tile_f16,   [DTYPE_BF16] = tile_bf16},
+             [DTYPE_F16] = tile_f16,   [DTYPE_BF16] = tile_bf16,
+#ifdef QUANT_VNNI
+             [DTYPE_Q8_0_R8] = tile_q8_0_r8,
+#endif
+    },
     .axpy_f16 = axpy_f16,
     .silu_mul = silu_mul,
     .gelu_tanh_mul = gelu_tanh_mul,
