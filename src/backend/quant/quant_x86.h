@@ -236,6 +236,21 @@ INLINE __m256i scaled_dot(__m256i acc, __m256i q, __m256i y, __m256i scale16)
 #endif
 }
 
+/* kquant_scale_min's scales and mins as bytes, four at a time in 32-bit
+ * words: A, B, C the packed bytes 0-3, 4-7, 8-11; sc 0-3 and m 0-3 are
+ * A and B's low 6 bits, sc 4-7 and m 4-7 C's nibbles with A and B's top 2
+ * bits above them. */
+INLINE void scales_k45(const uint8_t *p, uint8_t sc[8], uint8_t m[8])
+{
+    uint32_t a, b, c, w[4];
+    memcpy(&a, p, 4), memcpy(&b, p + 4, 4), memcpy(&c, p + 8, 4);
+    w[0] = a & 0x3f3f3f3fu;
+    w[1] = (c & 0x0f0f0f0fu) | ((a >> 2) & 0x30303030u);
+    w[2] = b & 0x3f3f3f3fu;
+    w[3] = ((c >> 4) & 0x0f0f0f0fu) | ((b >> 2) & 0x30303030u);
+    memcpy(sc, w, 8), memcpy(m, w + 2, 8);
+}
+
 /* Q4_K (qh_at 0) and Q5_K: per super-block d dx Σ sc_s Σ q x - dmin dx Σ m_s Σ x. */
 INLINE void tile_k45(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out,
                      size_t os, const int C, const size_t bytes, const int qs_at, const int qh_at)
@@ -258,12 +273,10 @@ INLINE void tile_k45(const void *w, size_t ws, int rows, const void *x, size_t x
         UNROLL
         for (int r = 0; r < TR; r++) {
             const uint8_t *b = wr[r] + (size_t)i * bytes;
-            int sc[8], m[8];
-            kquant_scale_min(b + 4, sc, m);
-            const __m256i m16 = _mm256_setr_epi16((short)m[0], (short)m[0], (short)m[1], (short)m[1], (short)m[2],
-                                                  (short)m[2], (short)m[3], (short)m[3], (short)m[4], (short)m[4],
-                                                  (short)m[5], (short)m[5], (short)m[6], (short)m[6], (short)m[7],
-                                                  (short)m[7]);
+            uint8_t sc[8], mb[8];
+            scales_k45(b + 4, sc, mb);
+            const __m128i m8 = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)mb));
+            const __m256i m16 = _mm256_set_m128i(_mm_unpackhi_epi16(m8, m8), _mm_unpacklo_epi16(m8, m8));
             const __m256i qh = qh_at ? _mm256_loadu_si256((const __m256i *)(b + qh_at)) : _mm256_setzero_si256();
             __m256i isum[TC];
             UNROLL
@@ -338,9 +351,7 @@ INLINE void tile_q6_k(const void *w, size_t ws, int rows, const void *x, size_t 
                     const __m256i q = _mm256_or_si256(lo[c], hi);
                     const int g = 8 * h + 2 * c;
                     const int8_t *sc = (const int8_t *)(b + 192);
-                    const __m256i s = _mm256_setr_epi16(sc[g], sc[g], sc[g], sc[g], sc[g], sc[g], sc[g], sc[g],
-                                                        sc[g + 1], sc[g + 1], sc[g + 1], sc[g + 1], sc[g + 1],
-                                                        sc[g + 1], sc[g + 1], sc[g + 1]);
+                    const __m256i s = _mm256_set_m128i(_mm_set1_epi16(sc[g + 1]), _mm_set1_epi16(sc[g]));
                     UNROLL
                     for (int t = 0; t < C; t++)
                         isum[t] = scaled_dot(isum[t], q,
