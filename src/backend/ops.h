@@ -280,6 +280,7 @@ struct backend {
     int weights_borrowed; /* weight_upload keeps the host pointer (the CPU backend): it must outlive the weight */
     int block_weights;    /* weight_upload takes GGUF block types (core/dtype.h) as they are */
     struct comm *comm;    /* the rank's group when the model is split (src/parallel), else NULL */
+    char detail[192];     /* what the start-up line says of it beside its name (threads, kernels), or "" */
     void (*free_impl)(struct backend *be); /* the backend's own part of backend_free */
 };
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/log.h"
 #include "io/gguf_checkpoint.h"
 #include "io/gguf_config.h"
 #include "model/rope.h"
@@ -86,6 +87,9 @@ struct model *model_load_shard(const char *dir, struct backend *be, int rank, in
         goto fail;
     if (model_weights_load(&m->w, &m->cfg, &m->sh, m->ck, be, e))
         goto fail;
+    char weights[512];
+    model_weights_summary(&m->w, &m->cfg, weights, sizeof weights);
+    log_info("%s backend%s%s; weights %s", be->ops->name, be->detail[0] ? ": " : "", be->detail, weights);
     m->inv_freq_global = upload_inv_freq(be, &m->cfg.rope_global, m->cfg.head_dim, e);
     m->inv_freq_local = m->inv_freq_global ? upload_inv_freq(be, &m->cfg.rope_local, m->cfg.head_dim, e) : NULL;
     if (!m->inv_freq_local)

@@ -291,3 +291,27 @@ double model_weights_step_bytes(const struct model_weights *w, const struct mode
     }
     return bytes;
 }
+
+void model_weights_summary(const struct model_weights *w, const struct model_config *cfg, char *buf, size_t size)
+{
+    double by_type[DTYPE_COUNT] = {0}, total = 0;
+    struct model_weights copy = *w;
+    struct weight_spec *specs;
+    const int n = weight_specs_build(cfg, &copy, &specs);
+    for (int i = 0; i < n; i++)
+        by_type[specs[i].slot->dtype] += matrix_bytes(specs[i].slot);
+    for (int L = 0; L < cfg->n_layers; L++) {
+        by_type[w->layers[L].wqkv.dtype] += matrix_bytes(&w->layers[L].wqkv);
+        by_type[w->layers[L].w_gate_up.dtype] += matrix_bytes(&w->layers[L].w_gate_up);
+    }
+    free(specs);
+    char types[400] = "";
+    size_t at = 0;
+    for (int t = 0; t < DTYPE_COUNT && at < sizeof types; t++)
+        if (by_type[t] > 0) {
+            at += (size_t)snprintf(types + at, sizeof types - at, "%s%s %.1f MB", at ? ", " : "",
+                                   dtype_name((enum dtype)t), by_type[t] / 1e6);
+            total += by_type[t];
+        }
+    snprintf(buf, size, "%.1f MB (%s)", total / 1e6, types);
+}

@@ -82,6 +82,9 @@ void model_weights_free(struct model_weights *w, const struct model_config *cfg,
 /* Bytes of the loaded matrices a decode step reads, in the types the
  * backend holds them: every matrix but the embedding table (one row a
  * token), the LM head included (the table itself when tied). */
+/* The loaded weights' bytes by the type the backend holds them in, as
+ * "270.1 MB (Q8_0_R8 245.9 MB, Q4_K 13.3 MB, ...)" into buf. */
+void model_weights_summary(const struct model_weights *w, const struct model_config *cfg, char *buf, size_t size);
 double model_weights_step_bytes(const struct model_weights *w, const struct model_config *cfg);
 
 #endif

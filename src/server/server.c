@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "grammar/cache.h"
 #include "model/model.h"
+#include "model/weights.h"
 #include "server/server_internal.h"
 
 enum { HEAP_TRIM_SECONDS = 5 };
@@ -324,6 +325,10 @@ int server_run(struct model *m, const struct tokenizer *tok, const struct chat_t
                                    .timeout = 60, .handle = on_request, .error_body = http_error_body,
                                    .error_type = "application/json", .ctx = &s};
     http_serve(s.http, &hc);
+    char weights[512];
+    model_weights_summary(&m->w, &m->cfg, weights, sizeof weights);
+    fprintf(stderr, "infer: %s backend%s%s; weights %s\n", m->be->ops->name, m->be->detail[0] ? ": " : "",
+            m->be->detail, weights);
     fprintf(stderr, "infer: serving %s on http://%s:%d\n", so->served_name, so->host, http_port(s.http));
     fflush(stderr);
     int sig = wait_for_signal(&s);

@@ -2,6 +2,7 @@
 #include "backend/cpu_fast/fast_backend.h"
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -86,6 +87,8 @@ struct backend *cpu_fast_backend_create(int n_threads, struct err *e)
     fb->base.pool = threadpool_create_spinning(n_threads, FAST_SPIN_NS);
     fb->k = quant_kernels_best();
     struct backend *be = cpu_backend_wrap(&fb->base, &fast_ops);
+    snprintf(be->detail, sizeof be->detail, "%d threads, %s kernels (%s)", threadpool_size(fb->base.pool),
+             fb->k->name, fb->k->features);
     be->block_weights = 1;
     be->kv_dtype = DTYPE_F16; /* the reference's qk_rope_kv_write rounds into it */
     be->free_impl = fast_backend_free;

@@ -63,7 +63,8 @@ typedef void (*quant_tile_fn)(const void *w, size_t w_stride, int rows, const vo
 /* One kernel set. n is a whole number of the weight type's blocks (any n
  * for float weights). */
 struct quant_kernels {
-    const char *name; /* "scalar", "avx2", "avx512-vnni" */
+    const char *name;     /* "scalar", "avx2", "avx512-vnni" */
+    const char *features; /* the CPU features its kernels use, for the start-up log */
     /* x[n] -> n / 32 or n / 256 blocks at out */
     void (*quantize_32)(const float *x, int64_t n, struct q8_32 *out);
     void (*quantize_256)(const float *x, int64_t n, struct q8_256 *out);

@@ -243,6 +243,7 @@ static void gelu_tanh_mul(float *out, const float *gate, const float *up, int64_
 
 static const struct quant_kernels scalar = {
     .name = "scalar",
+    .features = "none (portable C)",
     .quantize_32 = quantize_32,
     .quantize_256 = quantize_256,
     .tile = {[DTYPE_Q4_0] = tile_q4_0, [DTYPE_Q4_1] = tile_q4_1, [DTYPE_Q5_0] = tile_q5_0,

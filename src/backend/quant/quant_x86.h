@@ -11,11 +11,26 @@
 #include "backend/quant/quant_sets.h"
 #include "core/kquant.h"
 
+/* Every entry point ends with vzeroupper: GCC leaves it out at -O1 (the
+ * sanitizer build), and the SSE code after a kernel (libm's exp in the
+ * sampler) then ran 5x slower on the dirty upper halves. */
+#define END_AVX() _mm256_zeroupper()
+
+/* The kernels are not instrumented by the sanitizers (as the reference's
+ * dot, backend/cpu/cpu_matmul.c): their checks of the weight loads were
+ * most of a sanitizer build's decode step, which the server tests run by
+ * the thousand; the loads stay within the rows and blocks the callers
+ * (instrumented) pass. Every helper they inline is left alone too: an
+ * instrumented helper inlined into an uninstrumented kernel poisoned its
+ * locals' stack and never unpoisoned it (a false stack-use-after-scope in
+ * the next frame there, the sampler's). */
+#define NO_SAN __attribute__((no_sanitize("address", "undefined")))
+
 #ifndef QUANT_SET
 #error "define QUANT_SET (the set's function) and QUANT_SET_NAME before including quant_x86.h"
 #endif
 
-static inline __m256i dot_u8s8(__m256i a, __m256i b)
+static inline NO_SAN __m256i dot_u8s8(__m256i a, __m256i b)
 {
 #ifdef QUANT_VNNI
     return _mm256_dpbusd_epi32(_mm256_setzero_si256(), a, b);
@@ -24,14 +39,14 @@ static inline __m256i dot_u8s8(__m256i a, __m256i b)
 #endif
 }
 
-static inline float rd_f16(const uint8_t *p)
+static inline NO_SAN float rd_f16(const uint8_t *p)
 {
     uint16_t h;
     memcpy(&h, p, 2);
     return _cvtsh_ss(h);
 }
 
-static inline float hsum_ps(__m256 v)
+static inline NO_SAN float hsum_ps(__m256 v)
 {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -39,7 +54,7 @@ static inline float hsum_ps(__m256 v)
     return _mm_cvtss_f32(s);
 }
 
-static inline int32_t hsum_epi32(__m256i v)
+static inline NO_SAN int32_t hsum_epi32(__m256i v)
 {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, _MM_SHUFFLE(1, 0, 3, 2)));
@@ -47,7 +62,7 @@ static inline int32_t hsum_epi32(__m256i v)
     return _mm_cvtsi128_si32(s);
 }
 
-static inline float hmax_ps(__m256 v)
+static inline NO_SAN float hmax_ps(__m256 v)
 {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -56,7 +71,7 @@ static inline float hmax_ps(__m256 v)
 }
 
 /* 32 floats at x times id, rounded to nearest even, as int32 in 4 vectors. */
-static inline void round_32(const float *x, float id, __m256i i[4])
+static inline NO_SAN void round_32(const float *x, float id, __m256i i[4])
 {
     const __m256 m = _mm256_set1_ps(id);
     for (int k = 0; k < 4; k++)
@@ -64,13 +79,13 @@ static inline void round_32(const float *x, float id, __m256i i[4])
 }
 
 /* The 4 vectors of round_32 as 32 int8 in element order. */
-static inline void store_32(int8_t *q, const __m256i i[4])
+static inline NO_SAN void store_32(int8_t *q, const __m256i i[4])
 {
     const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(i[0], i[1]), _mm256_packs_epi32(i[2], i[3]));
     _mm256_storeu_si256((__m256i *)q, _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
-static inline __m256 abs_max_8(__m256 m, const float *x)
+static inline NO_SAN __m256 abs_max_8(__m256 m, const float *x)
 {
     return _mm256_max_ps(m, _mm256_andnot_ps(_mm256_set1_ps(-0.0f), _mm256_loadu_ps(x)));
 }
@@ -88,6 +103,7 @@ static void quantize_32(const float *x, int64_t n, struct q8_32 *out)
         out[b].d = d;
         out[b].sum = hsum_epi32(_mm256_add_epi32(_mm256_add_epi32(i[0], i[1]), _mm256_add_epi32(i[2], i[3])));
     }
+    END_AVX();
 }
 
 static void quantize_256(const float *x, int64_t n, struct q8_256 *out)
@@ -106,18 +122,19 @@ static void quantize_256(const float *x, int64_t n, struct q8_256 *out)
         }
         out[b].d = d;
     }
+    END_AVX();
 }
 
 /* A 32-block's 16 bytes of nibbles as 32 bytes: element j (low nibbles)
  * first, then j + 16 (high). */
-static inline __m256i nibbles_32(const uint8_t *qs)
+static inline NO_SAN __m256i nibbles_32(const uint8_t *qs)
 {
     const __m128i b = _mm_loadu_si128((const __m128i *)qs), low = _mm_set1_epi8(0x0F);
     return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(b, 4), low), _mm_and_si128(b, low));
 }
 
 /* Bit j of qh as 0x10 in byte j (a Q5 block's fifth bits). */
-static inline __m256i fifth_bits_32(const uint8_t *p)
+static inline NO_SAN __m256i fifth_bits_32(const uint8_t *p)
 {
     uint32_t qh;
     memcpy(&qh, p, 4);
@@ -135,7 +152,7 @@ static inline __m256i fifth_bits_32(const uint8_t *p)
  * decodes a weight block once per row and uses it for each column. */
 #define TR QUANT_TILE_ROWS
 #define TC QUANT_TILE_COLS
-#define INLINE static inline __attribute__((always_inline))
+#define INLINE static inline NO_SAN __attribute__((always_inline))
 /* the rows and columns of a tile in registers: every such loop unrolled */
 #define UNROLL _Pragma("GCC unroll 8")
 
@@ -472,7 +489,7 @@ INLINE void tile_r8(const void *w, int rows, const void *x, size_t xs, int cols,
     }
 }
 
-static void tile_q8_0_r8(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out,
+NO_SAN static void tile_q8_0_r8(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out,
                          size_t os)
 {
     (void)ws;
@@ -482,12 +499,13 @@ static void tile_q8_0_r8(const void *w, size_t ws, int rows, const void *x, size
     case 3: tile_r8(w, rows, x, xs, cols, n, out, os, 3); break;
     default: tile_r8(w, rows, x, xs, cols, n, out, os, 4); break;
     }
+    END_AVX();
 }
 #endif
 
 /* One entry per type: the tile for cols 1..TC, each C a constant. */
 #define TILE_FN(name, call)                                                                                         \
-    static void name(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out, \
+    NO_SAN static void name(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out, \
                      size_t os)                                                                                     \
     {                                                                                                               \
         switch (cols) {                                                                                             \
@@ -496,6 +514,7 @@ static void tile_q8_0_r8(const void *w, size_t ws, int rows, const void *x, size
         case 3: call(3); break;                                                                                     \
         default: call(4); break;                                                                                    \
         }                                                                                                           \
+        END_AVX();                                                                                                  \
     }
 
 #define ARGS w, ws, rows, x, xs, cols, n, out, os
@@ -522,7 +541,7 @@ TILE_FN(tile_f32, F32)
 TILE_FN(tile_f16, F16)
 TILE_FN(tile_bf16, BF16)
 
-static void axpy_f16(float *y, size_t ys, const float *a, int m, const uint16_t *x, int64_t n)
+NO_SAN static void axpy_f16(float *y, size_t ys, const float *a, int m, const uint16_t *x, int64_t n)
 {
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -535,13 +554,14 @@ static void axpy_f16(float *y, size_t ys, const float *a, int m, const uint16_t 
     for (; i < n; i++)
         for (int h = 0; h < m; h++)
             y[(size_t)h * ys + (size_t)i] += a[h] * _cvtsh_ss(x[i]);
+    END_AVX();
 }
 
 /* e^x for 8 lanes: 2^n e^r with n = round(x log2 e), r = x - n ln 2 (ln 2
  * in two parts), e^r by its degree-6 Taylor polynomial (|r| <= ln 2 / 2:
  * within 2 ulps); x clamped to where the result is finite and normal, so
  * e^-100 is 0 and e^100 is infinity as expf gives them (within its range). */
-static inline __m256 exp_ps(__m256 x)
+static inline NO_SAN __m256 exp_ps(__m256 x)
 {
     const __m256 hi = _mm256_set1_ps(88.3762626647949f), lo = _mm256_set1_ps(-87.3365478515625f);
     const __m256 big = _mm256_cmp_ps(x, hi, _CMP_GT_OQ), small = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
@@ -580,6 +600,7 @@ static void silu_mul(float *out, const float *gate, const float *up, int64_t n)
         silu_mul(o, g, u, 8);
         out[i] = o[0];
     }
+    END_AVX();
 }
 
 /* tanh y = 1 - 2 / (e^2y + 1): exact at the ends (e^2y infinite or 0). */
@@ -600,10 +621,12 @@ static void gelu_tanh_mul(float *out, const float *gate, const float *up, int64_
         gelu_tanh_mul(o, g, u, 8);
         out[i] = o[0];
     }
+    END_AVX();
 }
 
 static const struct quant_kernels set = {
     .name = QUANT_SET_NAME,
+    .features = QUANT_SET_FEATURES,
     .quantize_32 = quantize_32,
     .quantize_256 = quantize_256,
     .tile = {[DTYPE_Q4_0] = tile_q4_0, [DTYPE_Q4_1] = tile_q4_1, [DTYPE_Q5_0] = tile_q5_0,
