@@ -160,6 +160,19 @@ def logits_array(raw):
     return np.frombuffer(raw[8 + n + a:8 + n + b], np.float32).reshape(t["shape"])
 
 
+def gguf_ready_copy(fixture, tmp_path):
+    """A copy of the fixture's directory and its config without what GGUF cannot say (RoPE scaling;
+    Gemma's query_pre_attn_scalar when it is not head_dim)."""
+    d = tmp_path / fixture
+    shutil.copytree(os.path.join(FIX, fixture), d)
+    cfg = json.load(open(d / "config.json"))
+    cfg.pop("rope_scaling", None)
+    cfg.pop("rope_parameters", None)
+    if cfg["model_type"] == "gemma3_text":
+        cfg["query_pre_attn_scalar"] = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    return d, cfg
+
+
 # The fast CPU backend keeps these blocks as the file has them (int8 activations); the reference
 # dequantises them to bf16 (f32 activations). Per row, max |fast - reference| / max |reference|.
 BLOCKS_REL_ERR = 0.05
@@ -170,13 +183,7 @@ BLOCKS_REL_ERR = 0.05
 def test_fast_backend_keeps_blocks(fixture, qtype, tmp_path):
     """The fast CPU backend on a GGUF of block-quantised matrices (mixed with F16 where rows are not
     whole blocks; Llama's permuted q and k rows moved back in their blocks) against the reference."""
-    d = tmp_path / fixture
-    shutil.copytree(os.path.join(FIX, fixture), d)
-    cfg = json.load(open(d / "config.json"))
-    cfg.pop("rope_scaling", None)
-    cfg.pop("rope_parameters", None)
-    if cfg["model_type"] == "gemma3_text":
-        cfg["query_pre_attn_scalar"] = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    d, cfg = gguf_ready_copy(fixture, tmp_path)
     gpath = str(tmp_path / f"{fixture}.gguf")
     write_gguf(cfg, read_safetensors(d / "model.safetensors"), gpath, qtype=gguf.GGMLQuantizationType[qtype])
     ids = [(7 * i + 3) % cfg["vocab_size"] for i in range(9)]
@@ -190,13 +197,7 @@ def test_fast_backend_keeps_blocks(fixture, qtype, tmp_path):
 
 @pytest.mark.parametrize("fixture", ["tiny-llama", "tiny-qwen3", "tiny-gemma3"])
 def test_gguf_equals_safetensors(fixture, tmp_path):
-    d = tmp_path / fixture
-    shutil.copytree(os.path.join(FIX, fixture), d)
-    cfg = json.load(open(d / "config.json"))
-    cfg.pop("rope_scaling", None)
-    cfg.pop("rope_parameters", None)
-    if cfg["model_type"] == "gemma3_text":
-        cfg["query_pre_attn_scalar"] = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    d, cfg = gguf_ready_copy(fixture, tmp_path)
     json.dump(cfg, open(d / "config.json", "w"))
     gpath = str(tmp_path / f"{fixture}.gguf")
     write_gguf(cfg, read_safetensors(d / "model.safetensors"), gpath)
