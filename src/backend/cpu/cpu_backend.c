@@ -97,9 +97,7 @@ static int cpu_weight_upload_concat(struct backend *be, struct weight *dst, cons
     float *buf = xmalloc((size_t)(total * cols) * sizeof(float));
     for (int i = 0, at = 0; i < n_parts; at += (int)rows[i], i++)
         cpu_to_f32(buf + (int64_t)at * cols, parts[i], dtypes[i], 0, rows[i] * cols);
-    struct cpu_backend *cb = be->impl;
-    cb->owned = xrealloc(cb->owned, (size_t)(cb->n_owned + 1) * sizeof *cb->owned);
-    cb->owned[cb->n_owned++] = buf;
+    cpu_backend_own(be->impl, buf);
     *dst = (struct weight){buf, DTYPE_F32, total, cols};
     return 0;
 }
@@ -199,6 +197,12 @@ static const struct backend_ops cpu_ops = {
 };
 
 const struct backend_ops *cpu_reference_ops(void) { return &cpu_ops; }
+
+void cpu_backend_own(struct cpu_backend *cb, void *p)
+{
+    cb->owned = xrealloc(cb->owned, (size_t)(cb->n_owned + 1) * sizeof *cb->owned);
+    cb->owned[cb->n_owned++] = p;
+}
 
 void cpu_backend_destroy(struct backend *be)
 {

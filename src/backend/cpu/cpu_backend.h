@@ -32,10 +32,16 @@ const struct backend_ops *cpu_reference_ops(void);
  * impl) with ops; cpu_backend_destroy, its free_impl, frees cb's parts and cb. */
 struct backend *cpu_backend_wrap(struct cpu_backend *cb, const struct backend_ops *ops);
 void cpu_backend_destroy(struct backend *be);
+/* p (a weight's buffer) freed with the backend. */
+void cpu_backend_own(struct cpu_backend *cb, void *p);
 
 /* op implementations, one file each */
 void cpu_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
                int64_t vocab_lo, float scale);
+/* The embedding's loop (rows out of the rank's share zeroed, the scale
+ * applied), each table row as read_row gives it in f32. */
+void cpu_embed_rows(void *out, const struct fwd_meta *m, const struct weight *table, int64_t vocab_lo, float scale,
+                    void (*read_row)(const struct weight *table, int64_t row, float *out));
 void cpu_rmsnorm(struct backend *be, void *out, const void *x, const struct weight *w, int n_rows,
                  float eps, int plus_one);
 void cpu_add_rmsnorm(struct backend *be, void *residual, const void *delta, void *out,

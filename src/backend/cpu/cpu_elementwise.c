@@ -4,10 +4,21 @@
 
 #include "backend/cpu/cpu_backend.h"
 
+static void float_row(const struct weight *table, int64_t row, float *out)
+{
+    cpu_to_f32(out, table->data, table->dtype, row * table->cols, table->cols);
+}
+
 void cpu_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
                int64_t vocab_lo, float scale)
 {
     (void)be;
+    cpu_embed_rows(out, m, table, vocab_lo, scale, float_row);
+}
+
+void cpu_embed_rows(void *out, const struct fwd_meta *m, const struct weight *table, int64_t vocab_lo, float scale,
+                    void (*read_row)(const struct weight *table, int64_t row, float *out))
+{
     int64_t d = table->cols;
     for (int t = 0; t < m->n_tokens; t++) {
         const int64_t row = (int64_t)m->token_ids[t] - vocab_lo;
@@ -16,7 +27,7 @@ void cpu_embed(struct backend *be, void *out, const struct fwd_meta *m, const st
             memset(o, 0, (size_t)d * sizeof(float));
             continue;
         }
-        cpu_to_f32(o, table->data, table->dtype, row * d, d);
+        read_row(table, row, o);
         if (scale != 1.0f)
             for (int64_t i = 0; i < d; i++)
                 o[i] *= scale;

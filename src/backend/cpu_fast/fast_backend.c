@@ -45,9 +45,7 @@ static int fast_weight_upload(struct backend *be, struct weight *dst, const void
         void *data = xmalloc(bytes);
         quant_repack(dtype, host_data, rows, cols, data);
         drop_pages(host_data, dtype_row_bytes(dtype, cols) * (size_t)rows);
-        struct cpu_backend *cb = &fb->base;
-        cb->owned = xrealloc(cb->owned, (size_t)(cb->n_owned + 1) * sizeof *cb->owned);
-        cb->owned[cb->n_owned++] = data;
+        cpu_backend_own(&fb->base, data);
         *dst = (struct weight){data, packed, rows, cols};
         return 0;
     }

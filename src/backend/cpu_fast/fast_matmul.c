@@ -37,25 +37,19 @@ void fast_logits(struct backend *be, float *out, const void *x, const struct wei
     run(be, out, x, w, n_rows, softcap);
 }
 
+/* A table row in any type the backend holds: blocks, floats, packed rows. */
+static void any_row(const struct weight *table, int64_t row, float *out)
+{
+    if (table->dtype == DTYPE_Q8_0_R8)
+        quant_packed_row_f32(table->dtype, table->data, row, table->cols, out);
+    else
+        dtype_dequant_f32(table->dtype, (const char *)table->data + (size_t)row * dtype_row_bytes(table->dtype, table->cols),
+                          table->cols, out);
+}
+
 void fast_embed(struct backend *be, void *out, const struct fwd_meta *m, const struct weight *table,
                 int64_t vocab_lo, float scale)
 {
     (void)be;
-    const int64_t d = table->cols;
-    const size_t row_bytes = dtype_row_bytes(table->dtype, d); /* unless packed */
-    for (int t = 0; t < m->n_tokens; t++) {
-        const int64_t row = (int64_t)m->token_ids[t] - vocab_lo;
-        float *o = (float *)out + t * d;
-        if (row < 0 || row >= table->rows) { /* another rank's share of the vocabulary */
-            memset(o, 0, (size_t)d * sizeof(float));
-            continue;
-        }
-        if (table->dtype == DTYPE_Q8_0_R8)
-            quant_packed_row_f32(table->dtype, table->data, row, d, o);
-        else
-            dtype_dequant_f32(table->dtype, (const char *)table->data + (size_t)row * row_bytes, d, o);
-        if (scale != 1.0f)
-            for (int64_t i = 0; i < d; i++)
-                o[i] *= scale;
-    }
+    cpu_embed_rows(out, m, table, vocab_lo, scale, any_row);
 }
