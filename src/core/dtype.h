@@ -27,10 +27,12 @@ enum dtype {
     DTYPE_Q4_K, /* 256: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of nibbles */
     DTYPE_Q5_K, /* 256: as Q4_K plus 32 bytes of fifth bits */
     DTYPE_Q6_K, /* 256: 128 bytes low nibbles, 64 bytes high pairs, 16 int8 scales, f16 d */
-    /* Q8_0 with rows interleaved by 8, the fast CPU backend's layout (never a file's;
-     * backend/quant/quant_repack.c): per group of 8 rows and block, the 8 rows' f16 d,
-     * then their quants + 128 as u8, 4 bytes of each row in turn; 34 bytes a row's block */
-    DTYPE_Q8_0_R8,
+    /* Rows interleaved by 8, the fast CPU backend's layouts (never a file's;
+     * backend/quant/quant_repack.c documents them): per group of 8 rows and block, the
+     * 8 rows' scales, then their quants 4 bytes of each row in turn. */
+    DTYPE_Q8_0_R8, /* 32: 34 bytes a row's block (Q8_0, Q5_0 and Q4_0 rows) */
+    DTYPE_Q4_K_R8, /* 256: 148 bytes a row's block (scales and mins decoded to bytes) */
+    DTYPE_Q6_K_R8, /* 256: 210 bytes a row's block */
     DTYPE_COUNT
 };
 
@@ -42,13 +44,13 @@ static inline int dtype_is_block(enum dtype t) { return t >= DTYPE_FIRST_BLOCK &
  * element's bytes for an element type). */
 static inline int dtype_block_elems(enum dtype t)
 {
-    static const int elems[DTYPE_COUNT] = {1, 1, 1, 1, 1, 32, 32, 32, 32, 32, 256, 256, 256, 32};
+    static const int elems[DTYPE_COUNT] = {1, 1, 1, 1, 1, 32, 32, 32, 32, 32, 256, 256, 256, 32, 256, 256};
     return elems[t];
 }
 
 static inline size_t dtype_block_bytes(enum dtype t)
 {
-    static const size_t bytes[DTYPE_COUNT] = {2, 2, 4, 4, 8, 18, 20, 22, 24, 34, 144, 176, 210, 34};
+    static const size_t bytes[DTYPE_COUNT] = {2, 2, 4, 4, 8, 18, 20, 22, 24, 34, 144, 176, 210, 34, 148, 210};
     return bytes[t];
 }
 
@@ -71,7 +73,8 @@ static inline size_t dtype_row_bytes(enum dtype t, int64_t n)
 static inline const char *dtype_name(enum dtype t)
 {
     static const char *names[DTYPE_COUNT] = {"BF16", "F16",  "F32",  "I32",  "I64",  "Q4_0",  "Q4_1",
-                                             "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "Q8_0_R8"};
+                                             "Q5_0", "Q5_1", "Q8_0", "Q4_K", "Q5_K", "Q6_K", "Q8_0_R8",
+                                             "Q4_K_R8", "Q6_K_R8"};
     return names[t];
 }
 

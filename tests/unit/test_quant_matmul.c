@@ -78,8 +78,8 @@ Test(quant_matmul, each_output_is_its_dot)
     }
 }
 
-/* Q8_0, Q5_0 and Q4_0 packed by 8 rows as Q8_0 (quant_repack.h), where a
- * kernel set has the packed tile:
+/* Weights packed by 8 rows (quant_repack.h: Q8_0, Q5_0 and Q4_0 as Q8_0,
+ * Q4_K, Q6_K), where a kernel set has the packed type's tile:
  * every row reads back as the unpacked row's values (padding rows cut);
  * each output of a batch of 17 equals the same row and x alone (T = 1),
  * and lies within the fp32 bound of test_quant_dot.c of the unpacked row's
@@ -90,23 +90,33 @@ Test(quant_matmul, packed_rows)
 {
     struct rng r;
     rng_seed(&r, 11, 0, 0);
-    const enum dtype types[] = {DTYPE_Q8_0, DTYPE_Q5_0, DTYPE_Q4_0};
-    int tested = 0;
-    for (int i = 0; i < 3; i++)
-        tested = check_packed(types[i], &r);
-    if (!tested)
-        cr_log_warn("no kernel set of this CPU packs rows: the packed tile is not tested");
+    const enum dtype types[] = {DTYPE_Q8_0, DTYPE_Q5_0, DTYPE_Q4_0, DTYPE_Q4_K, DTYPE_Q6_K};
+    for (int i = 0; i < 5; i++)
+        if (!check_packed(types[i], &r))
+            cr_log_warn("no kernel set of this CPU packs %s rows: its packed tile is not tested", dtype_name(types[i]));
+}
+
+/* Element i of an activation row quantised for weights of type t. */
+static double act_value(enum dtype t, const void *xq, int64_t i)
+{
+    if (quant_act_block(t) == QUANT_BLOCK_32) {
+        const struct q8_32 *a = xq;
+        return (double)a[i / 32].d * a[i / 32].q[i % 32];
+    }
+    const struct q8_256 *a = xq;
+    return (double)a[i / 256].d * a[i / 256].q[i % 256];
 }
 
 static int check_packed(enum dtype src, struct rng *rp)
 {
     const struct quant_kernels *sets[] = {quant_kernels_scalar(), quant_kernels_avx2(), quant_kernels_vnni()};
+    const enum dtype p = quant_repacked_type(src);
     struct rng r = *rp;
-    const int64_t K = 96;
+    const int64_t K = 3 * dtype_block_elems(src), blocks = K / dtype_block_elems(src);
     const size_t row = dtype_row_bytes(src, K);
     int tested = 0;
     for (size_t s = 0; s < 3; s++) {
-        if (!sets[s] || !sets[s]->tile[DTYPE_Q8_0_R8])
+        if (!sets[s] || !sets[s]->tile[p])
             continue;
         tested++;
         const struct quant_kernels *k = sets[s];
@@ -114,16 +124,16 @@ static int check_packed(enum dtype src, struct rng *rp)
             for (int threads = 1; threads <= 3; threads++) {
                 struct threadpool *pool = threadpool_create_spinning(threads, 100000);
                 uint8_t *w = malloc((size_t)N * row);
-                float mag[32];
-                for (int64_t b = 0; b < N * K / 32; b++)
+                float mag[256];
+                for (int64_t b = 0; b < N * blocks; b++)
                     quant_blocks_make(src, &r, w + b * dtype_block_bytes(src), mag);
                 void *packed = malloc(quant_repack_bytes(src, N, K));
                 quant_repack(src, w, N, K, packed);
-                float got[96], want[96];
+                float *got = malloc((size_t)K * sizeof *got), *want = malloc((size_t)K * sizeof *want);
                 for (int n = 0; n < N; n++) {
-                    quant_packed_row_f32(DTYPE_Q8_0_R8, packed, n, K, got);
+                    quant_packed_row_f32(p, packed, n, K, got);
                     dtype_dequant_f32(src, w + (size_t)n * row, K, want);
-                    cr_assert_eq(memcmp(got, want, sizeof got), 0, "%s: packed row %d of %d reads back wrong",
+                    cr_assert_eq(memcmp(got, want, (size_t)K * sizeof *got), 0, "%s: packed row %d of %d reads back wrong",
                                  dtype_name(src), n, N);
                 }
                 const int T = 17;
@@ -131,25 +141,25 @@ static int check_packed(enum dtype src, struct rng *rp)
                       *one = malloc((size_t)N * sizeof *one);
                 for (int64_t i = 0; i < T * K; i++)
                     x[i] = quant_blocks_unit(&r);
-                const struct weight pw = {packed, DTYPE_Q8_0_R8, N, K};
-                void *xq = malloc(quant_matmul_scratch(&pw, T)), *xq1 = malloc(quant_act_row_bytes(DTYPE_Q8_0, K));
+                const struct weight pw = {packed, p, N, K};
+                void *xq = malloc(quant_matmul_scratch(&pw, T)), *xq1 = malloc(quant_act_row_bytes(src, K));
                 quant_matmul(k, pool, out, x, &pw, T, xq, 0);
                 for (int t = 0; t < T; t++) {
                     quant_matmul(k, pool, one, x + t * K, &pw, 1, xq1, 0);
                     for (int n = 0; n < N; n++) {
-                        cr_assert_eq(out[(int64_t)t * N + n], one[n], "%s: out[%d][%d] %g in the batch, %g alone", k->name,
-                                     t, n, out[(int64_t)t * N + n], one[n]);
+                        cr_assert_eq(out[(int64_t)t * N + n], one[n], "%s %s: out[%d][%d] %g in the batch, %g alone",
+                                     k->name, dtype_name(p), t, n, out[(int64_t)t * N + n], one[n]);
                         const float ref = quant_dot(quant_kernels_scalar(), src, w + (size_t)n * row, xq1, K);
                         double size = 0;
                         dtype_dequant_f32(src, w + (size_t)n * row, K, want);
-                        const struct q8_32 *a = xq1;
                         for (int64_t i = 0; i < K; i++)
-                            size += fabs((double)want[i] * a[i / 32].d * a[i / 32].q[i % 32]);
-                        cr_assert_leq(fabs(one[n] - ref), (K / 32 + 8) * FLT_EPSILON * size + FLT_MIN,
-                                      "%s: row %d: %.9g vs the scalar dot %.9g", k->name, n, one[n], ref);
+                            size += fabs(want[i] * act_value(src, xq1, i));
+                        cr_assert_leq(fabs(one[n] - ref), (blocks + 8) * FLT_EPSILON * size + FLT_MIN,
+                                      "%s %s, %d rows, %d threads: row %d: %.9g vs the scalar dot %.9g", k->name,
+                                      dtype_name(p), N, threads, n, one[n], ref);
                     }
                 }
-                free(w), free(packed), free(x), free(out), free(one), free(xq), free(xq1);
+                free(w), free(packed), free(got), free(want), free(x), free(out), free(one), free(xq), free(xq1);
                 threadpool_free(pool);
             }
     }

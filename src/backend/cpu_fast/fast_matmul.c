@@ -40,7 +40,7 @@ void fast_logits(struct backend *be, float *out, const void *x, const struct wei
 /* A table row in any type the backend holds: blocks, floats, packed rows. */
 static void any_row(const struct weight *table, int64_t row, float *out)
 {
-    if (table->dtype == DTYPE_Q8_0_R8)
+    if (quant_is_packed(table->dtype))
         quant_packed_row_f32(table->dtype, table->data, row, table->cols, out);
     else
         dtype_dequant_f32(table->dtype, (const char *)table->data + (size_t)row * dtype_row_bytes(table->dtype, table->cols),

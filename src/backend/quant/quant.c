@@ -17,6 +17,8 @@ int quant_act_block(enum dtype weight)
     case DTYPE_Q4_K:
     case DTYPE_Q5_K:
     case DTYPE_Q6_K:
+    case DTYPE_Q4_K_R8:
+    case DTYPE_Q6_K_R8:
         return QUANT_BLOCK_256;
     case DTYPE_F32:
     case DTYPE_F16:

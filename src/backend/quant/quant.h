@@ -55,7 +55,7 @@ size_t quant_act_row_bytes(enum dtype weight, int64_t n);
  * the type's blocks, x as quantize_32 / quantize_256 left it (f32 for float
  * weights). An output's value depends only on its own row and column: the
  * tile's shape changes which outputs are computed together, not how. A
- * packed type's tile (DTYPE_Q8_0_R8) takes one group of QUANT_R8_ROWS rows
+ * packed type's tile (quant_repack.h) takes one group of QUANT_R8_ROWS rows
  * at w (w_stride unused), rows <= QUANT_R8_ROWS of them stored. */
 typedef void (*quant_tile_fn)(const void *w, size_t w_stride, int rows, const void *x, size_t x_stride, int cols,
                               int64_t n, float *out, size_t out_stride);

@@ -89,7 +89,7 @@ void quant_matmul(const struct quant_kernels *k, struct threadpool *pool, float 
     struct qmm c = {k, out, x, w, n_rows, quantized ? xq : NULL, quant_act_row_bytes(w->dtype, w->cols), softcap};
     if (quantized)
         threadpool_for(pool, n_rows, 4, quantize_rows, &c);
-    if (w->dtype == DTYPE_Q8_0_R8)
+    if (quant_is_packed(w->dtype))
         threadpool_for(pool, (long)((w->rows + QUANT_R8_ROWS - 1) / QUANT_R8_ROWS), 1, groups_chunk, &c);
     else
         threadpool_for(pool, (long)w->rows, QUANT_TILE_ROWS, rows_chunk, &c);

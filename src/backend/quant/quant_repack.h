@@ -1,6 +1,7 @@
 /* Weights re-laid at load for the kernels that read several rows at once
- * (core/dtype.h's DTYPE_Q8_0_R8): a kernel set with a tile for the packed
- * type takes them; the others keep the file's layout. */
+ * (core/dtype.h's DTYPE_Q8_0_R8, DTYPE_Q4_K_R8, DTYPE_Q6_K_R8): a kernel
+ * set with a tile for the packed type takes them; the others keep the
+ * file's layout. */
 #ifndef INFER_BACKEND_QUANT_QUANT_REPACK_H
 #define INFER_BACKEND_QUANT_QUANT_REPACK_H
 
@@ -13,6 +14,11 @@
 
 /* The packed type of weights of type t, or t itself where there is none. */
 enum dtype quant_repacked_type(enum dtype t);
+/* Whether t is a packed type (its rows in groups of QUANT_R8_ROWS). */
+static inline int quant_is_packed(enum dtype t)
+{
+    return t == DTYPE_Q8_0_R8 || t == DTYPE_Q4_K_R8 || t == DTYPE_Q6_K_R8;
+}
 /* Bytes of rows x cols of t packed (rows rounded up to whole groups of 8,
  * the padding rows zero). */
 size_t quant_repack_bytes(enum dtype t, int64_t rows, int64_t cols);

@@ -446,11 +446,44 @@ INLINE void tile_float(const void *w, size_t ws, int rows, const void *x, size_t
         }
 }
 
+/* The packed tiles (quant_repack.c): w is one group of 8 rows (rows <= 8 of
+ * them stored), each row in its own lane of one 8-lane accumulator a column. */
+INLINE void store_r8(__m256 acc[TC], int C, int rows, int cols, float *out, size_t os)
+{
+    for (int t = 0; t < C && t < cols; t++) {
+        float v[8];
+        _mm256_storeu_ps(v, acc[t]);
+        for (int r = 0; r < rows; r++)
+            out[(size_t)t * os + r] = v[r];
+    }
+}
+
+/* acc + in each 32-bit lane the sum of its four u8 x s8 products (a's
+ * bytes below 64 for the AVX2 set's maddubs) */
+INLINE __m256i add_u8s8(__m256i acc, __m256i a, __m256i b)
+{
 #ifdef QUANT_VNNI
-/* Q8_0 packed by 8 rows (quant_repack.c): w is one group (rows <= 8 of its
- * rows stored). Per block and column: 8 dots of a chunk of all 8 rows
+    return _mm256_dpbusd_epi32(acc, a, b);
+#else
+    return _mm256_add_epi32(acc, dot_u8s8(a, b));
+#endif
+}
+
+/* acc + in each 32-bit lane the sum of its two int16 products */
+INLINE __m256i add_s16(__m256i acc, __m256i a, __m256i b)
+{
+#ifdef QUANT_VNNI
+    return _mm256_dpwssd_epi32(acc, a, b);
+#else
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a, b));
+#endif
+}
+
+#ifdef QUANT_VNNI
+/* Q8_0 packed: per block and column, 8 dots of a chunk of all 8 rows
  * against the column's chunk broadcast (two sums, for two chains), the
- * +128 taken back (128 Σ x), then d_r dx times that into row r's lane. */
+ * +128 taken back (128 Σ x), then d_r dx times that into row r's lane.
+ * VNNI only: the quants + 128 reach 255, past maddubs's pairs. */
 INLINE void tile_r8(const void *w, int rows, const void *x, size_t xs, int cols, int64_t n, float *out, size_t os,
                     const int C)
 {
@@ -481,27 +514,143 @@ INLINE void tile_r8(const void *w, int rows, const void *x, size_t xs, int cols,
             acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(a->d)), _mm256_cvtepi32_ps(s), acc[t]);
         }
     }
-    for (int t = 0; t < C && t < cols; t++) {
-        float v[8];
-        _mm256_storeu_ps(v, acc[t]);
-        for (int r = 0; r < rows; r++)
-            out[(size_t)t * os + r] = v[r];
-    }
-}
-
-NO_SAN static void tile_q8_0_r8(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n, float *out,
-                         size_t os)
-{
-    (void)ws;
-    switch (cols) {
-    case 1: tile_r8(w, rows, x, xs, cols, n, out, os, 1); break;
-    case 2: tile_r8(w, rows, x, xs, cols, n, out, os, 2); break;
-    case 3: tile_r8(w, rows, x, xs, cols, n, out, os, 3); break;
-    default: tile_r8(w, rows, x, xs, cols, n, out, os, 4); break;
-    }
-    END_AVX();
+    store_r8(acc, C, rows, cols, out, os);
 }
 #endif
+
+/* Q4_K packed: per sub-block and column the 8 chunk dots of all 8 rows
+ * (low and high nibbles, two chains) times the rows' scales, exact in
+ * int32; the mins' Σ m_s Σ x two sub-blocks a product (int16 pairs); per
+ * super-block d dx isum - dmin dx msum into each row's lane. */
+INLINE void tile_q4_k_r8(const void *w, int rows, const void *x, size_t xs, int cols, int64_t n, float *out,
+                         size_t os, const int C)
+{
+    const __m256i low = _mm256_set1_epi8(0x0F);
+    __m256 acc[TC];
+    const struct q8_256 *xc[TC];
+    UNROLL
+    for (int t = 0; t < C; t++)
+        acc[t] = _mm256_setzero_ps(), xc[t] = col_at(x, xs, cols, t);
+    const uint8_t *b = w;
+    for (int64_t i = 0; i < n / 256; i++, b += 1184) {
+        __m256i isum[TC], msum[TC];
+        UNROLL
+        for (int t = 0; t < C; t++)
+            isum[t] = msum[t] = _mm256_setzero_si256();
+        UNROLL
+        for (int p = 0; p < 4; p++) {
+            const __m256i m16 = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(b + 96 + 16 * p)));
+            UNROLL
+            for (int t = 0; t < C; t++) {
+                const int16_t *g = xc[t][i].sums + 4 * p;
+                const uint32_t pair = (uint16_t)(g[0] + g[1]) | (uint32_t)(uint16_t)(g[2] + g[3]) << 16;
+                msum[t] = add_s16(msum[t], m16, _mm256_set1_epi32((int)pair));
+            }
+        }
+        for (int s = 0; s < 8; s++) {
+            const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + 32 + 8 * s)));
+            const uint8_t *v = b + 160 + 128 * s;
+            __m256i lo[4], hi[4];
+            UNROLL
+            for (int j = 0; j < 4; j++) {
+                const __m256i q = _mm256_loadu_si256((const __m256i *)(v + 32 * j));
+                lo[j] = _mm256_and_si256(q, low), hi[j] = _mm256_and_si256(_mm256_srli_epi16(q, 4), low);
+            }
+            UNROLL
+            for (int t = 0; t < C; t++) {
+                int32_t xq[8];
+                memcpy(xq, xc[t][i].q + 32 * s, 32);
+                __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+                UNROLL
+                for (int j = 0; j < 4; j++) {
+                    s0 = add_u8s8(s0, lo[j], _mm256_set1_epi32(xq[j]));
+                    s1 = add_u8s8(s1, hi[j], _mm256_set1_epi32(xq[j + 4]));
+                }
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_add_epi32(s0, s1), sc));
+            }
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(b + 16)));
+        UNROLL
+        for (int t = 0; t < C; t++) {
+            const __m256 dx = _mm256_set1_ps(xc[t][i].d);
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+            acc[t] = _mm256_fnmadd_ps(_mm256_mul_ps(dmin, dx), _mm256_cvtepi32_ps(msum[t]), acc[t]);
+        }
+    }
+    store_r8(acc, C, rows, cols, out, os);
+}
+
+/* Q6_K packed: per group of 16 and column, the 4 chunk dots of all 8 rows
+ * (the 6-bit quants from a nibble and the top bits' vector) from - 32 Σ x,
+ * times the rows' scales, exact in int32; per super-block d dx isum. */
+INLINE void tile_q6_k_r8(const void *w, int rows, const void *x, size_t xs, int cols, int64_t n, float *out,
+                         size_t os, const int C)
+{
+    const __m256i low = _mm256_set1_epi8(0x0F), top = _mm256_set1_epi8(0x30);
+    __m256 acc[TC];
+    const struct q8_256 *xc[TC];
+    UNROLL
+    for (int t = 0; t < C; t++)
+        acc[t] = _mm256_setzero_ps(), xc[t] = col_at(x, xs, cols, t);
+    const uint8_t *b = w;
+    for (int64_t i = 0; i < n / 256; i++, b += 1680) {
+        __m256i isum[TC];
+        UNROLL
+        for (int t = 0; t < C; t++)
+            isum[t] = _mm256_setzero_si256();
+        for (int g = 0; g < 16; g++) {
+            const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 16 + 8 * g)));
+            const uint8_t *v = b + 144 + 96 * g;
+            const __m256i n0 = _mm256_loadu_si256((const __m256i *)v), n1 = _mm256_loadu_si256((const __m256i *)(v + 32));
+            const __m256i h = _mm256_loadu_si256((const __m256i *)(v + 64));
+            const __m256i q[4] = {
+                _mm256_or_si256(_mm256_and_si256(n0, low), _mm256_and_si256(_mm256_slli_epi16(h, 4), top)),
+                _mm256_or_si256(_mm256_and_si256(n1, low), _mm256_and_si256(_mm256_slli_epi16(h, 2), top)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n0, 4), low), _mm256_and_si256(h, top)),
+                _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(n1, 4), low),
+                                _mm256_and_si256(_mm256_srli_epi16(h, 2), top)),
+            };
+            UNROLL
+            for (int t = 0; t < C; t++) {
+                int32_t xq[4];
+                memcpy(xq, xc[t][i].q + 16 * g, 16);
+                __m256i s0 = _mm256_set1_epi32(-32 * xc[t][i].sums[g]), s1 = _mm256_setzero_si256();
+                s0 = add_u8s8(s0, q[0], _mm256_set1_epi32(xq[0]));
+                s1 = add_u8s8(s1, q[1], _mm256_set1_epi32(xq[1]));
+                s0 = add_u8s8(s0, q[2], _mm256_set1_epi32(xq[2]));
+                s1 = add_u8s8(s1, q[3], _mm256_set1_epi32(xq[3]));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(_mm256_add_epi32(s0, s1), sc));
+            }
+        }
+        const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
+        UNROLL
+        for (int t = 0; t < C; t++)
+            acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(xc[t][i].d)), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+    }
+    store_r8(acc, C, rows, cols, out, os);
+}
+
+/* One entry per packed type: the tile for cols 1..TC, each C a constant. */
+#define R8_FN(name, kernel)                                                                                       \
+    NO_SAN static void name(const void *w, size_t ws, int rows, const void *x, size_t xs, int cols, int64_t n,   \
+                            float *out, size_t os)                                                                \
+    {                                                                                                             \
+        (void)ws;                                                                                                 \
+        switch (cols) {                                                                                           \
+        case 1: kernel(w, rows, x, xs, cols, n, out, os, 1); break;                                               \
+        case 2: kernel(w, rows, x, xs, cols, n, out, os, 2); break;                                               \
+        case 3: kernel(w, rows, x, xs, cols, n, out, os, 3); break;                                               \
+        default: kernel(w, rows, x, xs, cols, n, out, os, 4); break;                                              \
+        }                                                                                                         \
+        END_AVX();                                                                                                \
+    }
+
+#ifdef QUANT_VNNI
+R8_FN(tile_q8_0_r8, tile_r8)
+#endif
+R8_FN(tile_q4_k_r8_any, tile_q4_k_r8)
+R8_FN(tile_q6_k_r8_any, tile_q6_k_r8)
 
 /* One entry per type: the tile for cols 1..TC, each C a constant. */
 #define TILE_FN(name, call)                                                                                         \
@@ -633,6 +782,7 @@ static const struct quant_kernels set = {
              [DTYPE_Q5_1] = tile_q5_1, [DTYPE_Q8_0] = tile_q8_0, [DTYPE_Q4_K] = tile_q4_k,
              [DTYPE_Q5_K] = tile_q5_k, [DTYPE_Q6_K] = tile_q6_k_any, [DTYPE_F32] = tile_f32,
              [DTYPE_F16] = tile_f16,   [DTYPE_BF16] = tile_bf16,
+             [DTYPE_Q4_K_R8] = tile_q4_k_r8_any, [DTYPE_Q6_K_R8] = tile_q6_k_r8_any,
 #ifdef QUANT_VNNI
              [DTYPE_Q8_0_R8] = tile_q8_0_r8,
 #endif
