@@ -458,6 +458,9 @@ INLINE void store_r8(__m256 acc[TC], int C, int rows, int cols, float *out, size
     }
 }
 
+#ifndef PF_DIST
+#define PF_DIST 8192
+#endif
 /* acc + in each 32-bit lane the sum of its four u8 x s8 products (a's
  * bytes below 64 for the AVX2 set's maddubs) */
 INLINE __m256i add_u8s8(__m256i acc, __m256i a, __m256i b)
@@ -494,6 +497,9 @@ INLINE void tile_r8(const void *w, int rows, const void *x, size_t xs, int cols,
         acc[t] = _mm256_setzero_ps(), xc[t] = col_at(x, xs, cols, t);
     const uint8_t *b = w;
     for (int64_t i = 0; i < n / 32; i++, b += 272) {
+        UNROLL
+        for (int l = 0; l < 272; l += 64)
+            _mm_prefetch((const char *)b + PF_DIST + l, _MM_HINT_T0);
         const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)b));
         __m256i q[8];
         UNROLL
@@ -550,6 +556,8 @@ INLINE void tile_q4_k_r8(const void *w, int rows, const void *x, size_t xs, int 
         for (int s = 0; s < 8; s++) {
             const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(b + 32 + 8 * s)));
             const uint8_t *v = b + 160 + 128 * s;
+            _mm_prefetch((const char *)v + PF_DIST, _MM_HINT_T0);
+            _mm_prefetch((const char *)v + PF_DIST + 64, _MM_HINT_T0);
             __m256i lo[4], hi[4];
             UNROLL
             for (int j = 0; j < 4; j++) {
@@ -602,6 +610,8 @@ INLINE void tile_q6_k_r8(const void *w, int rows, const void *x, size_t xs, int 
         for (int g = 0; g < 16; g++) {
             const __m256i sc = _mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(b + 16 + 8 * g)));
             const uint8_t *v = b + 144 + 96 * g;
+            _mm_prefetch((const char *)v + PF_DIST, _MM_HINT_T0);
+            _mm_prefetch((const char *)v + PF_DIST + 64, _MM_HINT_T0);
             const __m256i n0 = _mm256_loadu_si256((const __m256i *)v), n1 = _mm256_loadu_si256((const __m256i *)(v + 32));
             const __m256i h = _mm256_loadu_si256((const __m256i *)(v + 64));
             const __m256i q[4] = {
