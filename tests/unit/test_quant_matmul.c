@@ -128,7 +128,7 @@ static int check_packed(enum dtype src, struct rng *rp)
                 for (int64_t b = 0; b < N * blocks; b++)
                     quant_blocks_make(src, &r, w + b * dtype_block_bytes(src), mag);
                 void *packed = malloc(quant_repack_bytes(src, N, K));
-                quant_repack(src, w, N, K, packed);
+                quant_repack(pool, src, w, N, K, packed);
                 float *got = malloc((size_t)K * sizeof *got), *want = malloc((size_t)K * sizeof *want);
                 for (int n = 0; n < N; n++) {
                     quant_packed_row_f32(p, packed, n, K, got);

@@ -43,7 +43,7 @@ static int fast_weight_upload(struct backend *be, struct weight *dst, const void
     if (packed != dtype && fb->k->tile[packed]) {
         const size_t bytes = quant_repack_bytes(dtype, rows, cols);
         void *data = xmalloc(bytes);
-        quant_repack(dtype, host_data, rows, cols, data);
+        quant_repack(fb->base.pool, dtype, host_data, rows, cols, data);
         drop_pages(host_data, dtype_row_bytes(dtype, cols) * (size_t)rows);
         cpu_backend_own(&fb->base, data);
         *dst = (struct weight){data, packed, rows, cols};

@@ -64,85 +64,74 @@ static void quants_32(enum dtype t, const uint8_t *b, int8_t q[32])
     }
 }
 
-/* A Q4_K super-block's 256 quants (0..15) in element order. */
-static void quants_q4_k(const uint8_t *b, uint8_t q[256])
+static uint32_t rd32(const uint8_t *p)
 {
-    for (int e = 0; e < 256; e++)
-        q[e] = (b[16 + 32 * (e / 64) + e % 32] >> (4 * (e / 32 % 2))) & 0x0F;
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
 }
 
-/* A Q6_K super-block's 256 quants (0..63) in element order. */
-static void quants_q6_k(const uint8_t *b, uint8_t q[256])
+static void wr32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+
+/* One block of a group: b[r] row r's block, NULL for a padding row (left
+ * zero). Four bytes at a time: a chunk of a row is one 32-bit word. */
+static void pack_q8_0(enum dtype t, const uint8_t *b[R8], uint8_t *o)
 {
-    for (int e = 0; e < 256; e++) {
-        const int half = e / 128, r = e % 128;
-        q[e] = (uint8_t)(((b[64 * half + r % 64] >> (4 * (r / 64))) & 0x0F) |
-                         ((b[128 + 32 * half + r % 32] >> (2 * (r / 32))) & 0x03) << 4);
+    for (int r = 0; r < R8; r++) {
+        if (!b[r])
+            continue;
+        int8_t q[32];
+        quants_32(t, b[r], q);
+        o[2 * r] = b[r][0], o[2 * r + 1] = b[r][1];
+        for (int c = 0; c < 8; c++)
+            wr32(o + 16 + 32 * c + 4 * r, rd32((const uint8_t *)q + 4 * c) ^ 0x80808080u);
     }
 }
 
-/* Byte 4 r + i of the vector that holds chunk c of 8 rows' quants q[r]. */
-#define CHUNK_BYTE(q, r, c, i) ((q)[r][4 * (c) + (i)])
-
-/* One block of a group: b[r] row r's block, NULL for a padding row. */
-static void pack_q8_0(enum dtype t, const uint8_t *b[R8], uint8_t *o)
-{
-    int8_t q[R8][32] = {{0}};
-    for (int r = 0; r < R8; r++)
-        if (b[r]) {
-            quants_32(t, b[r], q[r]);
-            o[2 * r] = b[r][0], o[2 * r + 1] = b[r][1];
-        }
-    for (int c = 0; c < 8; c++)
-        for (int r = 0; r < R8; r++)
-            for (int i = 0; i < 4; i++)
-                o[16 + 32 * c + 4 * r + i] = (uint8_t)CHUNK_BYTE(q, r, c, i) ^ 0x80;
-}
-
+/* Q4_K's qs group g holds sub-block 2g in its low nibbles, 2g + 1 in its high. */
 static void pack_q4_k(const uint8_t *b[R8], uint8_t *o)
 {
-    uint8_t q[R8][256] = {{0}};
-    for (int r = 0; r < R8; r++)
-        if (b[r]) {
-            quants_q4_k(b[r], q[r]);
-            int sc[8], m[8];
-            kquant_scale_min(b[r] + 4, sc, m);
-            memcpy(o + 2 * r, b[r], 2), memcpy(o + 16 + 2 * r, b[r] + 2, 2);
-            for (int s = 0; s < 8; s++) {
-                o[32 + 8 * s + r] = (uint8_t)sc[s];
-                o[96 + 16 * (s / 2) + 2 * r + s % 2] = (uint8_t)m[s];
-            }
+    for (int r = 0; r < R8; r++) {
+        if (!b[r])
+            continue;
+        int sc[8], m[8];
+        kquant_scale_min(b[r] + 4, sc, m);
+        memcpy(o + 2 * r, b[r], 2), memcpy(o + 16 + 2 * r, b[r] + 2, 2);
+        for (int s = 0; s < 8; s++) {
+            o[32 + 8 * s + r] = (uint8_t)sc[s];
+            o[96 + 16 * (s / 2) + 2 * r + s % 2] = (uint8_t)m[s];
         }
-    for (int s = 0; s < 8; s++)
-        for (int j = 0; j < 4; j++)
-            for (int r = 0; r < R8; r++)
-                for (int i = 0; i < 4; i++)
-                    o[160 + 128 * s + 32 * j + 4 * r + i] =
-                        (uint8_t)(CHUNK_BYTE(q, r, 8 * s + j, i) | CHUNK_BYTE(q, r, 8 * s + j + 4, i) << 4);
+        for (int s = 0; s < 8; s++)
+            for (int j = 0; j < 4; j++) {
+                const uint8_t *qs = b[r] + 16 + 32 * (s / 2) + 4 * j;
+                const uint32_t w0 = rd32(qs) >> (4 * (s % 2)), w1 = rd32(qs + 16) >> (4 * (s % 2));
+                wr32(o + 160 + 128 * s + 32 * j + 4 * r, (w0 & 0x0F0F0F0Fu) | (w1 & 0x0F0F0F0Fu) << 4);
+            }
+    }
 }
 
+/* Q6_K's group g of 16 lies in one run of 64 low nibbles and one of 32
+ * bit pairs: chunk j's low nibbles are the word at ql + 16 g % 64 + 4 j
+ * shifted by 4 (g % 8 / 4), its top bits the word at qh + 16 g % 32 + 4 j
+ * shifted by 2 (g % 8 / 2). */
 static void pack_q6_k(const uint8_t *b[R8], uint8_t *o)
 {
-    uint8_t q[R8][256] = {{0}};
-    for (int r = 0; r < R8; r++)
-        if (b[r]) {
-            quants_q6_k(b[r], q[r]);
-            memcpy(o + 2 * r, b[r] + 208, 2);
-            for (int g = 0; g < 16; g++)
-                o[16 + 8 * g + r] = b[r][192 + g];
-        }
-    for (int g = 0; g < 16; g++) {
-        uint8_t *v = o + 144 + 96 * g;
-        for (int r = 0; r < R8; r++)
-            for (int i = 0; i < 4; i++) {
-                uint8_t top = 0;
-                for (int j = 0; j < 4; j++)
-                    top |= (uint8_t)((CHUNK_BYTE(q, r, 4 * g + j, i) >> 4) << (2 * j));
-                for (int j = 0; j < 2; j++)
-                    v[32 * j + 4 * r + i] = (uint8_t)((CHUNK_BYTE(q, r, 4 * g + j, i) & 0x0F) |
-                                                      (CHUNK_BYTE(q, r, 4 * g + j + 2, i) & 0x0F) << 4);
-                v[64 + 4 * r + i] = top;
+    for (int r = 0; r < R8; r++) {
+        if (!b[r])
+            continue;
+        memcpy(o + 2 * r, b[r] + 208, 2);
+        for (int g = 0; g < 16; g++) {
+            o[16 + 8 * g + r] = b[r][192 + g];
+            const int h = g / 8, k = g % 8;
+            const uint8_t *ql = b[r] + 64 * h + 16 * k % 64, *qh = b[r] + 128 + 32 * h + 16 * k % 32;
+            uint32_t lo[4], top = 0;
+            for (int j = 0; j < 4; j++) {
+                lo[j] = rd32(ql + 4 * j) >> (4 * (k / 4)) & 0x0F0F0F0Fu;
+                top |= (rd32(qh + 4 * j) >> (2 * (k / 2)) & 0x03030303u) << (2 * j);
             }
+            uint8_t *v = o + 144 + 96 * g + 4 * r;
+            wr32(v, lo[0] | lo[2] << 4), wr32(v + 32, lo[1] | lo[3] << 4), wr32(v + 64, top);
+        }
     }
 }
 
@@ -157,28 +146,42 @@ size_t quant_repack_bytes(enum dtype t, int64_t rows, int64_t cols)
     return (size_t)groups * (size_t)(cols / dtype_block_elems(t)) * group_block_bytes(p);
 }
 
-void quant_repack(enum dtype t, const void *src, int64_t rows, int64_t cols, void *dst)
+struct repack {
+    enum dtype t, p;
+    const uint8_t *src;
+    int64_t rows, nb;
+    size_t row_bytes, block, out;
+    uint8_t *dst;
+};
+
+static void repack_groups(void *arg, long g0, long g1)
 {
-    const enum dtype p = quant_repacked_type(t);
-    CHECK(p != t && cols % dtype_block_elems(t) == 0);
-    const int64_t nb = cols / dtype_block_elems(t), groups = (rows + R8 - 1) / R8;
-    const size_t row_bytes = dtype_row_bytes(t, cols), block = dtype_block_bytes(t), out = group_block_bytes(p);
-    for (int64_t g = 0; g < groups; g++)
-        for (int64_t i = 0; i < nb; i++) {
-            uint8_t *o = (uint8_t *)dst + (size_t)(g * nb + i) * out;
+    const struct repack *c = arg;
+    for (long g = g0; g < g1; g++)
+        for (int64_t i = 0; i < c->nb; i++) {
+            uint8_t *o = c->dst + (size_t)(g * c->nb + i) * c->out;
             const uint8_t *b[R8];
             for (int r = 0; r < R8; r++) {
                 const int64_t row = g * R8 + r;
-                b[r] = row < rows ? (const uint8_t *)src + (size_t)row * row_bytes + (size_t)i * block : NULL;
+                b[r] = row < c->rows ? c->src + (size_t)row * c->row_bytes + (size_t)i * c->block : NULL;
             }
-            memset(o, 0, out);
-            if (p == DTYPE_Q8_0_R8)
-                pack_q8_0(t, b, o);
-            else if (p == DTYPE_Q4_K_R8)
+            memset(o, 0, c->out);
+            if (c->p == DTYPE_Q8_0_R8)
+                pack_q8_0(c->t, b, o);
+            else if (c->p == DTYPE_Q4_K_R8)
                 pack_q4_k(b, o);
             else
                 pack_q6_k(b, o);
         }
+}
+
+void quant_repack(struct threadpool *pool, enum dtype t, const void *src, int64_t rows, int64_t cols, void *dst)
+{
+    const enum dtype p = quant_repacked_type(t);
+    CHECK(p != t && cols % dtype_block_elems(t) == 0);
+    struct repack c = {t, p, src, rows, cols / dtype_block_elems(t), dtype_row_bytes(t, cols), dtype_block_bytes(t),
+                       group_block_bytes(p), dst};
+    threadpool_for(pool, (long)((rows + R8 - 1) / R8), 1, repack_groups, &c);
 }
 
 /* Quant e (of the block's 32 or 256) of lane r, from a packed block o. */

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "core/dtype.h"
+#include "core/threadpool.h"
 
 #define QUANT_R8_ROWS 8
 
@@ -22,8 +23,9 @@ static inline int quant_is_packed(enum dtype t)
 /* Bytes of rows x cols of t packed (rows rounded up to whole groups of 8,
  * the padding rows zero). */
 size_t quant_repack_bytes(enum dtype t, int64_t rows, int64_t cols);
-/* src (rows of t, whole blocks) into dst (quant_repack_bytes). */
-void quant_repack(enum dtype t, const void *src, int64_t rows, int64_t cols, void *dst);
+/* src (rows of t, whole blocks) into dst (quant_repack_bytes), the groups
+ * split over the pool. */
+void quant_repack(struct threadpool *pool, enum dtype t, const void *src, int64_t rows, int64_t cols, void *dst);
 /* Row r of a packed matrix as f32 (what dtype_dequant_f32 gives for the row
  * before packing, bit for bit: d q with q the same integer). */
 void quant_packed_row_f32(enum dtype packed, const void *data, int64_t r, int64_t cols, float *y);
