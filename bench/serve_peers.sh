@@ -15,7 +15,9 @@
 #   (llama-server's parallel sequences; infer schedules up to --max-num-seqs by itself), VOCAB
 #   (prompt ids drawn below), INFER_MODEL (what infer serves, default the GGUF: e.g. the
 #   checkpoint it was converted from), INFER_ARGS (flags for every infer configuration),
-#   LLAMA_CTX (llama-server's -c, default SLOTS x (CONTEXT + 16)), LLAMA_ARGS (more llama-server
+#   LLAMA_CTX (llama-server's -c, default SLOTS x (CONTEXT + 16)), KV_TOKENS (infer's --max-total-tokens:
+#   on cpu LLAMA_CTX by default, the same KV capacity as llama-server's; on cuda unset, the memory
+#   share decides; KV_TOKENS=0 leaves it to infer's default), LLAMA_ARGS (more llama-server
 #   flags, e.g. -kvu: one KV pool shared by the slots), SWEEP ("WORKLOAD:RATES": that workload
 #   once more at each request rate, on infer's first configuration and, unless PEER_SWEEP=0, on
 #   llama-server; SWEEP_PROMPTS requests a rate, default PROMPTS).
@@ -42,6 +44,8 @@ if [ "$DEVICE" = cuda ]; then
 else
     CONFIGS=${CONFIGS:-"prefix cache=;no prefix cache=--disable-prefix-caching"}
 fi
+LLAMA_CTX=${LLAMA_CTX:-$((SLOTS * (CONTEXT + 16)))}
+KV_TOKENS=${KV_TOKENS:-$([ "$DEVICE" = cpu ] && echo "$LLAMA_CTX" || echo 0)}
 PORT=${PORT:-18600}
 mkdir -p "$REPORT"
 [ -n "${NO_PEER:-}" ] || [ -x "$LLAMA_SERVER" ] || { echo "serve_peers: no $LLAMA_SERVER (bench/llamacpp/build.sh)" >&2; exit 1; }
@@ -89,7 +93,7 @@ for c in "${configs[@]}"; do
     label=${c%%=*} flags=${c#*=}
     # shellcheck disable=SC2086 # the configuration's flags split into words
     "$INFER" serve --model "$INFER_MODEL" --port "$PORT" --device "$DEVICE" --threads "$THREADS" \
-        --served-model-name m --max-model-len "$((CONTEXT + 16))" $INFER_ARGS $flags \
+        --served-model-name m --max-model-len "$((CONTEXT + 16))" --max-total-tokens "$KV_TOKENS" $INFER_ARGS $flags \
         >"$REPORT/infer-serve-${label// /_}.log" 2>&1 &
     pid=$!
     wait_up "$url" "$REPORT/infer-serve-${label// /_}.log" $pid && run_all "infer $DEVICE, $label" "$url" $first
@@ -99,7 +103,7 @@ done
 [ -n "${NO_PEER:-}" ] && { echo "serve_peers: $REPORT/report.md"; exit 0; }
 
 # shellcheck disable=SC2086 # LLAMA_ARGS split into words
-"$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -np "$SLOTS" -c "${LLAMA_CTX:-$((SLOTS * (CONTEXT + 16)))}" \
+"$LLAMA_SERVER" -m "$GGUF" --port "$PORT" -t "$THREADS" -np "$SLOTS" -c "$LLAMA_CTX" \
     "${ngl[@]}" $LLAMA_ARGS >"$REPORT/llama-server.log" 2>&1 &
 pid=$!
 peer_sweep=sweep; [ "${PEER_SWEEP:-1}" = 0 ] && peer_sweep=

@@ -14,6 +14,10 @@ void engine_flags_opts(struct engine_flags *f, struct cli_opt *opts)
         {"max-num-seqs", CLI_OPT_INT, &o->max_seqs, 0, 1, 1 << 16, "sequences in one engine step", 0},
         {"max-model-len", CLI_OPT_INT, &o->max_context, 0, 0, 1 << 24,
          "context length of one sequence (0: the model's)", 0},
+        {"max-total-tokens", CLI_OPT_INT, &f->max_total_tokens, 0, 0, 1 << 30,
+         "tokens the KV cache holds, all sequences together (0: on the CPU four full contexts, on a GPU what "
+         "--gpu-memory-utilization leaves; on a GPU at most this)",
+         0},
         {"gpu-memory-utilization", CLI_OPT_DOUBLE, &o->gpu_memory_utilization, 0, 0, 0,
          "share of the GPU memory left after weights for the KV cache, in (0, 1]", 0},
         {"cuda-graph-mode", CLI_OPT_STRING, &f->graph_mode, 0, 0, 0,
@@ -65,6 +69,9 @@ int engine_flags_check(struct engine_flags *f, const struct cli_opt *opts, struc
     o->graph.token_buckets = f->token_list;
     o->graph.padding = !f->no_graph_padding;
     o->prefix_caching = !f->disable_prefix_caching;
+    /* whole blocks, and block 0 (padding rows' scratch) besides */
+    if (f->max_total_tokens > 0)
+        o->kv_blocks = (f->max_total_tokens + o->block_size - 1) / o->block_size + 1;
     /* the flags that shape graphs need a mode with them (the default is chosen by device later) */
     const char *decode_flag = f->graph_bs                     ? "--cuda-graph-bs"
                               : f->no_graph_padding           ? "--disable-cuda-graph-padding"

@@ -1,6 +1,6 @@
 /* The engine and CUDA graph flags that every subcommand running the model
  * shares (generate, logits, bench, serve): --max-num-batched-tokens,
- * --max-num-seqs, --max-model-len, --gpu-memory-utilization,
+ * --max-num-seqs, --max-model-len, --max-total-tokens, --gpu-memory-utilization,
  * --disable-prefix-caching and the --cuda-graph-* family, parsed straight
  * into a struct engine_opts whose defaults (engine_opts_default) are the
  * flags' defaults. */
@@ -17,12 +17,13 @@ struct engine_flags {
     const char *graph_bs;     /* explicit decode bucket list */
     const char *graph_tokens; /* explicit token-bucket list (piecewise, full) */
     int no_graph_padding, disable_prefix_caching;
+    int max_total_tokens;   /* 0: the device's memory share, or four full contexts on the CPU */
     int graph_mode_given;   /* set by engine_flags_check */
     const char *graph_flag; /* set by engine_flags_check: a graph-shaping flag that was given, or NULL */
     int *bucket_list, *token_list; /* the parsed lists, owned (engine_flags_free) */
 };
 
-#define ENGINE_FLAGS_N_OPTS 11
+#define ENGINE_FLAGS_N_OPTS 12
 
 struct engine_flags engine_flags_default(void);
 /* Writes the ENGINE_FLAGS_N_OPTS options into opts (pointing into f). */

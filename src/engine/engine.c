@@ -38,7 +38,7 @@ static int engine_alloc(struct engine *eng, struct err *e)
                                    .max_seqs = o->max_seqs,
                                    .max_context = o->max_context,
                                    .block_size = o->block_size,
-                                   .host_kv_blocks = o->host_kv_blocks,
+                                   .kv_blocks = o->kv_blocks,
                                    .gpu_memory_utilization = o->gpu_memory_utilization,
                                    .return_logits = o->return_logits,
                                    .graph = o->graph,

@@ -28,7 +28,7 @@ struct engine_opts {
     int block_size;         /* tokens per KV block */
     int max_context;        /* tokens one sequence may reach (--max-model-len); 0: the model's positions (at most
                                4096 on the host) */
-    int host_kv_blocks;     /* KV blocks on a host backend; 0: four full contexts */
+    int kv_blocks;     /* KV blocks (block 0 included): a host's count, a device's most; 0: a host four full contexts */
     double gpu_memory_utilization; /* share of the device memory left for the KV cache */
     int prefix_caching;            /* reuse the KV blocks of shared prompt prefixes */
     int return_logits;   /* requests may ask for their logits (sizes every step for a full chunk of rows) */

@@ -2,7 +2,7 @@
 
 #include "model/kv_store.h"
 
-int kv_plan_blocks(const struct model *m, int needed, int host_blocks, int block_size, double util,
+int kv_plan_blocks(const struct model *m, int needed, int host_blocks, int cap, int block_size, double util,
                    int *n_blocks, size_t *free_before, struct err *e)
 {
     struct backend *be = m->be;
@@ -23,6 +23,6 @@ int kv_plan_blocks(const struct model *m, int needed, int host_blocks, int block
                        "%g leaves room for %ld (%.1f MiB free); raise it or shorten the context",
                        needed, block_size, (double)needed * per_block / (1 << 20), util, fit,
                        (double)free_bytes / (1 << 20));
-    *n_blocks = (int)fit;
+    *n_blocks = cap > 0 && cap < fit ? cap : (int)fit;
     return 0;
 }

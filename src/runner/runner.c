@@ -30,12 +30,16 @@ static int init_kv(struct runner *r, struct err *e)
     const struct runner_opts *o = &r->o;
     const struct model *m = r->m;
     const int per_seq = r->max_blocks_per_seq;
-    const int host = o->host_kv_blocks > 0 ? o->host_kv_blocks : 4 * per_seq + 1;
+    const int host = o->kv_blocks > 0 ? o->kv_blocks : 4 * per_seq + 1;
     int n_blocks;
     size_t free_before;
     /* per_seq + 1: a full context, and block 0 that padding rows may touch */
+    if (o->kv_blocks > 0 && o->kv_blocks < per_seq + 1)
+        return err_set(e, "a KV cache of %d tokens (--max-total-tokens) holds less than one full context of %d "
+                          "(--max-model-len)",
+                       (o->kv_blocks - 1) * o->block_size, o->max_context);
     /* every rank of a split model holds as many blocks as the tightest one */
-    if (kv_plan_blocks(m, per_seq + 1, host, o->block_size, o->gpu_memory_utilization, &n_blocks,
+    if (kv_plan_blocks(m, per_seq + 1, host, o->kv_blocks, o->block_size, o->gpu_memory_utilization, &n_blocks,
                        &free_before, e) ||
         (o->relay && o->relay->agree_min(o->relay->ctx, n_blocks, &n_blocks, e)) ||
         kv_store_init(&r->kv, &m->cfg, &m->sh, m->be, n_blocks, o->block_size, e))

@@ -21,7 +21,7 @@ struct runner_opts {
     int max_seqs;                  /* sequences of one step (a graph's padding may add one) */
     int max_context;               /* tokens one sequence may reach */
     int block_size;                /* tokens per KV block */
-    int host_kv_blocks;            /* KV blocks on a host backend; 0: four full contexts */
+    int kv_blocks; /* KV blocks (block 0 included): a host's count, a device's most; 0: a host four full contexts */
     double gpu_memory_utilization; /* device backends: share of the memory left for the KV cache */
     int return_logits;             /* steps may return logits to the host (max_tokens more logit rows) */
     struct graph_opts graph;

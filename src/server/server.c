@@ -329,6 +329,8 @@ int server_run(struct model *m, const struct tokenizer *tok, const struct chat_t
     model_weights_summary(&m->w, &m->cfg, weights, sizeof weights);
     fprintf(stderr, "infer: %s backend%s%s; weights %s\n", m->be->ops->name, m->be->detail[0] ? ": " : "",
             m->be->detail, weights);
+    fprintf(stderr, "infer: KV cache of %d tokens (%d blocks of %d), contexts of up to %d tokens\n",
+            (st.kv_blocks - 1) * eo->block_size, st.kv_blocks - 1, eo->block_size, st.max_context);
     fprintf(stderr, "infer: serving %s on http://%s:%d\n", so->served_name, so->host, http_port(s.http));
     fflush(stderr);
     int sig = wait_for_signal(&s);

@@ -77,6 +77,18 @@ for m in llama qwen3 gemma3; do
     fi
 done
 
+# --max-total-tokens: a KV cache of exactly one full context gives the same greedy output
+a=$("$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 3,1,4,1,5,9,2,6 --max-tokens 12 --json --max-model-len 64 2>/dev/null)
+b=$("$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 3,1,4,1,5,9,2,6 --max-tokens 12 --json --max-model-len 64 \
+    --max-total-tokens 64 2>/dev/null)
+if [ -n "$a" ] && [ "$a" = "$b" ]; then
+    ok "--max-total-tokens of one context: the same greedy output"
+else
+    bad "--max-total-tokens 64: '$b' vs '$a'"
+fi
+expect_fail "--max-total-tokens below one context" "holds less than one full context of 64 (--max-model-len)" \
+    "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 3,1,4 --max-tokens 4 --max-model-len 64 --max-total-tokens 48
+
 # a sharded checkpoint (index + two shards, split by an independent writer)
 # gives exactly the same output as the single file
 python3 - "$FIX/tiny-qwen3" "$TMP/sharded" <<'PY'

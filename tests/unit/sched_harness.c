@@ -17,7 +17,7 @@ void harness_init(struct harness *h, struct model *m, int n_blocks, int budget, 
                                    .max_seqs = max_seqs,
                                    .max_context = table < m->cfg.max_positions ? table : m->cfg.max_positions,
                                    .block_size = HARNESS_BS,
-                                   .host_kv_blocks = n_blocks,
+                                   .kv_blocks = n_blocks,
                                    .gpu_memory_utilization = 0.9};
     cr_assert_eq(runner_init(&h->runner, m, &ro, &e), 0, "%s", e.msg);
     cr_assert_eq(h->runner.kv.n_blocks, n_blocks);

@@ -100,7 +100,7 @@ static struct engine *start(struct model *m, const struct tokenizer *tok, struct
     o.max_batched_tokens = 64;
     o.max_seqs = 6;
     o.max_context = 512;
-    o.host_kv_blocks = 40;
+    o.kv_blocks = 40;
     o.prefix_caching = prefix_cache;
     o.check_integrity = 1;
     struct err e = {{0}};

@@ -130,7 +130,7 @@ Test(graph_runner, modes_parse)
 static struct runner_opts small_opts(void)
 {
     return (struct runner_opts){.max_tokens = 32, .max_seqs = 8, .max_context = 16, .block_size = 4,
-                                .host_kv_blocks = 40, .gpu_memory_utilization = 0.9};
+                                .kv_blocks = 40, .gpu_memory_utilization = 0.9};
 }
 
 Test(graph_runner, cpu_backend_refuses_graphs)

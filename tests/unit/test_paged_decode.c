@@ -42,7 +42,7 @@ static void check_arch(const char *fixture)
                                   .max_seqs = 1,
                                   .max_context = total,
                                   .block_size = BLOCK,
-                                  .host_kv_blocks = total / BLOCK + 16,
+                                  .kv_blocks = total / BLOCK + 16,
                                   .gpu_memory_utilization = 0.9,
                                   .return_logits = 1};
     cr_assert_eq(runner_init(&inc, m, &o, &e), 0, "%s", e.msg);
@@ -71,7 +71,7 @@ static void check_arch(const char *fixture)
     struct runner_opts fo = o;
     fo.max_tokens = total;
     fo.block_size = 16;
-    fo.host_kv_blocks = total / 16 + 2;
+    fo.kv_blocks = total / 16 + 2;
     cr_assert_eq(runner_init(&full, m, &fo, &e), 0, "%s", e.msg);
     struct block_pool full_pool;
     block_pool_init(&full_pool, full.kv.n_blocks, 1);

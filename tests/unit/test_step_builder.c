@@ -20,7 +20,7 @@ static void init_runner(struct runner *r, struct model *m, int n_seqs, struct bl
                                   .max_seqs = n_seqs,
                                   .max_context = 64,
                                   .block_size = BS,
-                                  .host_kv_blocks = 64,
+                                  .kv_blocks = 64,
                                   .gpu_memory_utilization = 0.9,
                                   .return_logits = 1};
     cr_assert_eq(runner_init(r, m, &o, &e), 0, "%s", e.msg);

@@ -46,7 +46,7 @@ static void *run_rank(void *arg)
     if (!(m = model_load_shard(rr->model, be, rr->rank, rr->size, &e)))
         goto done;
     const struct runner_opts o = {.max_tokens = CHUNK, .max_seqs = 2, .max_context = TOTAL, .block_size = BS,
-                                  .host_kv_blocks = TOTAL / BS + 2, .gpu_memory_utilization = 0.9,
+                                  .kv_blocks = TOTAL / BS + 2, .gpu_memory_utilization = 0.9,
                                   .return_logits = 1};
     if (runner_init(&r, m, &o, &e))
         goto done;
