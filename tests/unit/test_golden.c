@@ -8,8 +8,9 @@
  * one at a time (engine_score: the path `infer logits` runs).
  *
  * Error measure, per logits row: max_i |ours_i - hf_i| / max_i |hf_i|.
- * Bound: 1e-3, and in practice ~1e-6 since both sides compute
- * in fp32 from the same bf16 weights. Greedy tokens must agree too. */
+ * Bound: 1e-3. In practice the reference backend is within ~1e-6 (both
+ * sides fp32 from the same bf16 weights), the fast one within 6-9e-4 (its
+ * f16 KV cache, other sum orders). Greedy tokens must agree too. */
 #include <criterion/criterion.h>
 #include <stdlib.h>
 #include <string.h>
