@@ -11,8 +11,8 @@ import os
 import re
 import sys
 
-LIB = ["core", "io", "tokenizer", "grammar", "template", "chat", "sampling", "kvcache", "backend", "backend/cuda",
-       "parallel", "parallel/cuda", "model", "sched", "runner", "engine"]
+LIB = ["core", "io", "tokenizer", "grammar", "template", "chat", "sampling", "kvcache", "spec", "backend",
+       "backend/cuda", "parallel", "parallel/cuda", "model", "sched", "runner", "engine"]
 
 ALLOWED = {
     "core": [],
@@ -23,6 +23,7 @@ ALLOWED = {
     "chat": ["core", "io", "template"],
     "sampling": ["core"],
     "kvcache": ["core"],
+    "spec": ["core"],  # speculative proposals: token ids in, proposed token ids out
     "backend": ["core", "sampling"],
     "backend/cuda": ["core", "sampling", "backend"],
     "parallel": ["core", "io", "backend"],
