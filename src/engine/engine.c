@@ -15,6 +15,8 @@ struct engine_opts engine_opts_default(void)
                                 .block_size = 16,
                                 .gpu_memory_utilization = 0.90,
                                 .prefix_caching = 1,
+                                .spec_k = 4,
+                                .spec_ngram = {.n_min = 2, .n_max = 4},
                                 .graph = {.mode = GRAPH_MODE_NONE, .max_bs = 256, .padding = 1}};
 }
 
@@ -30,12 +32,30 @@ static int check_opts(const struct engine_opts *o, const struct model *m, struct
 
 /* The runner (workspace, metadata, sampler, KV cache, graphs), then the
  * block accounting and the scheduler over its cache. */
+/* The scheduler's propose hook: the proposer's tokens for a sequence that
+ * decodes without a grammar (whose masks would have to follow the
+ * proposals). */
+static int engine_propose(void *ctx, const struct sequence *s, int max_k, int32_t *out)
+{
+    struct engine *eng = ctx;
+    const struct live_request *lr = s->user;
+    if (lr->matchers)
+        return 0;
+    const struct spec_seq q = {.id = s->id, .tokens = s->tokens, .n_prompt = s->n_prompt, .n_known = sequence_known(s)};
+    return spec_propose(eng->spec, &q, max_k, out);
+}
+
 static int engine_alloc(struct engine *eng, struct err *e)
 {
     const struct engine_opts *o = &eng->o;
     struct model *m = eng->m;
+    if (o->spec_method == SPEC_METHOD_NGRAM && !(eng->spec = spec_ngram_create(&o->spec_ngram, e)))
+        return -1;
+    const int spec_k = eng->spec ? o->spec_k : 0;
+    const int max_draws = o->max_seqs * (1 + spec_k);
     const struct runner_opts ro = {.max_tokens = o->max_batched_tokens,
                                    .max_seqs = o->max_seqs,
+                                   .max_draws = max_draws,
                                    .max_context = o->max_context,
                                    .block_size = o->block_size,
                                    .kv_blocks = o->kv_blocks,
@@ -43,8 +63,10 @@ static int engine_alloc(struct engine *eng, struct err *e)
                                    .return_logits = o->return_logits,
                                    .graph = o->graph,
                                    .relay = o->relay};
-    if (runner_init(&eng->runner, m, &ro, e))
+    if (runner_init(&eng->runner, m, &ro, e)) {
+        spec_free(eng->spec);
         return -1;
+    }
     const int n_blocks = eng->runner.kv.n_blocks;
     block_pool_init(&eng->pool, n_blocks, 1); /* block 0: the scratch block of padded rows */
     scheduler_init(&eng->sched, &eng->pool, o->block_size, o->max_batched_tokens, o->max_seqs, o->max_context,
@@ -53,9 +75,14 @@ static int engine_alloc(struct engine *eng, struct err *e)
         scheduler_enable_prefix_cache(&eng->sched);
     eng->sched.on_token = engine_on_token;
     eng->sched.on_token_ctx = eng;
+    if (eng->spec) {
+        eng->sched.propose = engine_propose;
+        eng->sched.propose_ctx = eng;
+        eng->sched.spec_k = spec_k;
+    }
     eng->work = xcalloc((size_t)o->max_seqs, sizeof *eng->work);
     eng->seqs = xcalloc((size_t)o->max_seqs, sizeof *eng->seqs);
-    eng->drawn = xcalloc((size_t)o->max_seqs, sizeof *eng->drawn);
+    eng->drawn = xcalloc((size_t)max_draws, sizeof *eng->drawn);
     eng->mask_words = (m->cfg.vocab_size + 31) / 32;
     eng->masks = xmalloc((size_t)o->max_seqs * (size_t)eng->mask_words * sizeof *eng->masks);
     eng->mask_rows = xmalloc((size_t)o->max_seqs * sizeof *eng->mask_rows);
@@ -83,6 +110,7 @@ static void engine_release(struct engine *eng)
     scheduler_free(&eng->sched);
     block_pool_free(&eng->pool);
     runner_free(&eng->runner);
+    spec_free(eng->spec);
 }
 
 /* The logits the step returned, one event per sequence that asked. */
@@ -107,7 +135,7 @@ static int engine_step(struct engine *eng, struct err *e)
         if (lr->scheduled_at == 0)
             lr->scheduled_at = t0;
         n_tokens += eng->work[i].n_tokens;
-        n_draws += eng->work[i].draw != 0;
+        n_draws += eng->work[i].draw;
     }
     engine_assign_masks(eng, n); /* written by the runner's hook, on CUDA while the step runs */
     const double t1 = clock_now();
@@ -127,6 +155,9 @@ static int engine_step(struct engine *eng, struct err *e)
     st->evicted_blocks = ss->evicted_blocks;
     st->forked_blocks = ss->forked_blocks;
     st->preemptions = eng->sched.n_preemptions;
+    st->spec_steps = ss->spec_steps;
+    st->spec_proposed = ss->spec_proposed;
+    st->spec_accepted = ss->spec_accepted;
     st->graph_replays = eng->runner.n_replays;
     st->eager_steps = eng->runner.n_eager;
     st->launch_s = eng->runner.launch_s;

@@ -15,12 +15,16 @@
 #include "runner/graph_opts.h"
 #include "sampling/sampling.h"
 #include "sched/sequence.h"
+#include "spec/ngram.h"
 #include "tokenizer/tokenizer.h"
 
 struct model;
 struct relay;
 
 struct engine;
+
+/* Speculative decoding's proposer (--speculative): none, or prompt lookup. */
+enum spec_method { SPEC_METHOD_NONE, SPEC_METHOD_NGRAM };
 
 struct engine_opts {
     int max_batched_tokens; /* token budget of one step (--max-num-batched-tokens) */
@@ -33,6 +37,9 @@ struct engine_opts {
     int prefix_caching;            /* reuse the KV blocks of shared prompt prefixes */
     int return_logits;   /* requests may ask for their logits (sizes every step for a full chunk of rows) */
     int check_integrity; /* run the cache's integrity check after every step; a violation aborts */
+    enum spec_method spec_method;     /* --speculative */
+    int spec_k;                       /* the most proposals one step checks for a sequence (--num-speculative-tokens) */
+    struct spec_ngram_opts spec_ngram; /* prompt lookup's n-gram lengths */
     struct graph_opts graph; /* --cuda-graph-mode and its buckets */
     const struct relay *relay; /* a split model's other ranks, driven step by step (src/parallel), or NULL */
 };
@@ -98,6 +105,7 @@ struct engine_stats {
     long prefix_hit_tokens, prefix_lookup_tokens, prefix_hit_blocks, prefix_lookup_blocks;
     long computed_tokens, preemptions, evicted_blocks, forked_blocks;
     long graph_replays, eager_steps; /* forward steps replayed as a CUDA graph, run eagerly */
+    long spec_steps, spec_proposed, spec_accepted; /* verify entries, the tokens they proposed, those accepted */
     /* seconds of the engine thread in each part of its steps: planning,
      * running the step (building the batch, the launch, waiting for the
      * draws), committing the draws (events included) */

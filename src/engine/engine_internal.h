@@ -44,7 +44,8 @@ struct engine {
     struct scheduler sched;
     struct step_seq *work;       /* [max_seqs] the step's entries */
     struct sequence **seqs;      /* [max_seqs] their sequences */
-    struct sample_result *drawn; /* [max_seqs] the step's draws */
+    struct sample_result *drawn; /* [max_draws] the step's draws */
+    struct spec_proposer *spec;  /* NULL: no speculation */
     uint32_t *masks;             /* [max_seqs * mask_words]: the grammar masks of the step's draws */
     int mask_words;              /* ceil(vocab / 32) */
     int n_work;                  /* the step's entries in work (engine_assign_masks) */

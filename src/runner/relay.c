@@ -17,7 +17,7 @@ enum relay_kind { RELAY_START = 1, RELAY_STEP, RELAY_END };
 /* The options without pointers, then n_buckets and n_token_buckets ints. */
 struct start_msg {
     uint32_t kind;
-    int32_t max_tokens, max_seqs, max_context, block_size, kv_blocks, return_logits;
+    int32_t max_tokens, max_seqs, max_draws, max_context, block_size, kv_blocks, return_logits;
     double gpu_memory_utilization;
     int32_t mode, n_buckets, max_bs, padding, n_token_buckets, max_graph_tokens;
 };
@@ -48,7 +48,7 @@ int runner_relay_start(const struct runner *r, struct err *e)
     const int nb = g->buckets ? g->n_buckets : 0, nt = g->token_buckets ? g->n_token_buckets : 0;
     const size_t bytes = sizeof(struct start_msg) + (size_t)(nb + nt) * sizeof(int32_t);
     char *buf = xmalloc(bytes);
-    struct start_msg m = {RELAY_START,   o->max_tokens,   o->max_seqs,  o->max_context,
+    struct start_msg m = {RELAY_START,   o->max_tokens,   o->max_seqs,  o->max_draws, o->max_context,
                           o->block_size,  o->kv_blocks, o->return_logits, o->gpu_memory_utilization,
                           (int32_t)g->mode, nb,           g->max_bs,     g->padding,
                           nt,             g->max_graph_tokens};
@@ -190,6 +190,7 @@ static int read_start(const char *msg, size_t n, const struct relay *relay, stru
     const int32_t *lists = (const int32_t *)(msg + sizeof m);
     *o = (struct runner_opts){.max_tokens = m.max_tokens,
                               .max_seqs = m.max_seqs,
+                              .max_draws = m.max_draws,
                               .max_context = m.max_context,
                               .block_size = m.block_size,
                               .kv_blocks = m.kv_blocks,

@@ -9,6 +9,14 @@
 #include "core/log.h"
 #include "runner/kv_plan.h"
 
+/* At least a row for each sequence, at most one for each token. */
+static int runner_max_draws(const struct runner_opts *o)
+{
+    const int d = o->max_draws > o->max_seqs ? o->max_draws : o->max_seqs;
+    const int cap = o->max_tokens > o->max_seqs ? o->max_tokens : o->max_seqs;
+    return d < cap ? d : cap;
+}
+
 static int check_opts(const struct runner_opts *o, struct err *e)
 {
     if (o->max_tokens < 1)
@@ -66,14 +74,15 @@ int runner_init(struct runner *r, const struct model *m, const struct runner_opt
     if (o->relay && m->sh.rank == 0 && runner_relay_start(r, e)) /* the other ranks start theirs alongside */
         return -1;
     r->max_blocks_per_seq = (o->max_context + o->block_size - 1) / o->block_size;
-    const int max_logits = o->max_seqs + (o->return_logits ? o->max_tokens : 0);
+    const int max_draws = runner_max_draws(o);
+    const int max_logits = max_draws + (o->return_logits ? o->max_tokens : 0);
     /* one sequence more: a padded step may add one */
     const struct meta_caps caps = {o->max_tokens, o->max_seqs + 1, r->max_blocks_per_seq, max_logits};
     if (forward_ws_init(&r->ws, m, o->max_tokens, max_logits, e))
         return -1;
     /* only rank 0 draws (and holds the whole vocabulary's logits) */
     if (be->ops->meta_init(be, &caps, &r->meta, e) ||
-        sampler_init(&r->sampler, be, m->sh.rank == 0 ? o->max_seqs : 0, max_logits, m->cfg.vocab_size, e) ||
+        sampler_init(&r->sampler, be, m->sh.rank == 0 ? max_draws : 0, max_logits, m->cfg.vocab_size, e) ||
         init_kv(r, e)) {
         runner_free(r);
         return -1;
@@ -222,6 +231,6 @@ const float *runner_returned_logits(const struct runner *r, const struct step_se
         return NULL;
     int draws = 0;
     for (int j = 0; j < n; j++)
-        draws += seqs[j].draw != 0;
+        draws += seqs[j].draw;
     return r->returned + (size_t)(row - draws) * r->m->cfg.vocab_size;
 }

@@ -19,6 +19,7 @@
 struct runner_opts {
     int max_tokens;                /* token budget of one step */
     int max_seqs;                  /* sequences of one step (a graph's padding may add one) */
+    int max_draws;                 /* logit rows one step draws (verify steps: several a sequence); 0: max_seqs */
     int max_context;               /* tokens one sequence may reach */
     int block_size;                /* tokens per KV block */
     int kv_blocks; /* KV blocks (block 0 included): a host's count, a device's most; 0: a host four full contexts */

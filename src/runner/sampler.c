@@ -36,17 +36,16 @@ void sampler_free(struct sampler *s)
 static int fill_rows(struct sampler *s, const struct step_seq *seqs, int n)
 {
     int row = 0;
-    for (int i = 0; i < n; i++) {
-        if (!seqs[i].draw)
-            continue;
-        const struct sample_input *in = &seqs[i].sample;
-        struct sample_seen *seen = s->seen + (size_t)row * SAMPLE_MAX_SEEN;
-        int n_seen = sample_seen_build(in->params, in->prompt, in->n_prompt, in->output, in->n_output,
-                                       s->slot, seen, SAMPLE_MAX_SEEN);
-        if (n_seen < 0 || in->params->n_bias > SAMPLE_MAX_BIAS)
-            return 0;
-        s->rows[row++] = (struct sample_row){in->params, in->step, seen, n_seen, in->mask};
-    }
+    for (int i = 0; i < n; i++)
+        for (int d = 0; d < seqs[i].draw; d++) { /* a verify row: the output with the proposals before it */
+            const struct sample_input *in = &seqs[i].sample;
+            struct sample_seen *seen = s->seen + (size_t)row * SAMPLE_MAX_SEEN;
+            int n_seen = sample_seen_build(in->params, in->prompt, in->n_prompt, in->output, in->n_output + d,
+                                           s->slot, seen, SAMPLE_MAX_SEEN);
+            if (n_seen < 0 || in->params->n_bias > SAMPLE_MAX_BIAS)
+                return 0;
+            s->rows[row++] = (struct sample_row){in->params, in->step + (uint64_t)d, seen, n_seen, d ? NULL : in->mask};
+        }
     return 1;
 }
 
@@ -56,7 +55,7 @@ int sampler_stage(struct sampler *s, const struct step_seq *seqs, int n, int pad
         return 0;
     int rows = 0;
     for (int i = 0; i < n; i++)
-        rows += seqs[i].draw != 0;
+        rows += seqs[i].draw;
     if (rows > pad_rows || pad_rows > s->max_rows)
         return err_set(e, "step draws %d rows (padded to %d), the sampler holds %d", rows, pad_rows,
                        s->max_rows);
@@ -97,13 +96,12 @@ int sampler_collect(struct sampler *s, const float *logits, struct sample_result
         s->host_logits = xmalloc((size_t)s->max_rows * s->vocab * sizeof(float));
     if (be->ops->copy_to_host(be, s->host_logits, logits, bytes, e) || be->ops->sampler->finish(be, 0, out, e))
         return -1;
-    for (int i = 0, row = 0; i < s->n_seqs; i++) {
-        if (!s->seqs[i].draw)
-            continue;
-        const struct sample_input *in = &s->seqs[i].sample;
-        sample_token_masked(s->host_logits + (size_t)row * s->vocab, s->vocab, in->mask, in->params, in->prompt,
-                            in->n_prompt, in->output, in->n_output, in->step, s->scratch, &out[row]);
-        row++;
-    }
+    for (int i = 0, row = 0; i < s->n_seqs; i++)
+        for (int d = 0; d < s->seqs[i].draw; d++, row++) {
+            const struct sample_input *in = &s->seqs[i].sample;
+            sample_token_masked(s->host_logits + (size_t)row * s->vocab, s->vocab, d ? NULL : in->mask, in->params,
+                                in->prompt, in->n_prompt, in->output, in->n_output + d, in->step + (uint64_t)d,
+                                s->scratch, &out[row]);
+        }
     return 0;
 }

@@ -8,9 +8,9 @@ void step_shape_of(const struct step_seq *seqs, int n, struct step_shape *s)
     for (int i = 0; i < n; i++) {
         const struct step_seq *seq = &seqs[i];
         s->n_tokens += seq->n_tokens;
-        s->n_draws += seq->draw != 0;
-        s->n_logits += (seq->draw != 0) + (seq->return_logits ? seq->n_tokens : 0);
-        s->decode &= seq->n_tokens == 1 && seq->draw && !seq->return_logits;
+        s->n_draws += seq->draw;
+        s->n_logits += seq->draw + (seq->return_logits ? seq->n_tokens : 0);
+        s->decode &= seq->n_tokens == 1 && seq->draw == 1 && !seq->return_logits;
     }
 }
 
@@ -20,7 +20,7 @@ int step_returned_row(const struct step_seq *seqs, int n, int i)
         return -1;
     int row = 0;
     for (int j = 0; j < n; j++)
-        row += seqs[j].draw != 0;
+        row += seqs[j].draw;
     for (int j = 0; j < i; j++)
         row += seqs[j].return_logits ? seqs[j].n_tokens : 0;
     return row;
@@ -71,6 +71,8 @@ static int write_seqs(const struct step_builder *b, const struct step_seq *seqs,
         const struct step_seq *seq = &seqs[s];
         if (seq->n_tokens < 1)
             return err_set(e, "sequence %d of the step has no tokens", s);
+        if (seq->draw < 0 || seq->draw > seq->n_tokens)
+            return err_set(e, "sequence %d draws %d rows of its %d tokens", s, seq->draw, seq->n_tokens);
         const int end = seq->start_pos + seq->n_tokens;
         if ((end + b->block_size - 1) / b->block_size > seq->blocks->n)
             return err_set(e, "sequence %d: its block table does not cover position %d", s, end - 1);
@@ -89,8 +91,8 @@ static int write_seqs(const struct step_builder *b, const struct step_seq *seqs,
             slot[t] = seq_blocks_slot(seq->blocks, seq->start_pos + i, b->block_size);
             seq_of[t] = s;
         }
-        if (seq->draw)
-            rows[draw++] = t - 1;
+        for (int i = seq->draw; i > 0; i--)
+            rows[draw++] = t - i;
         for (int i = 0; seq->return_logits && i < seq->n_tokens; i++)
             rows[ret++] = first + i;
     }

@@ -101,9 +101,11 @@ static uint64_t rng_step(const struct sequence *seq)
     return (uint64_t)(uint32_t)seq->choice << 32 | (uint32_t)seq->n_out;
 }
 
-static void plan_entry(struct step_seq *w, struct sequence *seq, int count)
+/* count tokens from the first uncached one, the last `proposed` of them
+ * proposals past the known tokens. */
+static void plan_entry(struct step_seq *w, struct sequence *seq, int count, int proposed)
 {
-    const int draw = seq->n_cached + count == sequence_known(seq);
+    const int draw = seq->n_cached + count - proposed == sequence_known(seq) ? 1 + proposed : 0;
     *w = (struct step_seq){.blocks = &seq->blocks,
                            .tokens = seq->tokens + seq->n_cached,
                            .n_tokens = count,
@@ -118,6 +120,23 @@ static void plan_entry(struct step_seq *w, struct sequence *seq, int count)
                                       .step = rng_step(seq)}};
 }
 
+/* How many tokens a decoding seq may have proposed this step: none while a
+ * forced continuation or returned logits are due, else within the budget
+ * (besides its own token), its output buffer (the proposals, then the
+ * target's token after them) and the context. */
+static int proposal_room(const struct scheduler *s, const struct sequence *seq, int budget)
+{
+    const int known = sequence_known(seq);
+    if (!s->propose || s->spec_k <= 0 || known - seq->n_cached != 1 || seq->n_out < seq->n_forced ||
+        seq->return_logits)
+        return 0;
+    int k = s->spec_k;
+    k = k < budget - 1 ? k : budget - 1;
+    k = k < seq->max_tokens - seq->n_out - 1 ? k : seq->max_tokens - seq->n_out - 1;
+    k = k < s->max_context - known ? k : s->max_context - known;
+    return k > 0 ? k : 0;
+}
+
 int scheduler_plan(struct scheduler *s, struct step_seq *work, struct sequence **seqs)
 {
     int budget = s->max_batched_tokens, n = 0;
@@ -125,6 +144,10 @@ int scheduler_plan(struct scheduler *s, struct step_seq *work, struct sequence *
         struct sequence *seq = s->running[i];
         int count = sequence_known(seq) - seq->n_cached;
         count = count < budget ? count : budget;
+        const int room = proposal_room(s, seq, budget);
+        const int proposed = room ? s->propose(s->propose_ctx, seq, room, seq->out + seq->n_out) : 0;
+        CHECK(proposed >= 0 && proposed <= room);
+        count += proposed;
         int preempted_self = 0;
         while (sched_reserve(s, seq, seq->n_cached + count)) {
             preempted_self = s->running[s->n_running - 1] == seq;
@@ -134,7 +157,7 @@ int scheduler_plan(struct scheduler *s, struct step_seq *work, struct sequence *
         }
         if (preempted_self)
             break; /* seq was the newest; everything after it is gone too */
-        plan_entry(&work[n], seq, count);
+        plan_entry(&work[n], seq, count, proposed);
         seqs[n++] = seq;
         budget -= count;
     }
@@ -153,11 +176,35 @@ int scheduler_plan(struct scheduler *s, struct step_seq *work, struct sequence *
         memmove(s->waiting, s->waiting + 1, (size_t)--s->n_waiting * sizeof *s->waiting);
         seq->state = SEQUENCE_RUNNING;
         s->running[s->n_running++] = seq;
-        plan_entry(&work[n], seq, count);
+        plan_entry(&work[n], seq, count, 0);
         seqs[n++] = seq;
         budget -= count;
     }
     return n;
+}
+
+/* Appends one drawn token (or the next forced one) to seq; 1 when that
+ * finished seq (its blocks released). */
+static int take_token(struct scheduler *s, struct sequence *seq, const struct sample_result *drawn)
+{
+    struct sample_result res = *drawn;
+    const int forced = seq->n_out < seq->n_forced;
+    if (forced) /* a given continuation: its token, not the draw (whose log-probs no longer apply) */
+        res = (struct sample_result){.token = seq->forced[seq->n_out]};
+    seq->out[seq->n_out++] = res.token;
+    int finish = -1;
+    if (!forced && !seq->ignore_eos && token_is_eos(s->eos_ids, s->n_eos, res.token))
+        finish = FINISH_REASON_STOP;
+    else if (seq->n_out == seq->max_tokens || sequence_known(seq) >= s->max_context)
+        finish = FINISH_REASON_LENGTH;
+    if (s->on_token)
+        finish = s->on_token(s->on_token_ctx, seq, &res, finish);
+    if (finish < 0)
+        return 0;
+    seq->finish = (enum finish_reason)finish;
+    seq->state = SEQUENCE_FINISHED;
+    seq_blocks_release(&seq->blocks, s->pool);
+    return 1;
 }
 
 void scheduler_commit(struct scheduler *s, const struct step_seq *work, struct sequence **seqs, int n,
@@ -166,28 +213,24 @@ void scheduler_commit(struct scheduler *s, const struct step_seq *work, struct s
     int row = 0;
     for (int i = 0; i < n; i++) {
         struct sequence *seq = seqs[i];
-        seq->n_cached += work[i].n_tokens;
+        const struct sample_result *rows = drawn + row;
+        row += work[i].draw;
+        /* a verify entry keeps the proposals its draws agree with, then its own draw */
+        const int k = work[i].draw > 1 ? work[i].draw - 1 : 0;
+        int kept = 0;
+        while (kept < k && rows[kept].token == seq->out[seq->n_out + kept])
+            kept++;
+        if (k) {
+            s->stats.spec_steps++;
+            s->stats.spec_proposed += k;
+            s->stats.spec_accepted += kept;
+        }
+        seq->n_cached += work[i].n_tokens - (k - kept);
         s->stats.computed_tokens += work[i].n_tokens;
         sched_offer_blocks(s, seq);
-        if (!work[i].draw)
-            continue;
-        struct sample_result res = drawn[row++];
-        const int forced = seq->n_out < seq->n_forced;
-        if (forced) /* a given continuation: its token, not the draw (whose log-probs no longer apply) */
-            res = (struct sample_result){.token = seq->forced[seq->n_out]};
-        seq->out[seq->n_out++] = res.token;
-        int finish = -1;
-        if (!forced && !seq->ignore_eos && token_is_eos(s->eos_ids, s->n_eos, res.token))
-            finish = FINISH_REASON_STOP;
-        else if (seq->n_out == seq->max_tokens || sequence_known(seq) >= s->max_context)
-            finish = FINISH_REASON_LENGTH;
-        if (s->on_token)
-            finish = s->on_token(s->on_token_ctx, seq, &res, finish);
-        if (finish < 0)
-            continue;
-        seq->finish = (enum finish_reason)finish;
-        seq->state = SEQUENCE_FINISHED;
-        seq_blocks_release(&seq->blocks, s->pool);
+        for (int d = 0; d < (work[i].draw ? kept + 1 : 0); d++)
+            if (take_token(s, seq, &rows[d]))
+                break;
     }
     int k = 0; /* keep admission order */
     for (int i = 0; i < s->n_running; i++)
@@ -195,3 +238,4 @@ void scheduler_commit(struct scheduler *s, const struct step_seq *work, struct s
             s->running[k++] = s->running[i];
     s->n_running = k;
 }
+

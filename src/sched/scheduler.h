@@ -34,7 +34,12 @@ struct scheduler_stats {
     long forked_blocks;             /* prompt blocks choices shared with their choice 0 */
     long computed_tokens;           /* tokens fed to the model */
     long evicted_blocks;
+    long spec_steps, spec_proposed, spec_accepted; /* verify entries, the tokens they proposed, those kept */
 };
+
+/* Speculative decoding: up to max_k tokens that may follow s's known ones
+ * (written to out, which has room for them); returns how many (0: none). */
+typedef int (*scheduler_propose_fn)(void *ctx, const struct sequence *s, int max_k, int32_t *out);
 
 /* Called for every drawn token after it is appended to s->out, with the
  * finish reason the scheduler decided (eos id, max_tokens, context) or -1;
@@ -59,6 +64,9 @@ struct scheduler {
     struct scheduler_stats stats;
     scheduler_token_fn on_token; /* optional */
     void *on_token_ctx;
+    scheduler_propose_fn propose; /* optional: a decoding sequence's proposals, checked in its next step */
+    void *propose_ctx;
+    int spec_k; /* the most proposals a sequence's step checks (0: no speculation) */
 };
 
 void scheduler_init(struct scheduler *s, struct block_pool *pool, int block_size, int max_batched_tokens, int max_seqs,
@@ -72,13 +80,21 @@ void scheduler_add(struct scheduler *s, struct sequence *seq);
 int scheduler_idle(const struct scheduler *s);
 
 /* Plans the next step into work (capacity max_seqs); seqs[i] is work[i]'s
- * sequence. Returns the number of entries (0: nothing runnable). */
+ * sequence. Returns the number of entries (0: nothing runnable). With
+ * propose set, a decoding sequence's entry may carry up to spec_k proposed
+ * tokens after its last one (written to its token buffer past the known
+ * ones, within the budget, max_tokens and the context), drawn as a verify
+ * step (step_seq.draw = 1 + k). */
 int scheduler_plan(struct scheduler *s, struct step_seq *work, struct sequence **seqs);
 
 /* After the step ran: its tokens are cached; each sequence whose entry drew
- * takes its token (in order, drawn[k]: the k-th drawing entry's, or its
- * next forced token) and may finish (eos, max_tokens, context, on_token),
- * releasing its blocks. */
+ * takes its token (in order: an entry's draw rows follow the previous
+ * entries', drawn[k] the k-th row; or its next forced token) and may finish
+ * (eos, max_tokens, context, on_token), releasing its blocks. A verify
+ * entry takes the proposals its draws agree with, then its own next draw,
+ * one token at a time (each may finish it); the rejected proposals' KV is
+ * not the sequence's (it is overwritten as the sequence moves on, and the
+ * prefix cache is offered only blocks of kept tokens). */
 void scheduler_commit(struct scheduler *s, const struct step_seq *work, struct sequence **seqs, int n,
                       const struct sample_result *drawn);
 

@@ -14,7 +14,10 @@ struct step_seq {
     const int32_t *tokens;           /* tokens fed this step */
     int n_tokens;
     int start_pos;              /* position of tokens[0] (= tokens already in the cache) */
-    int draw;                   /* the last token's logits draw the sequence's next token */
+    /* logit rows drawn: the last `draw` tokens' (0: none; 1: the next token;
+     * 1 + k: a verify step, tokens[n_tokens - k ..] proposed, row i drawn as
+     * output token n_output + i, sampling.h's sample_verify) */
+    int draw;
     int return_logits;          /* the logits of every token fed come back to the host */
     struct sample_input sample; /* the draw's inputs, when draw */
 };

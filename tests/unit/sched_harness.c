@@ -4,8 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+static int harness_propose(void *ctx, const struct sequence *s, int max_k, int32_t *out)
+{
+    const struct spec_seq q = {.id = s->id, .tokens = s->tokens, .n_prompt = s->n_prompt, .n_known = sequence_known(s)};
+    return spec_propose(ctx, &q, max_k, out);
+}
+
 void harness_init(struct harness *h, struct model *m, int n_blocks, int budget, int max_seqs,
                   int prefix_cache)
+{
+    harness_init_spec(h, m, n_blocks, budget, max_seqs, prefix_cache, NULL, 0);
+}
+
+void harness_init_spec(struct harness *h, struct model *m, int n_blocks, int budget, int max_seqs,
+                       int prefix_cache, struct spec_proposer *spec, int spec_k)
 {
     struct err e = {{0}};
     memset(h, 0, sizeof *h);
@@ -15,6 +27,7 @@ void harness_init(struct harness *h, struct model *m, int n_blocks, int budget, 
     const int table = (n_blocks - 1) * HARNESS_BS;
     const struct runner_opts ro = {.max_tokens = budget,
                                    .max_seqs = max_seqs,
+                                   .max_draws = max_seqs * (1 + spec_k),
                                    .max_context = table < m->cfg.max_positions ? table : m->cfg.max_positions,
                                    .block_size = HARNESS_BS,
                                    .kv_blocks = n_blocks,
@@ -28,7 +41,13 @@ void harness_init(struct harness *h, struct model *m, int n_blocks, int budget, 
         scheduler_enable_prefix_cache(&h->s);
     h->work = calloc((size_t)max_seqs, sizeof *h->work);
     h->seqs = calloc((size_t)max_seqs, sizeof *h->seqs);
-    h->drawn = calloc((size_t)max_seqs, sizeof *h->drawn);
+    h->drawn = calloc((size_t)(max_seqs * (1 + spec_k)), sizeof *h->drawn);
+    if (spec) {
+        h->spec = spec;
+        h->s.propose = harness_propose;
+        h->s.propose_ctx = spec;
+        h->s.spec_k = spec_k;
+    }
 }
 
 int harness_step(struct harness *h)

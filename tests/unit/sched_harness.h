@@ -6,6 +6,7 @@
 
 #include "runner/runner.h"
 #include "sched/scheduler.h"
+#include "spec/proposer.h"
 
 enum { HARNESS_BS = 16 };
 
@@ -16,7 +17,8 @@ struct harness {
     struct scheduler s;
     struct step_seq *work;
     struct sequence **seqs;
-    struct sample_result *drawn; /* [max_seqs] */
+    struct sample_result *drawn; /* [max_seqs * (1 + spec_k)] */
+    struct spec_proposer *spec;  /* borrowed, or NULL */
     int n_blocks;
     long steps;
 };
@@ -25,6 +27,10 @@ struct harness {
  * budget tokens and max_seqs sequences. */
 void harness_init(struct harness *h, struct model *m, int n_blocks, int budget, int max_seqs,
                   int prefix_cache);
+/* The same, decoding speculatively: spec proposes up to spec_k tokens a
+ * sequence a step (the scheduler's propose hook). */
+void harness_init_spec(struct harness *h, struct model *m, int n_blocks, int budget, int max_seqs,
+                       int prefix_cache, struct spec_proposer *spec, int spec_k);
 /* One step; returns 0 when there was nothing to run. */
 int harness_step(struct harness *h);
 /* Steps until the scheduler is idle. */

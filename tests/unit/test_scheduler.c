@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#
+#include "core/rng.h"
 #include "sched/scheduler.h"
-#
+#include "spec/ngram.h"
 #include "sched_harness.h"
 #include "test_util.h"
 
@@ -40,12 +40,14 @@ static void make_workload(struct workload *w, int vocab, int shared)
 }
 
 /* Runs all requests through the scheduler (integrity checked after every
- * step); outputs land in reqs[i].out. Returns the scheduler's preemptions. */
-static long run_engine(struct model *m, struct workload *w, struct sequence *reqs, int n_blocks, int budget,
-                       int max_seqs, float temperature, int prefix_cache, struct scheduler_stats *stats)
+ * step), speculating with spec (up to spec_k tokens) unless it is NULL;
+ * outputs land in reqs[i].out. Returns the scheduler's preemptions. */
+static long run_spec(struct model *m, struct workload *w, struct sequence *reqs, int n_blocks, int budget,
+                     int max_seqs, float temperature, int prefix_cache, struct spec_proposer *spec, int spec_k,
+                     struct scheduler_stats *stats)
 {
     struct harness h;
-    harness_init(&h, m, n_blocks, budget, max_seqs, prefix_cache);
+    harness_init_spec(&h, m, n_blocks, budget, max_seqs, prefix_cache, spec, spec_k);
     for (int i = 0; i < N_REQ; i++) {
         reqs[i] = (struct sequence){.id = i, .prompt = w->prompts[i], .n_prompt = w->n_prompt[i],
                                    .max_tokens = w->max_tokens[i], .sampling = sampling_params_default()};
@@ -59,6 +61,12 @@ static long run_engine(struct model *m, struct workload *w, struct sequence *req
         *stats = h.s.stats;
     harness_free(&h);
     return preemptions;
+}
+
+static long run_engine(struct model *m, struct workload *w, struct sequence *reqs, int n_blocks, int budget,
+                       int max_seqs, float temperature, int prefix_cache, struct scheduler_stats *stats)
+{
+    return run_spec(m, w, reqs, n_blocks, budget, max_seqs, temperature, prefix_cache, NULL, 0, stats);
 }
 
 static void check_greedy(const char *fixture, int prefix_cache)
@@ -122,5 +130,128 @@ Test(scheduler, seeded_sampling_is_independent_of_the_batch_mix)
         free(w.prompts[i]);
     }
     cr_assert(multi_token_requests > 10);
+    test_free_model(m, be);
+}
+
+/* Speculative decoding through the same workload, greedy, preemption and
+ * (on) the prefix cache's evictions included: every output equals running
+ * alone with no speculation, for three proposers: prompt lookup; an oracle
+ * that proposes the true continuation (every proposal kept, up to k); and
+ * noise (k random tokens: nearly all rejected, their KV rolled back). */
+struct oracle {
+    struct spec_proposer base;
+    const struct workload *w;
+    int32_t **truth; /* [N_REQ] each request's output alone */
+    int *n_truth;
+    struct rng r;
+    int noise;
+};
+
+static int oracle_propose(struct spec_proposer *p, const struct spec_seq *s, int max_k, int32_t *out)
+{
+    struct oracle *o = (struct oracle *)p;
+    const int done = s->n_known - s->n_prompt;
+    int k = 0;
+    for (; k < max_k; k++)
+        if (o->noise)
+            out[k] = (int32_t)(rng_next(&o->r) % 64);
+        else if (done + k < o->n_truth[s->id])
+            out[k] = o->truth[s->id][done + k];
+        else
+            break;
+    return k;
+}
+
+static void oracle_free(struct spec_proposer *p) { (void)p; }
+
+static const struct spec_proposer_ops oracle_ops = {.name = "oracle", .propose = oracle_propose, .free = oracle_free};
+
+static void check_speculative(const char *fixture, int prefix_cache)
+{
+    struct backend *be;
+    struct model *m = test_load_model(fixture, &be);
+    struct workload w;
+    make_workload(&w, m->cfg.vocab_size, prefix_cache);
+    static struct sequence reqs[N_REQ];
+    int32_t *truth[N_REQ];
+    int n_truth[N_REQ];
+    for (int i = 0; i < N_REQ; i++)
+        truth[i] = alone_greedy(m, w.prompts[i], w.n_prompt[i], w.max_tokens[i], &n_truth[i], NULL);
+    struct err e;
+    const struct spec_ngram_opts no = {1, 3};
+    struct spec_proposer *ngram = spec_ngram_create(&no, &e);
+    struct oracle oracle = {{&oracle_ops}, &w, truth, n_truth, {{0}}, 0}, noise = oracle;
+    noise.noise = 1;
+    rng_seed(&noise.r, 3, 0, 0);
+    struct spec_proposer *props[] = {ngram, &oracle.base, &noise.base};
+    const char *names[] = {"prompt lookup", "oracle", "noise"};
+    for (int p = 0; p < 3; p++) {
+        struct scheduler_stats st;
+        const long pre = run_spec(m, &w, reqs, 40, 96, 16, 0.f, prefix_cache, props[p], 4, &st);
+        cr_assert(pre > 0, "%s: the pool was meant to force preemption", fixture);
+        cr_assert_gt(st.spec_proposed, 0, "%s, %s: nothing proposed", fixture, names[p]);
+        if (p == 1)
+            cr_assert_eq(st.spec_accepted, st.spec_proposed, "%s: the oracle's proposals are all right", fixture);
+        else if (p == 2)
+            cr_assert_lt(st.spec_accepted * 4, st.spec_proposed, "%s: noise is mostly wrong", fixture);
+        for (int i = 0; i < N_REQ; i++) {
+            cr_assert_eq(reqs[i].n_out, n_truth[i], "%s, %s, request %d: %d tokens, %d alone", fixture, names[p], i,
+                         reqs[i].n_out, n_truth[i]);
+            cr_assert_eq(memcmp(reqs[i].out, truth[i], (size_t)n_truth[i] * sizeof(int32_t)), 0,
+                         "%s, %s, request %d: tokens differ from running alone", fixture, names[p], i);
+            sequence_free(&reqs[i]);
+        }
+        cr_log_info("%s, %s, prefix cache %s: %ld verify steps, %ld of %ld proposals accepted, %ld preemptions",
+                    fixture, names[p], prefix_cache ? "on" : "off", st.spec_steps, st.spec_accepted,
+                    st.spec_proposed, pre);
+    }
+    for (int i = 0; i < N_REQ; i++)
+        free(truth[i]), free(w.prompts[i]);
+    spec_free(ngram);
+    test_free_model(m, be);
+}
+
+Test(scheduler, llama_speculative_equal_alone) { check_speculative("tiny-llama", 0); }
+Test(scheduler, qwen3_speculative_equal_alone) { check_speculative("tiny-qwen3", 1); }
+Test(scheduler, gemma3_speculative_equal_alone) { check_speculative("tiny-gemma3", 1); }
+
+/* Seeded sampled requests: the same tokens with speculation as without,
+ * whether the proposals are the sampled continuation itself (all kept) or
+ * prompt lookup's (on a tiny model's flat distributions, mostly not). */
+Test(scheduler, seeded_sampling_is_the_same_speculating)
+{
+    struct backend *be;
+    struct model *m = test_load_model("tiny-qwen3", &be);
+    struct workload w;
+    make_workload(&w, m->cfg.vocab_size, 1);
+    static struct sequence a[N_REQ], b[N_REQ];
+    run_engine(m, &w, a, 40, 96, 16, 0.8f, 0, NULL);
+    int32_t *truth[N_REQ];
+    int n_truth[N_REQ];
+    for (int i = 0; i < N_REQ; i++)
+        truth[i] = a[i].out, n_truth[i] = a[i].n_out;
+    struct err e;
+    const struct spec_ngram_opts no = {1, 3};
+    struct spec_proposer *ngram = spec_ngram_create(&no, &e);
+    struct oracle oracle = {{&oracle_ops}, &w, truth, n_truth, {{0}}, 0};
+    struct spec_proposer *props[] = {&oracle.base, ngram};
+    for (int p = 0; p < 2; p++) {
+        struct scheduler_stats st;
+        run_spec(m, &w, b, 40, 96, 16, 0.8f, 1, props[p], 4, &st);
+        cr_assert_gt(st.spec_proposed, 0);
+        if (p == 0)
+            cr_assert_eq(st.spec_accepted, st.spec_proposed, "the sampled continuation itself is kept");
+        for (int i = 0; i < N_REQ; i++) {
+            cr_assert_eq(a[i].n_out, b[i].n_out, "request %d", i);
+            cr_assert_eq(memcmp(a[i].out, b[i].out, (size_t)a[i].n_out * sizeof(int32_t)), 0,
+                         "request %d: seeded tokens differ with speculation (%s)", i, props[p]->ops->name);
+            sequence_free(&b[i]);
+        }
+    }
+    for (int i = 0; i < N_REQ; i++) {
+        sequence_free(&a[i]);
+        free(w.prompts[i]);
+    }
+    spec_free(ngram);
     test_free_model(m, be);
 }
