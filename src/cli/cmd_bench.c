@@ -206,12 +206,16 @@ int cmd_bench(int argc, char **argv)
             "\"eager_steps\": %ld, \"weight_bytes\": %.0f, \"read_gb_s\": %.2f, \"floor_ms\": %.3f, "
             "\"step_over_floor\": %.3f, "
             "\"host_ms\": %.4f, \"relay_ms\": %.4f, \"enqueue_ms\": %.4f, \"wait_ms\": %.4f, "
-            "\"temperature\": %g, \"top_p\": %g, \"top_k\": %d, \"min_p\": %g, \"top_logprobs\": %d}\n",
+            "\"temperature\": %g, \"top_p\": %g, \"top_k\": %d, \"min_p\": %g, \"top_logprobs\": %d, "
+            "\"speculative\": \"%s\", \"spec_verify_steps\": %ld, \"spec_proposed\": %ld, \"spec_accepted\": %ld, "
+            "\"spec_accepted_per_step\": %.3f}\n",
             batch[i], input_len, output_len, r.stats.completion_tokens / r.ready_to_last,
             r.submit_to_first * 1e3, step_ms, r.stats.graph_replays, r.stats.eager_steps, bytes,
             step_ms > 0 ? bytes / (step_ms * 1e6) : 0, floor_ms,
             floor_ms > 0 ? step_ms / floor_ms : 0, host_ms, relay_ms, enqueue_ms, wait_ms, sf.temperature, sf.top_p,
-            sf.top_k, sf.min_p, top_logprobs);
+            sf.top_k, sf.min_p, top_logprobs, o.spec_method == SPEC_METHOD_NGRAM ? "ngram" : "none",
+            r.stats.spec_steps, r.stats.spec_proposed, r.stats.spec_accepted,
+            r.stats.spec_steps ? (double)r.stats.spec_accepted / (double)r.stats.spec_steps : 0.0);
         fflush(stdout);
     }
     if (prompt_len > 0) {

@@ -36,6 +36,16 @@ void engine_flags_opts(struct engine_flags *f, struct cli_opt *opts)
          "largest token bucket of the default schedule (default: --max-num-batched-tokens)", 0},
         {"disable-prefix-caching", CLI_OPT_FLAG, &f->disable_prefix_caching, 0, 0, 0,
          "do not reuse the KV blocks of shared prompt prefixes", 0},
+        {"speculative", CLI_OPT_STRING, &f->speculative, 0, 0, 0,
+         "speculative decoding: ngram (prompt lookup: the last n tokens found earlier in the prompt or output "
+         "propose what followed them); default none",
+         0},
+        {"num-speculative-tokens", CLI_OPT_INT, &o->spec_k, 0, 1, 16, "the most tokens one step proposes for a sequence",
+         0},
+        {"prompt-lookup-min", CLI_OPT_INT, &o->spec_ngram.n_min, 0, 1, 64, "the shortest n-gram prompt lookup matches",
+         0},
+        {"prompt-lookup-max", CLI_OPT_INT, &o->spec_ngram.n_max, 0, 1, 64, "the longest n-gram prompt lookup matches",
+         0},
     };
     for (int i = 0; i < ENGINE_FLAGS_N_OPTS; i++)
         opts[i] = list[i];
@@ -69,6 +79,19 @@ int engine_flags_check(struct engine_flags *f, const struct cli_opt *opts, struc
     o->graph.token_buckets = f->token_list;
     o->graph.padding = !f->no_graph_padding;
     o->prefix_caching = !f->disable_prefix_caching;
+    if (f->speculative && !strcmp(f->speculative, "ngram"))
+        o->spec_method = SPEC_METHOD_NGRAM;
+    else if (f->speculative && strcmp(f->speculative, "none"))
+        return err_set(e, "--speculative must be ngram or none, got '%s'", f->speculative);
+    if (o->spec_ngram.n_min > o->spec_ngram.n_max)
+        return err_set(e, "--prompt-lookup-min %d is above --prompt-lookup-max %d", o->spec_ngram.n_min,
+                       o->spec_ngram.n_max);
+    const char *spec_flag = given(opts, &o->spec_k)              ? "--num-speculative-tokens"
+                            : given(opts, &o->spec_ngram.n_min) ? "--prompt-lookup-min"
+                            : given(opts, &o->spec_ngram.n_max) ? "--prompt-lookup-max"
+                                                                : NULL;
+    if (spec_flag && o->spec_method == SPEC_METHOD_NONE)
+        return err_set(e, "%s needs --speculative", spec_flag);
     /* whole blocks, and block 0 (padding rows' scratch) besides */
     if (f->max_total_tokens > 0)
         o->kv_blocks = (f->max_total_tokens + o->block_size - 1) / o->block_size + 1;

@@ -329,6 +329,13 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
     out_long_metric(&o, model, "infer_preemptions_total", "counter",
                     "Running requests preempted for KV cache space (their blocks freed, recomputed later).",
                     g->preemptions);
+    out_long_metric(&o, model, "infer_spec_verify_steps_total", "counter",
+                    "Speculative decoding: steps of a request that checked proposed tokens.", g->spec_steps);
+    out_long_metric(&o, model, "infer_spec_proposed_tokens_total", "counter",
+                    "Speculative decoding: tokens proposed and checked.", g->spec_proposed);
+    out_long_metric(&o, model, "infer_spec_accepted_tokens_total", "counter",
+                    "Speculative decoding: proposed tokens the model's own draws agreed with (kept).",
+                    g->spec_accepted);
     out_long_metric(&o, model, "infer_graph_replays_total", "counter",
                     "Engine steps run as a CUDA graph replay.", g->graph_replays);
     out_long_metric(&o, model, "infer_eager_steps_total", "counter", "Engine steps run eagerly.",

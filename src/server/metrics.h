@@ -27,6 +27,8 @@ struct metrics_gauges {
     double graph_capture_s;           /* infer_graph_capture_seconds (rank 0) */
     long graph_bytes;                 /* infer_graph_memory_bytes (rank 0) */
     long preemptions;                 /* infer_preemptions_total */
+    long spec_steps, spec_proposed, spec_accepted; /* infer_spec_verify_steps_total, _proposed_tokens_total,
+                                                      _accepted_tokens_total */
 };
 
 struct metrics;

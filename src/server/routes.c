@@ -49,7 +49,10 @@ int route_metrics(struct server *s, struct conn *c)
                                .ranks = st.ranks,
                                .graph_capture_s = st.graph_capture_s,
                                .graph_bytes = st.graph_bytes,
-                               .preemptions = st.preemptions};
+                               .preemptions = st.preemptions,
+                               .spec_steps = st.spec_steps,
+                               .spec_proposed = st.spec_proposed,
+                               .spec_accepted = st.spec_accepted};
     size_t len;
     char *text = metrics_render(s->metrics, &g, &len);
     return server_reply_text(c, 200, "text/plain; version=0.0.4", text, len);

@@ -36,6 +36,10 @@ BAD = {
     "max-num-seqs": ["-1", "0", "99999999999"] + NUMBER,
     "max-model-len": ["-1", "1", "100000", "99999999999"] + NUMBER,
     "max-total-tokens": ["-1", "99999999999"] + NUMBER,  # below one context: tests/cli/run.sh
+    "speculative": ["bogus", "NGRAM", ""],
+    "num-speculative-tokens": ["-1", "0", "17"] + NUMBER,
+    "prompt-lookup-min": ["-1", "0", "65"] + NUMBER,
+    "prompt-lookup-max": ["-1", "0", "65"] + NUMBER,
     "gpu-memory-utilization": ["-1", "0", "1.5", "nan"] + NUMBER,
     "cuda-graph-mode": ["bogus", "FULL", ""],
     "cuda-graph-max-bs": ["-1", "0", "99999999999"] + NUMBER,

@@ -89,6 +89,21 @@ fi
 expect_fail "--max-total-tokens below one context" "holds less than one full context of 64 (--max-model-len)" \
     "$INFER" generate --model "$FIX/tiny-llama" --prompt-ids 3,1,4 --max-tokens 4 --max-model-len 64 --max-total-tokens 48
 
+# --speculative ngram: the same greedy output (a prompt that repeats itself, so proposals are made)
+a=$("$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 5,6,7,8,5,6,7,8,5,6,7,8,5,6 --max-tokens 24 --json 2>/dev/null)
+b=$("$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 5,6,7,8,5,6,7,8,5,6,7,8,5,6 --max-tokens 24 --json \
+    --speculative ngram --num-speculative-tokens 3 --prompt-lookup-min 1 2>/dev/null)
+if [ -n "$a" ] && [ "$a" = "$b" ]; then
+    ok "--speculative ngram: the same greedy output"
+else
+    bad "--speculative ngram: '$b' vs '$a'"
+fi
+expect_fail "speculation flags without --speculative" "--num-speculative-tokens needs --speculative" \
+    "$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 3,1,4 --max-tokens 4 --num-speculative-tokens 3
+expect_fail "--prompt-lookup-min above max" "--prompt-lookup-min 4 is above --prompt-lookup-max 3" \
+    "$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 3,1,4 --max-tokens 4 --speculative ngram \
+    --prompt-lookup-min 4 --prompt-lookup-max 3
+
 # a sharded checkpoint (index + two shards, split by an independent writer)
 # gives exactly the same output as the single file
 python3 - "$FIX/tiny-qwen3" "$TMP/sharded" <<'PY'
