@@ -392,9 +392,9 @@ bench_line() {
 }
 if bench_line --temperature 0.8 --top-p 0.9 --top-k 5 --seed 7 --top-logprobs 5 >"$TMP/bs" &&
     grep -q '"workload": "decode", "batch": 2' "$TMP/bs" &&
-    grep -q '"temperature": 0.8, "top_p": 0.9, "top_k": 5, "min_p": 0, "top_logprobs": 5}' "$TMP/bs" &&
+    grep -q '"temperature": 0.8, "top_p": 0.9, "top_k": 5, "min_p": 0, "top_logprobs": 5, "speculative": "none"' "$TMP/bs" &&
     bench_line >"$TMP/bg" &&
-    grep -q '"temperature": 0, "top_p": 1, "top_k": 0, "min_p": 0, "top_logprobs": 0}' "$TMP/bg" &&
+    grep -q '"temperature": 0, "top_p": 1, "top_k": 0, "min_p": 0, "top_logprobs": 0, "speculative": "none"' "$TMP/bg" &&
     ! bench_line --top-logprobs 21 >/dev/null && grep -q -- "--top-logprobs" "$TMP/err"; then
     ok "bench --temperature --top-p --top-k --top-logprobs: sampled decode says so; greedy by default; 21 refused"
 else
