@@ -28,6 +28,9 @@ static const char *const families[][2] = {
     {"infer_prefix_cache_queries_total", "counter"},
     {"infer_prefix_cache_hit_rate", "gauge"},
     {"infer_preemptions_total", "counter"},
+    {"infer_spec_verify_steps_total", "counter"},
+    {"infer_spec_proposed_tokens_total", "counter"},
+    {"infer_spec_accepted_tokens_total", "counter"},
     {"infer_graph_replays_total", "counter"},
     {"infer_eager_steps_total", "counter"},
     {"infer_tensor_parallel_size", "gauge"},
@@ -215,7 +218,7 @@ Test(metrics, counters_histograms_and_gauges)
     for (int i = 0; i < 10; i++)
         metrics_observe(m, METRICS_TTFT, obs[i]);
     metrics_observe(m, METRICS_QUEUE, 600);
-    struct metrics_gauges g = {3, 5, 25, 100, 40, 160, 7, 2, 4, 1.5, 1 << 20, 9};
+    struct metrics_gauges g = {3, 5, 25, 100, 40, 160, 7, 2, 4, 1.5, 1 << 20, 9, 11, 30, 17};
     text = render(m, &g);
     cr_assert_eq(requests(text, "llama", "/v1/chat/completions", 200), 2);
     cr_assert_eq(requests(text, "llama", "/v1/chat/completions", 400), 1);
@@ -229,7 +232,8 @@ Test(metrics, counters_histograms_and_gauges)
         {"kv_cache_usage_perc", 0.25}, {"prefix_cache_hits_total", 40}, {"prefix_cache_queries_total", 160},
         {"prefix_cache_hit_rate", 0.25},
         {"graph_replays_total", 7},    {"eager_steps_total", 2},        {"tensor_parallel_size", 4},
-        {"graph_capture_seconds", 1.5}, {"graph_memory_bytes", 1 << 20}, {"preemptions_total", 9}};
+        {"graph_capture_seconds", 1.5}, {"graph_memory_bytes", 1 << 20}, {"preemptions_total", 9},
+        {"spec_verify_steps_total", 11}, {"spec_proposed_tokens_total", 30}, {"spec_accepted_tokens_total", 17}};
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++)
         cr_assert_eq(value(text, "infer_%s{model_name=\"llama\"}", scalars[i].name), scalars[i].want, "%s",
                      scalars[i].name);
