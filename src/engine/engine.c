@@ -39,7 +39,7 @@ static int engine_propose(void *ctx, const struct sequence *s, int max_k, int32_
 {
     struct engine *eng = ctx;
     const struct live_request *lr = s->user;
-    if (lr->matchers)
+    if (lr->matchers || lr->no_speculation)
         return 0;
     const struct spec_seq q = {.id = s->id, .tokens = s->tokens, .n_prompt = s->n_prompt, .n_known = sequence_known(s)};
     return spec_propose(eng->spec, &q, max_k, out);
@@ -129,13 +129,12 @@ static int engine_step(struct engine *eng, struct err *e)
     const int n = scheduler_plan(&eng->sched, eng->work, eng->seqs);
     if (n == 0)
         return 0;
-    int n_tokens = 0, n_draws = 0;
+    int n_tokens = 0;
     for (int i = 0; i < n; i++) {
         struct live_request *lr = eng->seqs[i]->user;
         if (lr->scheduled_at == 0)
             lr->scheduled_at = t0;
         n_tokens += eng->work[i].n_tokens;
-        n_draws += eng->work[i].draw;
     }
     engine_assign_masks(eng, n); /* written by the runner's hook, on CUDA while the step runs */
     const double t1 = clock_now();
@@ -164,7 +163,6 @@ static int engine_step(struct engine *eng, struct err *e)
     st->wait_s = eng->runner.wait_s;
     st->relay_s = eng->runner.relay_s;
     st->enqueue_s = eng->runner.enqueue_s;
-    st->completion_tokens += n_draws; /* each drawing entry adds one token */
     st->mask_s = eng->mask_s;
     st->plan_s += t1 - t0;
     st->run_s += t2 - t1;

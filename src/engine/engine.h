@@ -59,6 +59,7 @@ struct engine_request {
     char *const *stop;               /* copied; matched on the text (needs the tokenizer) */
     int n_stop;
     int ignore_eos;
+    int no_speculation; /* "speculative": false: the server's speculative decoding skips this request */
     const int32_t *forced; /* copied: the first n_forced output tokens are these instead of draws (scoring a
                               given continuation); no eos ends them */
     int n_forced;

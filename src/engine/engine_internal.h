@@ -28,6 +28,7 @@ struct live_request {
     struct grammar_ref *grammar;       /* a reference of the request's, or NULL */
     struct grammar_matcher **matchers; /* [n] each choice's position in it */
     int n_finished;
+    int no_speculation;
     double submitted_at, scheduled_at; /* clock_now(): engine_submit, the first step that ran it (0 before) */
     struct live_request *next;
 };

@@ -96,6 +96,7 @@ struct live_request *live_request_new(struct engine *eng, const struct engine_re
         for (int i = 0; i < req->n; i++)
             lr->matchers[i] = grammar_matcher_new(grammar_ref_tokens(req->grammar));
     }
+    lr->no_speculation = req->no_speculation;
     const int room = eng->o.max_context - req->n_prompt;
     lr->seqs = xcalloc((size_t)lr->n, sizeof *lr->seqs);
     lr->texts = xcalloc((size_t)lr->n, sizeof *lr->texts);
@@ -267,6 +268,10 @@ int engine_on_token(void *ctx, struct sequence *seq, const struct sample_result 
     } else if (rc == 1) {
         finish = FINISH_REASON_STOP;
     }
+    /* counted before the event, which may read it; a verify step adds several */
+    pthread_mutex_lock(&eng->mu);
+    eng->stats.completion_tokens++;
+    pthread_mutex_unlock(&eng->mu);
     emit(eng, lr, seq, res, from, finish);
     return finish;
 }

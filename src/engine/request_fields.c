@@ -36,7 +36,7 @@ static const char *const ROLES[] = {"system", "user", "assistant", "tool", "deve
  * template's are read as the options say). */
 static const char *const FIELDS[] = {"n", "max_tokens", "max_completion_tokens", "temperature", "top_p", "top_k",
                                      "min_p", "seed", "presence_penalty", "frequency_penalty", "repetition_penalty",
-                                     "stop", "logit_bias", "ignore_eos"};
+                                     "stop", "logit_bias", "ignore_eos", "speculative"};
 
 /* The prompt's fields, in the order messages list them. */
 static const struct {
@@ -711,6 +711,10 @@ typedef int (*step_fn)(struct parse *p);
 
 static int output(struct parse *p)
 {
+    int speculative = 1; /* false: this request's steps check no proposals */
+    if (request_field_bool(p->obj, "speculative", &speculative, p->err))
+        return -1;
+    p->r->submit.no_speculation = !speculative;
     if (request_field_bool(p->obj, "ignore_eos", &p->r->submit.ignore_eos, p->err) || parse_stop(p) ||
         parse_bias(p) || (p->o->template_inputs && request_tools_parse(p->obj, &p->r->tools, p->err)) ||
         request_constraint_parse(p->o, p->obj, p->r, p->err))

@@ -107,7 +107,7 @@ int request_fields_parse(const struct request_fields_opts *o, const json_t *obj,
  * with err set and out emptied.
  * - begin: fills out with the defaults; unknown fields, "n", "max_tokens",
  *   "max_completion_tokens" (which wins), sampling, "seed", log-probs;
- * - output: "ignore_eos", "stop", "logit_bias", the output constraint
+ * - output: "speculative", "ignore_eos", "stop", "logit_bias", the output constraint
  *   (request_constraint.h: compiled here, so this step may take a while);
  * - prompt: the prompt (the template render and the tokenizer: the costly
  *   part, last), its tokens against the vocabulary, max_tokens against the

@@ -94,9 +94,12 @@ static void wait_finished(struct collector *c, int n)
     pthread_mutex_unlock(&c->mu);
 }
 
-static struct engine *start(struct model *m, const struct tokenizer *tok, struct collector *c, int prefix_cache)
+static struct engine *start_spec(struct model *m, const struct tokenizer *tok, struct collector *c, int prefix_cache,
+                                 int speculative)
 {
     struct engine_opts o = engine_opts_default();
+    if (speculative)
+        o.spec_method = SPEC_METHOD_NGRAM, o.spec_ngram.n_min = 1;
     o.max_batched_tokens = 64;
     o.max_seqs = 6;
     o.max_context = 512;
@@ -110,12 +113,18 @@ static struct engine *start(struct model *m, const struct tokenizer *tok, struct
     return eng;
 }
 
+static struct engine *start(struct model *m, const struct tokenizer *tok, struct collector *c, int prefix_cache)
+{
+    return start_spec(m, tok, c, prefix_cache, 0);
+}
+
 enum { N_REQ = 12 };
 
 struct submitter {
     struct engine *eng;
     struct model *m;
     int first; /* submits requests first, first + 2, ... */
+    int no_speculation_below; /* requests below this id ask "speculative": false */
     int32_t prompts[N_REQ][120];
     int n_prompt[N_REQ];
     long ids[N_REQ];
@@ -126,7 +135,8 @@ static void *submit_half(void *arg)
     struct submitter *s = arg;
     for (int i = s->first; i < N_REQ; i += 2) {
         struct engine_request rq = {.prompt = s->prompts[i], .n_prompt = s->n_prompt[i], .max_tokens = 4 + i % 9,
-                                    .n = 1, .sampling = sampling_params_default()};
+                                    .n = 1, .sampling = sampling_params_default(),
+                                    .no_speculation = i < s->no_speculation_below};
         struct err e = {{0}};
         s->ids[i] = engine_submit(s->eng, &rq, &e);
         cr_assert(s->ids[i] > 0, "%s", e.msg);
@@ -134,17 +144,19 @@ static void *submit_half(void *arg)
     return NULL;
 }
 
-Test(engine, concurrent_submissions_give_alone_outputs)
+/* speculative: prompt lookup on (the first two requests opt out). */
+static void check_concurrent(int speculative)
 {
     struct backend *be;
     struct model *m = test_load_model("tiny-gemma3", &be);
     struct collector c;
     collector_init(&c);
-    struct engine *eng = start(m, NULL, &c, 1);
+    struct engine *eng = start_spec(m, NULL, &c, 1, speculative);
     static struct submitter s[2];
     for (int k = 0; k < 2; k++) {
         s[k].eng = eng;
         s[k].first = k;
+        s[k].no_speculation_below = speculative ? 2 : 0;
     }
     for (int i = 0; i < N_REQ; i++) {
         int n = 10 + i * 9;
@@ -180,6 +192,38 @@ Test(engine, concurrent_submissions_give_alone_outputs)
         free(ids);
     }
     cr_assert_eq(st.completion_tokens, completion);
+    if (speculative)
+        cr_assert(st.spec_proposed > 0 && st.spec_accepted > 0, "%ld proposed, %ld accepted", st.spec_proposed,
+                  st.spec_accepted);
+    else
+        cr_assert_eq(st.spec_proposed, 0);
+    test_free_model(m, be);
+}
+
+Test(engine, concurrent_submissions_give_alone_outputs) { check_concurrent(0); }
+Test(engine, speculating_gives_alone_outputs) { check_concurrent(1); }
+
+/* "speculative": false on every request: a speculating engine proposes nothing. */
+Test(engine, requests_opt_out_of_speculation)
+{
+    struct backend *be;
+    struct model *m = test_load_model("tiny-gemma3", &be);
+    struct collector c;
+    collector_init(&c);
+    struct engine *eng = start_spec(m, NULL, &c, 0, 1);
+    const int32_t prompt[] = {5, 6, 7, 5, 6, 7, 5, 6, 7, 5, 6};
+    for (int i = 0; i < 3; i++) {
+        struct engine_request rq = {.prompt = prompt, .n_prompt = 11, .max_tokens = 20, .n = 1,
+                                    .sampling = sampling_params_default(), .no_speculation = 1};
+        struct err e = {{0}};
+        cr_assert(engine_submit(eng, &rq, &e) > 0, "%s", e.msg);
+    }
+    wait_finished(&c, 3);
+    struct engine_stats st;
+    engine_get_stats(eng, &st);
+    engine_free(eng);
+    cr_assert_eq(st.completion_tokens, 60);
+    cr_assert_eq(st.spec_proposed, 0, "%ld tokens proposed for requests that opted out", st.spec_proposed);
     test_free_model(m, be);
 }
 

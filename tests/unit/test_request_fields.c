@@ -151,6 +151,7 @@ Test(request_fields, cli_defaults_when_absent)
     cr_assert_eq(r.submit.max_tokens, 16, "the flags' max tokens, no context check");
     cr_assert_eq(r.submit.n, 1);
     cr_assert(r.submit.ignore_eos, "the flags' --ignore-eos");
+    cr_assert(!r.submit.no_speculation, "speculative decoding as the engine has it");
     const struct sampling_params *s = &r.submit.sampling;
     cr_assert(s->temperature == 0.f && s->top_p == 1.f && s->top_k == 0 && s->min_p == 0.f, "greedy");
     cr_assert(s->repetition_penalty == 1.f && s->presence_penalty == 0.f && s->frequency_penalty == 0.f);
@@ -180,8 +181,9 @@ Test(request_fields, every_field_given)
              "{\"prompt\": \"ab c\", \"max_tokens\": 5, \"n\": 2.0, \"temperature\": 0.5, \"top_p\": 0.9, "
              "\"top_k\": -1, \"min_p\": 0.1, \"seed\": -1, \"presence_penalty\": 1, \"frequency_penalty\": -1, "
              "\"repetition_penalty\": 1.5, \"stop\": [\"x\", \"yz\"], \"logit_bias\": {\"3\": -2}, "
-             "\"logprobs\": true, \"top_logprobs\": 4, \"ignore_eos\": false}",
+             "\"logprobs\": true, \"top_logprobs\": 4, \"ignore_eos\": false, \"speculative\": false}",
              &r);
+    cr_assert(r.submit.no_speculation, "\"speculative\": false opts out");
     cr_assert(r.submit.n_prompt == 5 && r.prompt[0] == 0 && r.prompt[1] == 1, "BOS, then the text");
     cr_assert(r.submit.max_tokens == 5 && r.submit.n == 2 && !r.submit.ignore_eos);
     const struct sampling_params *s = &r.submit.sampling;
@@ -198,6 +200,7 @@ Test(request_fields, unknown_fields_refused_or_ignored)
 {
     const struct request_fields_opts cli = cli_opts(), srv = server_opts();
     parse_bad(&cli, "{\"prompt_ids\": [1], \"max_token\": 5}", "max_token", "unknown field \"max_token\"");
+    parse_bad(&cli, "{\"prompt_ids\": [1], \"speculative\": \"no\"}", "speculative", "must be true or false");
     parse_bad(&cli, "{\"prompt_ids\": [1], \"model\": \"m\"}", "model", "unknown field \"model\"");
     parse_bad(&cli, "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}], \"tools\": []}", "tools",
               "unknown field");
