@@ -5,6 +5,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Speculation's brakes. A step checks at most SPEC_ROWS_DEFAULT proposed
+ * tokens (scheduler.spec_rows): a decode step's extra rows are nearly free
+ * while the weights' reads dominate it, not once the batch makes it compute.
+ * A sequence whose kept share (a moving average, SPEC_RATE_WEIGHT a step)
+ * falls below SPEC_RATE_LOW stops proposing for SPEC_WAIT_STEPS steps, then
+ * tries again from SPEC_RATE_RETRY. */
+#define SPEC_ROWS_DEFAULT 32
+#define SPEC_RATE_WEIGHT 0.3f
+#define SPEC_RATE_LOW 0.15f
+#define SPEC_WAIT_STEPS 16
+#define SPEC_RATE_RETRY 0.5f
+
 const char *finish_reason_name(enum finish_reason f)
 {
     return f == FINISH_REASON_STOP ? "stop" : f == FINISH_REASON_ABORT ? "abort" : "length";
@@ -23,6 +35,7 @@ void scheduler_init(struct scheduler *s, struct block_pool *pool, int block_size
     s->eos_ids = eos_ids;
     s->n_eos = n_eos;
     s->running = xcalloc((size_t)max_seqs, sizeof *s->running);
+    s->spec_rows = SPEC_ROWS_DEFAULT;
 }
 
 void scheduler_enable_prefix_cache(struct scheduler *s)
@@ -74,6 +87,8 @@ void scheduler_add(struct scheduler *s, struct sequence *seq)
     seq->n_cached = 0;
     seq->n_offered = 0;
     seq->n_preempted = 0;
+    seq->spec_rate = 1.0f;
+    seq->spec_wait = 0;
     memset(&seq->blocks, 0, sizeof seq->blocks);
     waiting_insert(s, seq, 0);
 }
@@ -124,13 +139,15 @@ static void plan_entry(struct step_seq *w, struct sequence *seq, int count, int 
  * forced continuation or returned logits are due, else within the budget
  * (besides its own token), its output buffer (the proposals, then the
  * target's token after them) and the context. */
-static int proposal_room(const struct scheduler *s, const struct sequence *seq, int budget)
+static int proposal_room(const struct scheduler *s, struct sequence *seq, int budget, int rows_left)
 {
     const int known = sequence_known(seq);
     if (!s->propose || s->spec_k <= 0 || known - seq->n_cached != 1 || seq->n_out < seq->n_forced ||
         seq->return_logits)
         return 0;
-    int k = s->spec_k;
+    if (seq->spec_wait > 0 && --seq->spec_wait > 0)
+        return 0;
+    int k = s->spec_k < rows_left ? s->spec_k : rows_left;
     k = k < budget - 1 ? k : budget - 1;
     k = k < seq->max_tokens - seq->n_out - 1 ? k : seq->max_tokens - seq->n_out - 1;
     k = k < s->max_context - known ? k : s->max_context - known;
@@ -139,15 +156,16 @@ static int proposal_room(const struct scheduler *s, const struct sequence *seq, 
 
 int scheduler_plan(struct scheduler *s, struct step_seq *work, struct sequence **seqs)
 {
-    int budget = s->max_batched_tokens, n = 0;
+    int budget = s->max_batched_tokens, n = 0, rows_left = s->spec_rows;
     for (int i = 0; i < s->n_running && budget > 0; i++) {
         struct sequence *seq = s->running[i];
         int count = sequence_known(seq) - seq->n_cached;
         count = count < budget ? count : budget;
-        const int room = proposal_room(s, seq, budget);
+        const int room = proposal_room(s, seq, budget, rows_left);
         const int proposed = room ? s->propose(s->propose_ctx, seq, room, seq->out + seq->n_out) : 0;
         CHECK(proposed >= 0 && proposed <= room);
         count += proposed;
+        rows_left -= proposed;
         int preempted_self = 0;
         while (sched_reserve(s, seq, seq->n_cached + count)) {
             preempted_self = s->running[s->n_running - 1] == seq;
@@ -224,6 +242,9 @@ void scheduler_commit(struct scheduler *s, const struct step_seq *work, struct s
             s->stats.spec_steps++;
             s->stats.spec_proposed += k;
             s->stats.spec_accepted += kept;
+            seq->spec_rate += SPEC_RATE_WEIGHT * ((float)kept / (float)k - seq->spec_rate);
+            if (seq->spec_rate < SPEC_RATE_LOW)
+                seq->spec_wait = SPEC_WAIT_STEPS, seq->spec_rate = SPEC_RATE_RETRY;
         }
         seq->n_cached += work[i].n_tokens - (k - kept);
         s->stats.computed_tokens += work[i].n_tokens;

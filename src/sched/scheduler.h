@@ -67,6 +67,7 @@ struct scheduler {
     scheduler_propose_fn propose; /* optional: a decoding sequence's proposals, checked in its next step */
     void *propose_ctx;
     int spec_k; /* the most proposals a sequence's step checks (0: no speculation) */
+    int spec_rows; /* the most proposed tokens one step checks, all sequences together */
 };
 
 void scheduler_init(struct scheduler *s, struct block_pool *pool, int block_size, int max_batched_tokens, int max_seqs,

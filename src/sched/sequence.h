@@ -49,6 +49,11 @@ struct sequence {
     struct seq_blocks blocks;
     enum finish_reason finish;
     int n_preempted;
+    /* speculative decoding: the share of recent proposals kept (a moving
+     * average, 1 to begin with), and steps to wait before proposing again
+     * once it fell low */
+    float spec_rate;
+    int spec_wait;
 };
 
 /* Tokens known so far: the prompt and the output. */
