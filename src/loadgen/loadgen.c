@@ -96,11 +96,11 @@ __attribute__((format(printf, 3, 4))) static void fail(struct conn *c, enum lg_f
 static char *request_bytes(const struct lg_target *t, const struct lg_request *r, const struct lg_options *o,
                            size_t *len)
 {
-    json_t *ids = json_array();
-    for (int i = 0; i < r->n_prompt; i++)
-        json_array_append_new(ids, json_integer(r->prompt[i]));
+    json_t *prompt = r->text ? json_string(r->text) : json_array();
+    for (int i = 0; !r->text && i < r->n_prompt; i++)
+        json_array_append_new(prompt, json_integer(r->prompt[i]));
     json_t *body = json_pack("{s:s, s:o, s:i, s:b, s:{s:b}, s:f}", "model", t->model ? t->model : "", "prompt",
-                             ids, "max_tokens", r->max_tokens, "stream", 1, "stream_options", "include_usage", 1,
+                             prompt, "max_tokens", r->max_tokens, "stream", 1, "stream_options", "include_usage", 1,
                              "temperature", 0.0);
     if (o->ignore_eos)
         json_object_set_new(body, "ignore_eos", json_true());
@@ -209,7 +209,7 @@ static void finish(struct conn *c, const struct lg_request *req, const struct lg
         fail(c, LG_FAIL_CUT, "the stream ended before [DONE]");
     else if (!c->usage)
         fail(c, LG_FAIL_USAGE, "no usage chunk");
-    else if (r->prompt_tokens != req->n_prompt || r->completion_tokens < r->n_chunks ||
+    else if ((!req->text && r->prompt_tokens != req->n_prompt) || r->completion_tokens < r->n_chunks ||
              r->completion_tokens > req->max_tokens || (o->ignore_eos && r->completion_tokens != req->max_tokens))
         fail(c, LG_FAIL_USAGE,
              "usage says %d prompt + %d completion tokens for %d prompt ids, max_tokens %d, %d chunks of text",

@@ -26,6 +26,7 @@ int lg_target_parse(struct lg_target *t, const char *url, struct err *e);
 struct lg_request {
     int32_t *prompt;    /* token ids */
     int n_prompt;
+    char *text;         /* or a text prompt (prompt NULL; n_prompt its size in tokens, about: the server counts) */
     int max_tokens;
     double arrival;     /* seconds after the start */
 };

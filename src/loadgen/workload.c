@@ -7,7 +7,7 @@
 
 #include "core/rng.h"
 
-enum kind { BASELINE, CONTINUOUS, PAGED, CHUNKED, PREFIX, SHAREGPT };
+enum kind { BASELINE, CONTINUOUS, PAGED, CHUNKED, PREFIX, SHAREGPT, GROUNDED };
 
 static const struct spec {
     const char *name;
@@ -30,10 +30,14 @@ static const struct spec {
     {"sharegpt", SHAREGPT, 256,
      "a ShareGPT-like chat mix: log-normal prompt (median 98, sigma 1.0) and output (median 230, sigma 0.9) "
      "lengths, 4..2048 each, means 161 and 338 as the vLLM paper reports ShareGPT's"},
+    /* Answers that quote their input (summaries, edits, retrieval QA copy spans of it). */
+    {"grounded", GROUNDED, 16,
+     "input-grounded, one request at a time, as text: a passage of about 256..1024 tokens of English "
+     "words, asked back word for word with its first words given (the answer quotes it), output 128..256"},
 };
 
 const char *const workload_names[] = {"baseline", "continuous_batching", "paged_attention", "chunked_prefill",
-                                      "prefix_caching", "sharegpt", NULL};
+                                      "prefix_caching", "sharegpt", "grounded", NULL};
 
 static const struct spec *find(const char *name)
 {
@@ -55,6 +59,49 @@ static int lognormal(struct rng *r, double median, double sigma, int lo, int hi)
 {
     const int v = (int)lround(median * exp(sigma * rng_normal(r)));
     return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* grounded's passages: sentences of common English words in random order
+ * (no text repeats itself, so what a proposer finds again it found in the
+ * passage), sent as text: a model copies words, not random token ids. */
+static const char *const WORDS[] = {
+    "time",   "people", "water",  "house",   "river",  "morning", "garden",  "window", "letter", "market",
+    "city",   "road",   "winter", "summer",  "friend", "teacher", "doctor",  "child",  "family", "story",
+    "light",  "stone",  "bread",  "music",   "paper",  "bridge",  "forest",  "island", "mountain", "village",
+    "small",  "large",  "old",    "young",   "quiet",  "bright",  "cold",    "warm",   "early",  "late",
+    "green",  "blue",   "heavy",  "simple",  "strange", "careful", "happy",  "open",   "long",   "short",
+    "walked", "found",  "opened", "carried", "watched", "wrote",  "built",   "closed", "followed", "remembered",
+    "asked",  "kept",   "brought", "turned", "painted", "counted", "sold",   "shared", "cleaned", "waited",
+    "under",  "behind", "near",   "across",  "through", "before", "after",   "beside", "around", "without"};
+enum { N_WORDS = sizeof WORDS / sizeof WORDS[0] };
+
+/* About 1.3 tokens a word with the spaces and stops: words for n tokens. */
+static int words_for(int tokens) { return tokens * 10 / 13 > 1 ? tokens * 10 / 13 : 1; }
+
+/* The instruction, a passage of `words` words, then its first cue words again. */
+static char *grounded_text(struct rng *r, int words, int cue)
+{
+    size_t cap = 256 + (size_t)(words + cue) * 12, len = 0;
+    char *s = xmalloc(cap), *passage;
+    len += (size_t)snprintf(s + len, cap - len, "Read the passage, then repeat it word for word.\n\nPassage:");
+    passage = s + len;
+    for (int i = 0; i < words; i++) {
+        const char *w = WORDS[(int)(rng_uniform(r) * N_WORDS)];
+        const int stop = i % 12 == 11 || i == words - 1;
+        len += (size_t)snprintf(s + len, cap - len, " %s%s", w, stop ? "." : "");
+    }
+    /* the cue: the passage's first cue words (each " word", maybe with its stop) */
+    size_t cue_len = 0;
+    for (int i = 0, at = 0; i < cue && passage[at]; i++) {
+        at++;
+        while (passage[at] && passage[at] != ' ')
+            at++;
+        cue_len = (size_t)at;
+    }
+    len += (size_t)snprintf(s + len, cap - len, "\n\nThe passage, repeated word for word:");
+    memmove(s + len, passage, cue_len);
+    s[len + cue_len] = 0;
+    return s;
 }
 
 static void random_ids(struct rng *r, int32_t *out, int n, int vocab)
@@ -83,7 +130,7 @@ int workload_make(struct workload *w, const struct workload_opts *o, struct err 
     w->name = s->name;
     w->n = n;
     w->req = xcalloc((size_t)n, sizeof *w->req);
-    w->max_concurrency = s->kind == BASELINE ? 1 : 0;
+    w->max_concurrency = s->kind == BASELINE || s->kind == GROUNDED ? 1 : 0;
     /* the shared prefixes */
     enum { N_PREFIX = 8 };
     int32_t *prefix[N_PREFIX] = {0};
@@ -97,7 +144,7 @@ int workload_make(struct workload *w, const struct workload_opts *o, struct err 
     double t = 0;
     for (int i = 0; i < n; i++) {
         struct lg_request *q = &w->req[i];
-        int in = 0, out = 0, shared = -1;
+        int in = 0, out = 0, shared = -1, cue = 0;
         switch (s->kind) {
         case BASELINE: in = uniform(&r, 128, 512), out = 128; break;
         case CONTINUOUS: in = uniform(&r, 32, 1024), out = uniform(&r, 32, 512); break;
@@ -113,6 +160,10 @@ int workload_make(struct workload *w, const struct workload_opts *o, struct err 
             in = prefix_len[shared] + uniform(&r, 32, 128), out = uniform(&r, 64, 128);
             break;
         case SHAREGPT: in = lognormal(&r, 98, 1.0, 4, 2048), out = lognormal(&r, 230, 0.9, 4, 2048); break;
+        case GROUNDED:
+            cue = uniform(&r, 16, 32);
+            in = uniform(&r, 256, 1024) + cue, out = uniform(&r, 128, 256);
+            break;
         }
         if (o->max_context > 0 && in + out > o->max_context) { /* scaled down, in proportion */
             const double f = (double)o->max_context / (double)(in + out);
@@ -123,6 +174,10 @@ int workload_make(struct workload *w, const struct workload_opts *o, struct err 
         }
         q->n_prompt = in;
         q->max_tokens = out;
+        if (s->kind == GROUNDED) { /* the cue about a twentieth of the passage, as the ids' */
+            q->text = grounded_text(&ri, words_for(in - 24), cue / 2 > 1 ? cue / 2 : 1);
+            continue;
+        }
         q->prompt = xmalloc((size_t)in * sizeof(int32_t));
         int at = 0;
         if (shared >= 0) { /* as much of the prefix as fits, then the request's own ids */
@@ -130,7 +185,7 @@ int workload_make(struct workload *w, const struct workload_opts *o, struct err 
             memcpy(q->prompt, prefix[shared], (size_t)at * sizeof(int32_t));
         }
         random_ids(&ri, q->prompt + at, in - at, o->vocab);
-        if (o->request_rate > 0 && s->kind != BASELINE && i > 0)
+        if (o->request_rate > 0 && w->max_concurrency == 0 && i > 0)
             t += -log(1.0 - rng_uniform(&ra)) / o->request_rate; /* exponential gaps: Poisson arrivals */
         q->arrival = t;
     }
@@ -142,7 +197,7 @@ int workload_make(struct workload *w, const struct workload_opts *o, struct err 
 void workload_free(struct workload *w)
 {
     for (int i = 0; i < w->n; i++)
-        free(w->req[i].prompt);
+        free(w->req[i].prompt), free(w->req[i].text);
     free(w->req);
     memset(w, 0, sizeof *w);
 }

@@ -16,7 +16,8 @@ import pytest
 from conftest import INFER, Server
 from test_concurrency import metric
 
-WORKLOADS = ["baseline", "continuous_batching", "paged_attention", "chunked_prefill", "prefix_caching", "sharegpt"]
+WORKLOADS = ["baseline", "continuous_batching", "paged_attention", "chunked_prefill", "prefix_caching", "sharegpt",
+             "grounded"]
 
 
 def bench_runs(url, model, *extra, timeout=300):

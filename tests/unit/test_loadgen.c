@@ -137,17 +137,22 @@ Test(loadgen, workloads_are_fixed_by_their_seed_and_fit)
         cr_assert_eq(a.n, 20);
         int differs = 0;
         for (int k = 0; k < a.n; k++) {
-            cr_assert_eq(a.req[k].n_prompt, b.req[k].n_prompt);
-            cr_assert(!memcmp(a.req[k].prompt, b.req[k].prompt, (size_t)a.req[k].n_prompt * 4));
-            cr_assert(a.req[k].n_prompt >= 1 && a.req[k].max_tokens >= 1);
-            cr_assert_leq(a.req[k].n_prompt + a.req[k].max_tokens, 300, "%s", workload_names[i]);
-            for (int t = 0; t < a.req[k].n_prompt; t++)
-                cr_assert(a.req[k].prompt[t] >= 1 && a.req[k].prompt[t] < 500);
-            cr_assert_geq(a.req[k].arrival, k ? a.req[k - 1].arrival : 0);
-            differs |= a.req[k].n_prompt != c.req[k].n_prompt ||
-                       memcmp(a.req[k].prompt, c.req[k].prompt, (size_t)(a.req[k].n_prompt < c.req[k].n_prompt
-                                                                                ? a.req[k].n_prompt
-                                                                                : c.req[k].n_prompt) * 4);
+            const struct lg_request *x = &a.req[k], *y = &b.req[k], *z = &c.req[k];
+            cr_assert_eq(x->n_prompt, y->n_prompt);
+            cr_assert((x->text != NULL) == (x->prompt == NULL), "ids or text");
+            if (x->text) {
+                cr_assert_str_eq(x->text, y->text);
+                differs |= strcmp(x->text, z->text) != 0;
+            } else {
+                cr_assert(!memcmp(x->prompt, y->prompt, (size_t)x->n_prompt * 4));
+                for (int t = 0; t < x->n_prompt; t++)
+                    cr_assert(x->prompt[t] >= 1 && x->prompt[t] < 500);
+                differs |= x->n_prompt != z->n_prompt ||
+                           memcmp(x->prompt, z->prompt, (size_t)(x->n_prompt < z->n_prompt ? x->n_prompt : z->n_prompt) * 4);
+            }
+            cr_assert(x->n_prompt >= 1 && x->max_tokens >= 1);
+            cr_assert_leq(x->n_prompt + x->max_tokens, 300, "%s", workload_names[i]);
+            cr_assert_geq(x->arrival, k ? a.req[k - 1].arrival : 0);
         }
         cr_assert(differs, "%s: another seed, other requests", workload_names[i]);
         /* another variant (a sweep's next rate): the same lengths and arrivals, no prompt alike */
@@ -158,11 +163,13 @@ Test(loadgen, workloads_are_fixed_by_their_seed_and_fit)
             cr_assert_eq(a.req[k].n_prompt, d.req[k].n_prompt, "%s", workload_names[i]);
             cr_assert_eq(a.req[k].max_tokens, d.req[k].max_tokens);
             cr_assert_eq(a.req[k].arrival, d.req[k].arrival);
-            if (a.req[k].n_prompt >= 4)
+            if (a.req[k].text)
+                cr_assert(strcmp(a.req[k].text, d.req[k].text), "%s request %d: the same text", workload_names[i], k);
+            else if (a.req[k].n_prompt >= 4)
                 cr_assert(memcmp(a.req[k].prompt, d.req[k].prompt, 4 * 4), "%s request %d: its first ids alike",
                           workload_names[i], k);
         }
-        cr_assert_eq(a.max_concurrency, !strcmp(workload_names[i], "baseline"));
+        cr_assert_eq(a.max_concurrency, !strcmp(workload_names[i], "baseline") || !strcmp(workload_names[i], "grounded"));
         workload_free(&a), workload_free(&b), workload_free(&c), workload_free(&d);
     }
     struct workload w;
@@ -233,4 +240,41 @@ Test(loadgen, sharegpt_lengths_have_the_published_means)
     cr_assert(fabs(in - 161.3) < 0.03 * 161.3, "mean prompt %.1f tokens", in);
     cr_assert(fabs(out - 338.0) < 0.03 * 338.0, "mean output %.1f tokens", out);
     workload_free(&w);
+}
+
+/* grounded: text, a passage of words asked back word for word with its
+ * first words given (what the answer goes on quoting): one request at a
+ * time, about the lengths asked (1.3 tokens a word), cut to a context too. */
+Test(loadgen, grounded_prompts_quote_their_passage)
+{
+    struct workload w;
+    struct err e;
+    for (int ctx = 0; ctx <= 1; ctx++) {
+        struct workload_opts o = {.name = "grounded", .num_prompts = 200, .seed = 3, .vocab = 50000,
+                                  .max_context = ctx ? 200 : 0};
+        cr_assert_eq(workload_make(&w, &o, &e), 0, "%s", e.msg);
+        cr_assert_eq(w.max_concurrency, 1);
+        for (int k = 0; k < w.n; k++) {
+            const struct lg_request *q = &w.req[k];
+            cr_assert(q->text && !q->prompt, "request %d: a text prompt", k);
+            if (ctx)
+                cr_assert_leq(q->n_prompt + q->max_tokens, 200);
+            else
+                cr_assert(q->n_prompt >= 272 && q->n_prompt <= 1056 && q->max_tokens >= 128 && q->max_tokens <= 256,
+                          "request %d: %d prompt, %d output", k, q->n_prompt, q->max_tokens);
+            const char *passage = strstr(q->text, "Passage:"), *again = strstr(q->text, "repeated word for word:");
+            cr_assert(passage && again, "%s", q->text);
+            again += strlen("repeated word for word:");
+            passage += strlen("Passage:");
+            const size_t cue = strlen(again);
+            cr_assert(cue > 1 && !strncmp(passage, again, cue), "request %d: the answer's start is not the passage's", k);
+            int words = 0;
+            for (const char *c = passage; c < again; c++)
+                words += *c == ' ';
+            if (!ctx)
+                cr_assert(words * 13 / 10 > q->n_prompt / 2, "request %d: %d words for %d tokens", k, words,
+                          q->n_prompt);
+        }
+        workload_free(&w);
+    }
 }
