@@ -110,6 +110,17 @@ Test(scheduler, llama_64_requests_prefix_cache_equal_alone) { check_greedy("tiny
 Test(scheduler, qwen3_64_requests_prefix_cache_equal_alone) { check_greedy("tiny-qwen3", 1); }
 Test(scheduler, gemma3_64_requests_prefix_cache_equal_alone) { check_greedy("tiny-gemma3", 1); }
 
+/* Every b[i] has a[i]'s tokens (b freed after); why: what differs between the runs. */
+static void same_outputs(struct sequence *a, struct sequence *b, const char *why)
+{
+    for (int i = 0; i < N_REQ; i++) {
+        cr_assert_eq(a[i].n_out, b[i].n_out, "request %d (%s)", i, why);
+        cr_assert_eq(memcmp(a[i].out, b[i].out, (size_t)a[i].n_out * sizeof(int32_t)), 0,
+                     "request %d: seeded tokens depend on %s", i, why);
+        sequence_free(&b[i]);
+    }
+}
+
 Test(scheduler, seeded_sampling_is_independent_of_the_batch_mix)
 {
     struct backend *be;
@@ -119,14 +130,11 @@ Test(scheduler, seeded_sampling_is_independent_of_the_batch_mix)
     static struct sequence a[N_REQ], b[N_REQ];
     run_engine(m, &w, a, 40, 96, 16, 0.8f, 0, NULL);
     run_engine(m, &w, b, 64, 37, 5, 0.8f, 1, NULL);
+    same_outputs(a, b, "the batch mix");
     int multi_token_requests = 0;
     for (int i = 0; i < N_REQ; i++) {
-        cr_assert_eq(a[i].n_out, b[i].n_out, "request %d", i);
-        cr_assert_eq(memcmp(a[i].out, b[i].out, (size_t)a[i].n_out * sizeof(int32_t)), 0,
-                     "request %d: seeded tokens depend on the batch mix", i);
         multi_token_requests += a[i].n_out > 1;
         sequence_free(&a[i]);
-        sequence_free(&b[i]);
         free(w.prompts[i]);
     }
     cr_assert(multi_token_requests > 10);
@@ -241,12 +249,7 @@ Test(scheduler, seeded_sampling_is_the_same_speculating)
         cr_assert_gt(st.spec_proposed, 0);
         if (p == 0)
             cr_assert_eq(st.spec_accepted, st.spec_proposed, "the sampled continuation itself is kept");
-        for (int i = 0; i < N_REQ; i++) {
-            cr_assert_eq(a[i].n_out, b[i].n_out, "request %d", i);
-            cr_assert_eq(memcmp(a[i].out, b[i].out, (size_t)a[i].n_out * sizeof(int32_t)), 0,
-                         "request %d: seeded tokens differ with speculation (%s)", i, props[p]->ops->name);
-            sequence_free(&b[i]);
-        }
+        same_outputs(a, b, props[p]->ops->name);
     }
     for (int i = 0; i < N_REQ; i++) {
         sequence_free(&a[i]);
