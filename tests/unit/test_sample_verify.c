@@ -6,6 +6,7 @@
  * (token, log-probability, alternatives) is the one sample_token gives for
  * that output position with the same output before it. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,4 +80,55 @@ Test(sample_verify, masked_row)
     struct sample_result got;
     cr_assert_eq(sample_verify(logits, V, 0, &in, scratch, &got), 1);
     cr_assert_eq(got.token, 4);
+}
+
+/* The distribution: over 20,000 seeds, a verify step proposing one fixed
+ * token draws its first token from the target's own distribution
+ * (softmax of logits / T) — a chi-square test over the 8 tokens, 7 degrees
+ * of freedom, at significance 0.001 (critical value 24.32) — and keeps the
+ * proposal about as often as the target gives it (within 4 standard
+ * errors). The second row, drawn only after a kept proposal, follows the
+ * target's distribution too. */
+Test(sample_verify, draws_follow_the_target_distribution)
+{
+    enum { W = 8, SEEDS = 20000 };
+    const float logits[2 * W] = {1.0f, 0.2f, -0.5f, 2.0f, 0.0f, -1.5f, 0.7f, 1.4f,
+                                 0.3f, 1.1f, -0.2f, 0.0f, 2.2f, -1.0f, 0.5f, 0.9f};
+    const float T = 0.9f;
+    double p[2][W];
+    for (int r = 0; r < 2; r++) {
+        double z = 0;
+        for (int t = 0; t < W; t++)
+            z += exp(logits[r * W + t] / T);
+        for (int t = 0; t < W; t++)
+            p[r][t] = exp(logits[r * W + t] / T) / z;
+    }
+    const int32_t proposal = 3;
+    long first[W] = {0}, second[W] = {0}, kept = 0;
+    float scratch[3 * W];
+    for (int s = 0; s < SEEDS; s++) {
+        struct sampling_params sp = sampling_params_default();
+        sp.temperature = T;
+        sp.seed = (uint64_t)s;
+        int32_t out[4] = {proposal, 0, 0, 0};
+        const struct sample_input in = {&sp, NULL, 0, out, 0, 0, NULL};
+        struct sample_result got[2];
+        const int m = sample_verify(logits, W, 1, &in, scratch, got);
+        first[got[0].token]++;
+        if (m == 2) {
+            kept++;
+            second[got[1].token]++;
+        }
+    }
+    double chi = 0, chi2 = 0;
+    for (int t = 0; t < W; t++) {
+        const double e1 = SEEDS * p[0][t], e2 = (double)kept * p[1][t];
+        chi += (first[t] - e1) * (first[t] - e1) / e1;
+        chi2 += (second[t] - e2) * (second[t] - e2) / e2;
+    }
+    cr_assert_lt(chi, 24.32, "first row: chi-square %.2f over 7 degrees of freedom", chi);
+    cr_assert_lt(chi2, 24.32, "second row: chi-square %.2f over 7 degrees of freedom", chi2);
+    const double want = SEEDS * p[0][proposal], se = sqrt(SEEDS * p[0][proposal] * (1 - p[0][proposal]));
+    cr_assert(fabs((double)kept - want) < 4 * se, "kept %ld of %d, the target gives it %.4f", kept, SEEDS,
+              p[0][proposal]);
 }
