@@ -233,6 +233,9 @@ int generate_run_requests(struct model *m, const struct tokenizer *tok, struct r
                 (st.prompt_tokens + st.completion_tokens) / secs, ttft,
                 later > 0 && t1 > b.first_token_at ? later / (t1 - b.first_token_at) : 0.0, st.prefix_hit_tokens,
                 st.prefix_lookup_tokens, st.steps, st.preemptions, st.graph_replays, st.eager_steps);
+    if (!rc && st.spec_steps)
+        fprintf(stderr, "infer generate: speculative decoding: %ld of %ld proposed tokens kept, in %ld verify steps\n",
+                st.spec_accepted, st.spec_proposed, st.spec_steps);
     if (!rc && st.steps)
         log_info("engine step, ms on average: plan %.3f, run %.3f (build and launch %.3f, wait for the draws "
                  "%.3f); writing grammar masks %.3f (on a device while the step runs), commit %.3f",
