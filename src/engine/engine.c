@@ -30,8 +30,6 @@ static int check_opts(const struct engine_opts *o, const struct model *m, struct
     return 0;
 }
 
-/* The runner (workspace, metadata, sampler, KV cache, graphs), then the
- * block accounting and the scheduler over its cache. */
 /* The scheduler's propose hook: the proposer's tokens for a sequence that
  * decodes without a grammar (whose masks would have to follow the
  * proposals). */
@@ -45,6 +43,8 @@ static int engine_propose(void *ctx, const struct sequence *s, int max_k, int32_
     return spec_propose(eng->spec, &q, max_k, out);
 }
 
+/* The proposer, the runner (workspace, metadata, sampler, KV cache, graphs),
+ * then the block accounting and the scheduler over its cache. */
 static int engine_alloc(struct engine *eng, struct err *e)
 {
     const struct engine_opts *o = &eng->o;

@@ -174,17 +174,17 @@ int workload_make(struct workload *w, const struct workload_opts *o, struct err 
         }
         q->n_prompt = in;
         q->max_tokens = out;
-        if (s->kind == GROUNDED) { /* the cue about a twentieth of the passage, as the ids' */
+        if (s->kind == GROUNDED) { /* about 24 tokens of instructions; the cue's tokens drawn, half as words */
             q->text = grounded_text(&ri, words_for(in - 24), cue / 2 > 1 ? cue / 2 : 1);
-            continue;
+        } else {
+            q->prompt = xmalloc((size_t)in * sizeof(int32_t));
+            int at = 0;
+            if (shared >= 0) { /* as much of the prefix as fits, then the request's own ids */
+                at = prefix_len[shared] < in - 1 ? prefix_len[shared] : in - 1;
+                memcpy(q->prompt, prefix[shared], (size_t)at * sizeof(int32_t));
+            }
+            random_ids(&ri, q->prompt + at, in - at, o->vocab);
         }
-        q->prompt = xmalloc((size_t)in * sizeof(int32_t));
-        int at = 0;
-        if (shared >= 0) { /* as much of the prefix as fits, then the request's own ids */
-            at = prefix_len[shared] < in - 1 ? prefix_len[shared] : in - 1;
-            memcpy(q->prompt, prefix[shared], (size_t)at * sizeof(int32_t));
-        }
-        random_ids(&ri, q->prompt + at, in - at, o->vocab);
         if (o->request_rate > 0 && w->max_concurrency == 0 && i > 0)
             t += -log(1.0 - rng_uniform(&ra)) / o->request_rate; /* exponential gaps: Poisson arrivals */
         q->arrival = t;

@@ -87,14 +87,20 @@ struct sample_input {
  * right after the output (in->output[n_output + i]; the penalties read
  * them as output). Row i is drawn as plain decoding would draw the output's
  * token n_output + i (step + i, the same Philox noise), and the proposals
- * are kept while the draw equals them: returns m in [1, k + 1], out[0, m)
- * the draws (m - 1 proposals accepted, then the target's own token). So a
- * sequence's tokens are the same with speculation as without, greedy or
- * sampled, seeded or not: the proposals only decide how many come in one
- * step. A grammar's mask (in->mask) constrains row 0 alone, so k must be 0
- * with one. scratch as sample_token's. */
+ * are kept while the draw equals them (sample_kept): returns m in [1, k +
+ * 1], out[0, m) the draws that count (m - 1 proposals accepted, then the
+ * target's own token; out holds k + 1). So a sequence's tokens are the same
+ * with speculation as without, greedy or sampled, seeded or not: the
+ * proposals only decide how many come in one step. This is what a verify
+ * step of the engine does, the sampler drawing the rows and the scheduler
+ * keeping them. A grammar's mask (in->mask) constrains row 0 alone, so k
+ * must be 0 with one. scratch as sample_token's. */
 int sample_verify(const float *logits, int vocab, int k, const struct sample_input *in, float *scratch,
                   struct sample_result *out);
+
+/* How many of k proposals a verify step keeps: the leading ones its draws
+ * (draws[0, k)) equal. */
+int sample_kept(const struct sample_result *draws, const int32_t *proposed, int k);
 
 /* Philox4x32-10: four 32-bit random words for (key, counter). */
 void philox4x32(uint64_t key, uint64_t counter_hi, uint64_t counter_lo, uint32_t out[4]);

@@ -1,13 +1,20 @@
-/* Speculative verification (sampling.h): plain decoding's draws, row by
- * row, while they agree with the proposals. */
+/* Speculative verification (sampling.h): plain decoding's draws of every
+ * row, then the proposals they agree with. */
 #include "sampling/sampling.h"
+
+int sample_kept(const struct sample_result *draws, const int32_t *proposed, int k)
+{
+    int kept = 0;
+    while (kept < k && draws[kept].token == proposed[kept])
+        kept++;
+    return kept;
+}
 
 int sample_verify(const float *logits, int vocab, int k, const struct sample_input *in, float *scratch,
                   struct sample_result *out)
 {
     CHECK(k >= 0 && (!in->mask || k == 0));
-    const int32_t *proposed = in->output + in->n_output;
-    for (int i = 0;; i++) {
+    for (int i = 0; i <= k; i++) {
         const float *row = logits + (size_t)i * (size_t)vocab;
         if (in->mask)
             sample_token_masked(row, vocab, in->mask, in->params, in->prompt, in->n_prompt, in->output, in->n_output,
@@ -15,7 +22,6 @@ int sample_verify(const float *logits, int vocab, int k, const struct sample_inp
         else
             sample_token(row, vocab, in->params, in->prompt, in->n_prompt, in->output, in->n_output + i, in->step + i,
                          scratch, &out[i]);
-        if (i == k || out[i].token != proposed[i])
-            return i + 1;
     }
+    return sample_kept(out, in->output + in->n_output, k) + 1;
 }

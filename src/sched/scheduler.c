@@ -235,9 +235,7 @@ void scheduler_commit(struct scheduler *s, const struct step_seq *work, struct s
         row += work[i].draw;
         /* a verify entry keeps the proposals its draws agree with, then its own draw */
         const int k = work[i].draw > 1 ? work[i].draw - 1 : 0;
-        int kept = 0;
-        while (kept < k && rows[kept].token == seq->out[seq->n_out + kept])
-            kept++;
+        const int kept = sample_kept(rows, seq->out + seq->n_out, k);
         if (k) {
             s->stats.spec_steps++;
             s->stats.spec_proposed += k;
