@@ -213,7 +213,7 @@ int cmd_bench(int argc, char **argv)
             r.submit_to_first * 1e3, step_ms, r.stats.graph_replays, r.stats.eager_steps, bytes,
             step_ms > 0 ? bytes / (step_ms * 1e6) : 0, floor_ms,
             floor_ms > 0 ? step_ms / floor_ms : 0, host_ms, relay_ms, enqueue_ms, wait_ms, sf.temperature, sf.top_p,
-            sf.top_k, sf.min_p, top_logprobs, o.spec_method == SPEC_METHOD_NGRAM ? "ngram" : "none",
+            sf.top_k, sf.min_p, top_logprobs, spec_method_name(o.spec_method),
             r.stats.spec_steps, r.stats.spec_proposed, r.stats.spec_accepted,
             r.stats.spec_steps ? (double)r.stats.spec_accepted / (double)r.stats.spec_steps : 0.0);
         fflush(stdout);

@@ -3,7 +3,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct engine_flags engine_flags_default(void) { return (struct engine_flags){.o = engine_opts_default()}; }
+struct engine_flags engine_flags_default(void)
+{
+    struct engine_flags f = {.o = engine_opts_default()};
+    f.suffix_factor = f.o.spec_suffix.spec_factor;
+    f.suffix_min_prob = f.o.spec_suffix.min_prob;
+    return f;
+}
 
 void engine_flags_opts(struct engine_flags *f, struct cli_opt *opts)
 {
@@ -38,14 +44,25 @@ void engine_flags_opts(struct engine_flags *f, struct cli_opt *opts)
          "do not reuse the KV blocks of shared prompt prefixes", 0},
         {"speculative", CLI_OPT_STRING, &f->speculative, 0, 0, 0,
          "speculative decoding: ngram (prompt lookup: the last n tokens found earlier in the prompt or output "
-         "propose what followed them); default none",
+         "propose what followed them) or suffix (suffix decoding: the longest recent match in the prompt, the "
+         "output or earlier requests' outputs proposes the continuation most of its occurrences share); "
+         "default none",
          0},
-        {"num-speculative-tokens", CLI_OPT_INT, &o->spec_k, 0, 1, 16, "the most tokens one step proposes for a sequence",
+        {"num-speculative-tokens", CLI_OPT_INT, &o->spec_k, 0, 1, 32,
+         "the most tokens one step proposes for a sequence (default: 8 with ngram, 16 with suffix)",
          0},
         {"prompt-lookup-min", CLI_OPT_INT, &o->spec_ngram.n_min, 0, 1, 64, "the shortest n-gram prompt lookup matches",
          0},
         {"prompt-lookup-max", CLI_OPT_INT, &o->spec_ngram.n_max, 0, 1, 64, "the longest n-gram prompt lookup matches",
          0},
+        {"suffix-max-depth", CLI_OPT_INT, &o->spec_suffix.max_depth, 0, 2, 64,
+         "the longest match suffix decoding looks for", 0},
+        {"suffix-spec-factor", CLI_OPT_DOUBLE, &f->suffix_factor, 0, 0, 0,
+         "suffix decoding proposes at most this times the match's length, > 0", 0},
+        {"suffix-min-prob", CLI_OPT_DOUBLE, &f->suffix_min_prob, 0, 0, 0,
+         "suffix decoding stops a proposal where the share of occurrences agreeing falls below this, in [0, 1]", 0},
+        {"suffix-cache-tokens", CLI_OPT_INT, &o->spec_suffix.cache_tokens, 0, 0, 1 << 30,
+         "finished outputs suffix decoding keeps for later requests, in tokens (0: none)", 0},
     };
     for (int i = 0; i < ENGINE_FLAGS_N_OPTS; i++)
         opts[i] = list[i];
@@ -81,17 +98,36 @@ int engine_flags_check(struct engine_flags *f, const struct cli_opt *opts, struc
     o->prefix_caching = !f->disable_prefix_caching;
     if (f->speculative && !strcmp(f->speculative, "ngram"))
         o->spec_method = SPEC_METHOD_NGRAM;
+    else if (f->speculative && !strcmp(f->speculative, "suffix"))
+        o->spec_method = SPEC_METHOD_SUFFIX;
     else if (f->speculative && strcmp(f->speculative, "none"))
-        return err_set(e, "--speculative must be ngram or none, got '%s'", f->speculative);
+        return err_set(e, "--speculative must be ngram, suffix or none, got '%s'", f->speculative);
+    if (!(f->suffix_factor > 0 && f->suffix_factor <= 1000))
+        return err_set(e, "--suffix-spec-factor must be in (0, 1000], got %g", f->suffix_factor);
+    if (!(f->suffix_min_prob >= 0 && f->suffix_min_prob <= 1))
+        return err_set(e, "--suffix-min-prob must be in [0, 1], got %g", f->suffix_min_prob);
+    if (o->spec_suffix.cache_tokens > 0 && o->spec_suffix.cache_tokens < 64)
+        return err_set(e, "--suffix-cache-tokens must be 0 or at least 64, got %d", o->spec_suffix.cache_tokens);
+    o->spec_suffix.spec_factor = (float)f->suffix_factor;
+    o->spec_suffix.min_prob = (float)f->suffix_min_prob;
     if (o->spec_ngram.n_min > o->spec_ngram.n_max)
         return err_set(e, "--prompt-lookup-min %d is above --prompt-lookup-max %d", o->spec_ngram.n_min,
                        o->spec_ngram.n_max);
-    const char *spec_flag = given(opts, &o->spec_k)              ? "--num-speculative-tokens"
-                            : given(opts, &o->spec_ngram.n_min) ? "--prompt-lookup-min"
-                            : given(opts, &o->spec_ngram.n_max) ? "--prompt-lookup-max"
-                                                                : NULL;
+    const char *spec_flag = given(opts, &o->spec_k) ? "--num-speculative-tokens" : NULL;
+    const char *ngram_flag = given(opts, &o->spec_ngram.n_min)   ? "--prompt-lookup-min"
+                             : given(opts, &o->spec_ngram.n_max) ? "--prompt-lookup-max"
+                                                                 : NULL;
+    const char *suffix_flag = given(opts, &o->spec_suffix.max_depth)      ? "--suffix-max-depth"
+                              : given(opts, &f->suffix_factor)            ? "--suffix-spec-factor"
+                              : given(opts, &f->suffix_min_prob)          ? "--suffix-min-prob"
+                              : given(opts, &o->spec_suffix.cache_tokens) ? "--suffix-cache-tokens"
+                                                                          : NULL;
     if (spec_flag && o->spec_method == SPEC_METHOD_NONE)
         return err_set(e, "%s needs --speculative", spec_flag);
+    if (ngram_flag && o->spec_method != SPEC_METHOD_NGRAM)
+        return err_set(e, "%s needs --speculative ngram", ngram_flag);
+    if (suffix_flag && o->spec_method != SPEC_METHOD_SUFFIX)
+        return err_set(e, "%s needs --speculative suffix", suffix_flag);
     /* whole blocks, and block 0 (padding rows' scratch) besides */
     if (f->max_total_tokens > 0)
         o->kv_blocks = (f->max_total_tokens + o->block_size - 1) / o->block_size + 1;

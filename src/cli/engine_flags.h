@@ -2,8 +2,8 @@
  * shares (generate, logits, bench, serve): --max-num-batched-tokens,
  * --max-num-seqs, --max-model-len, --max-total-tokens, --gpu-memory-utilization,
  * --disable-prefix-caching, speculative decoding's --speculative,
- * --num-speculative-tokens and --prompt-lookup-min/max, and the
- * --cuda-graph-* family, parsed straight
+ * --num-speculative-tokens, --prompt-lookup-min/max and --suffix-*, and
+ * the --cuda-graph-* family, parsed straight
  * into a struct engine_opts whose defaults (engine_opts_default) are the
  * flags' defaults. */
 #ifndef INFER_CLI_ENGINE_FLAGS_H
@@ -21,12 +21,13 @@ struct engine_flags {
     int no_graph_padding, disable_prefix_caching;
     int max_total_tokens;   /* 0: the device's memory share, or four full contexts on the CPU */
     const char *speculative; /* NULL: none */
+    double suffix_factor, suffix_min_prob; /* --suffix-spec-factor, --suffix-min-prob (floats in o) */
     int graph_mode_given;   /* set by engine_flags_check */
     const char *graph_flag; /* set by engine_flags_check: a graph-shaping flag that was given, or NULL */
     int *bucket_list, *token_list; /* the parsed lists, owned (engine_flags_free) */
 };
 
-#define ENGINE_FLAGS_N_OPTS 16
+#define ENGINE_FLAGS_N_OPTS 20
 
 struct engine_flags engine_flags_default(void);
 /* Writes the ENGINE_FLAGS_N_OPTS options into opts (pointing into f). */

@@ -15,8 +15,9 @@ struct engine_opts engine_opts_default(void)
                                 .block_size = 16,
                                 .gpu_memory_utilization = 0.90,
                                 .prefix_caching = 1,
-                                .spec_k = 4,
                                 .spec_ngram = {.n_min = 2, .n_max = 4},
+                                .spec_suffix = {.max_depth = 24, .spec_factor = 1.0f, .min_prob = 0.1f,
+                                                .cache_tokens = 1 << 20},
                                 .graph = {.mode = GRAPH_MODE_NONE, .max_bs = 256, .padding = 1}};
 }
 
@@ -51,8 +52,12 @@ static int engine_alloc(struct engine *eng, struct err *e)
     struct model *m = eng->m;
     if (o->spec_method == SPEC_METHOD_NGRAM && !(eng->spec = spec_ngram_create(&o->spec_ngram, e)))
         return -1;
-    const int spec_k = eng->spec ? o->spec_k : 0;
-    const int max_draws = o->max_seqs * (1 + spec_k);
+    if (o->spec_method == SPEC_METHOD_SUFFIX && !(eng->spec = spec_suffix_create(&o->spec_suffix, e)))
+        return -1;
+    const int spec_k = !eng->spec ? 0 : o->spec_k > 0 ? o->spec_k : spec_k_default(o->spec_method);
+    /* a row per sequence, and the proposals a step checks */
+    const int spec_rows = o->max_seqs * spec_k < SCHED_SPEC_ROWS ? o->max_seqs * spec_k : SCHED_SPEC_ROWS;
+    const int max_draws = o->max_seqs + spec_rows;
     const struct runner_opts ro = {.max_tokens = o->max_batched_tokens,
                                    .max_seqs = o->max_seqs,
                                    .max_draws = max_draws,
@@ -157,6 +162,7 @@ static int engine_step(struct engine *eng, struct err *e)
     st->spec_steps = ss->spec_steps;
     st->spec_proposed = ss->spec_proposed;
     st->spec_accepted = ss->spec_accepted;
+    st->spec_method = spec_method_name(eng->o.spec_method);
     st->graph_replays = eng->runner.n_replays;
     st->eager_steps = eng->runner.n_eager;
     st->launch_s = eng->runner.launch_s;
@@ -183,12 +189,27 @@ static int engine_step(struct engine *eng, struct err *e)
     return 0;
 }
 
+/* A finished sequence's output goes to the proposer (suffix decoding keeps
+ * it for later requests), unless it was aborted. */
+static void spec_done(struct engine *eng, const struct sequence *s)
+{
+    if (!eng->spec || !s->tokens)
+        return;
+    const struct spec_seq q = {.id = s->id,
+                               .tokens = s->tokens,
+                               .n_prompt = s->n_prompt,
+                               .n_known = s->finish == FINISH_REASON_ABORT ? s->n_prompt : sequence_known(s)};
+    spec_finish(eng->spec, &q);
+}
+
 /* Frees the requests whose choices have all finished. */
 static void sweep(struct engine *eng)
 {
     for (struct live_request **p = &eng->live; *p;) {
         struct live_request *lr = *p;
         if (lr->n_finished == lr->n) {
+            for (int i = 0; i < lr->n; i++)
+                spec_done(eng, &lr->seqs[i]);
             *p = lr->next;
             live_request_free(lr);
         } else {
@@ -313,6 +334,8 @@ long engine_submit(struct engine *eng, const struct engine_request *req, struct 
         return -1;
     pthread_mutex_lock(&eng->mu);
     long id = lr->id = eng->next_id++;
+    for (int i = 0; i < lr->n; i++)
+        lr->seqs[i].id = eng->next_seq_id++;
     if (eng->pending_tail)
         eng->pending_tail->next = lr;
     else

@@ -16,6 +16,7 @@
 #include "sampling/sampling.h"
 #include "sched/sequence.h"
 #include "spec/ngram.h"
+#include "spec/suffix.h"
 #include "tokenizer/tokenizer.h"
 
 struct model;
@@ -23,8 +24,20 @@ struct relay;
 
 struct engine;
 
-/* Speculative decoding's proposer (--speculative): none, or prompt lookup. */
-enum spec_method { SPEC_METHOD_NONE, SPEC_METHOD_NGRAM };
+/* Speculative decoding's proposer (--speculative): none, prompt lookup or
+ * suffix decoding. */
+enum spec_method { SPEC_METHOD_NONE, SPEC_METHOD_NGRAM, SPEC_METHOD_SUFFIX };
+
+/* The most tokens a step proposes for a sequence unless told: prompt
+ * lookup 8, suffix decoding (whose proposals are as long as their match
+ * supports) 16; docs/benchmarks.md has the runs that chose them. */
+static inline int spec_k_default(enum spec_method m) { return m == SPEC_METHOD_SUFFIX ? 16 : 8; }
+
+/* "none", "ngram", "suffix": --speculative's value. */
+static inline const char *spec_method_name(enum spec_method m)
+{
+    return m == SPEC_METHOD_NGRAM ? "ngram" : m == SPEC_METHOD_SUFFIX ? "suffix" : "none";
+}
 
 struct engine_opts {
     int max_batched_tokens; /* token budget of one step (--max-num-batched-tokens) */
@@ -38,8 +51,9 @@ struct engine_opts {
     int return_logits;   /* requests may ask for their logits (sizes every step for a full chunk of rows) */
     int check_integrity; /* run the cache's integrity check after every step; a violation aborts */
     enum spec_method spec_method;     /* --speculative */
-    int spec_k;                       /* the most proposals one step checks for a sequence (--num-speculative-tokens) */
+    int spec_k; /* the most proposals one step checks for a sequence (--num-speculative-tokens; 0: spec_k_default) */
     struct spec_ngram_opts spec_ngram; /* prompt lookup's n-gram lengths */
+    struct spec_suffix_opts spec_suffix; /* suffix decoding's match depth, lengths, cache */
     struct graph_opts graph; /* --cuda-graph-mode and its buckets */
     const struct relay *relay; /* a split model's other ranks, driven step by step (src/parallel), or NULL */
 };
@@ -107,6 +121,7 @@ struct engine_stats {
     long computed_tokens, preemptions, evicted_blocks, forked_blocks;
     long graph_replays, eager_steps; /* forward steps replayed as a CUDA graph, run eagerly */
     long spec_steps, spec_proposed, spec_accepted; /* verify entries, the tokens they proposed, those accepted */
+    const char *spec_method;                       /* spec_method_name of --speculative */
     /* seconds of the engine thread in each part of its steps: planning,
      * running the step (building the batch, the launch, waiting for the
      * draws), committing the draws (events included) */

@@ -62,6 +62,7 @@ struct engine {
     int n_aborts, cap_aborts;
     int shutdown;
     long next_id;
+    long next_seq_id; /* every choice of every request its own (the proposer keys on it) */
     struct engine_stats stats;
     pthread_t thread;
 };

@@ -32,15 +32,15 @@ static int check_sequence(const struct scheduler *s, const struct sequence *r, i
 {
     const int known = sequence_known(r);
     if (r->n_cached < 0 || r->n_cached > known || r->n_cached > r->blocks.n * s->block_size)
-        return err_set(e, "sequence %d: %d cached tokens of %d known, %d blocks", r->id, r->n_cached, known,
+        return err_set(e, "sequence %ld: %d cached tokens of %d known, %d blocks", r->id, r->n_cached, known,
                        r->blocks.n);
     memset(mine, 0, (size_t)s->pool->n_blocks);
     for (int i = 0; i < r->blocks.n; i++) {
         int32_t b = r->blocks.ids[i];
         if (b < s->pool->n_reserved || b >= s->pool->n_blocks)
-            return err_set(e, "sequence %d holds invalid block %d", r->id, b);
+            return err_set(e, "sequence %ld holds invalid block %d", r->id, b);
         if (mine[b]++)
-            return err_set(e, "sequence %d holds block %d twice", r->id, b);
+            return err_set(e, "sequence %ld holds block %d twice", r->id, b);
         counts[b]++;
     }
     return 0;
@@ -76,11 +76,11 @@ int scheduler_check(const struct scheduler *s, struct err *e)
     }
     for (int i = 0; i < s->n_running && !rc; i++)
         rc = s->running[i]->state != SEQUENCE_RUNNING
-                 ? err_set(e, "sequence %d is on the running list but not running", s->running[i]->id)
+                 ? err_set(e, "sequence %ld is on the running list but not running", s->running[i]->id)
                  : check_sequence(s, s->running[i], counts, mine, e);
     for (int i = 0; i < s->n_waiting && !rc; i++)
         if (s->waiting[i]->blocks.n != 0 || s->waiting[i]->n_cached != 0)
-            rc = err_set(e, "waiting sequence %d holds %d blocks", s->waiting[i]->id, s->waiting[i]->blocks.n);
+            rc = err_set(e, "waiting sequence %ld holds %d blocks", s->waiting[i]->id, s->waiting[i]->blocks.n);
     for (int b = 0; b < p->n_blocks && !rc; b++)
         if (counts[b] != p->refs[b])
             rc = err_set(e, "block %d: %d references in the pool, %d holders found", b, p->refs[b], counts[b]);

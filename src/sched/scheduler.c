@@ -5,13 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Speculation's brakes. A step checks at most SPEC_ROWS_DEFAULT proposed
+/* Speculation's brakes. A step checks at most SCHED_SPEC_ROWS proposed
  * tokens (scheduler.spec_rows): a decode step's extra rows are nearly free
  * while the weights' reads dominate it, not once the batch makes it compute.
  * A sequence whose kept share (a moving average, SPEC_RATE_WEIGHT a step)
  * falls below SPEC_RATE_LOW stops proposing for SPEC_WAIT_STEPS steps, then
  * tries again from SPEC_RATE_RETRY. */
-#define SPEC_ROWS_DEFAULT 32
 #define SPEC_RATE_WEIGHT 0.3f
 #define SPEC_RATE_LOW 0.15f
 #define SPEC_WAIT_STEPS 16
@@ -35,7 +34,7 @@ void scheduler_init(struct scheduler *s, struct block_pool *pool, int block_size
     s->eos_ids = eos_ids;
     s->n_eos = n_eos;
     s->running = xcalloc((size_t)max_seqs, sizeof *s->running);
-    s->spec_rows = SPEC_ROWS_DEFAULT;
+    s->spec_rows = SCHED_SPEC_ROWS;
 }
 
 void scheduler_enable_prefix_cache(struct scheduler *s)

@@ -67,8 +67,11 @@ struct scheduler {
     scheduler_propose_fn propose; /* optional: a decoding sequence's proposals, checked in its next step */
     void *propose_ctx;
     int spec_k; /* the most proposals a sequence's step checks (0: no speculation) */
-    int spec_rows; /* the most proposed tokens one step checks, all sequences together */
+    int spec_rows; /* the most proposed tokens one step checks, all sequences together (SCHED_SPEC_ROWS) */
 };
+
+/* spec_rows' default: a step's logit rows are at most its sequences + this. */
+#define SCHED_SPEC_ROWS 32
 
 void scheduler_init(struct scheduler *s, struct block_pool *pool, int block_size, int max_batched_tokens, int max_seqs,
                     int max_context, const int32_t *eos_ids, int n_eos);

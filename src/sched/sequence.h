@@ -27,7 +27,7 @@ static inline int token_is_eos(const int32_t *eos_ids, int n, int32_t id)
 enum sequence_state { SEQUENCE_WAITING, SEQUENCE_RUNNING, SEQUENCE_FINISHED };
 
 struct sequence {
-    int id;
+    long id; /* the caller's name for it (the engine's are unique) */
     const int32_t *prompt; /* borrowed */
     int n_prompt;
     int max_tokens;

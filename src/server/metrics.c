@@ -336,6 +336,10 @@ char *metrics_render(struct metrics *m, const struct metrics_gauges *g, size_t *
     out_long_metric(&o, model, "infer_spec_accepted_tokens_total", "counter",
                     "Speculative decoding: proposed tokens the model's own draws agreed with (kept).",
                     g->spec_accepted);
+    out_header(&o, "infer_spec_method_info", "gauge",
+               "Speculative decoding: the proposer the counters above are of (1, labelled by method).");
+    out_printf(&o, "infer_spec_method_info{model_name=\"%s\",method=\"%s\"} 1\n", model,
+               g->spec_method ? g->spec_method : "none");
     out_long_metric(&o, model, "infer_graph_replays_total", "counter",
                     "Engine steps run as a CUDA graph replay.", g->graph_replays);
     out_long_metric(&o, model, "infer_eager_steps_total", "counter", "Engine steps run eagerly.",

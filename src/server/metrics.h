@@ -29,6 +29,7 @@ struct metrics_gauges {
     long preemptions;                 /* infer_preemptions_total */
     long spec_steps, spec_proposed, spec_accepted; /* infer_spec_verify_steps_total, _proposed_tokens_total,
                                                       _accepted_tokens_total */
+    const char *spec_method; /* infer_spec_method_info's method label: "ngram", "suffix" ("none" when NULL) */
 };
 
 struct metrics;

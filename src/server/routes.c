@@ -52,7 +52,8 @@ int route_metrics(struct server *s, struct conn *c)
                                .preemptions = st.preemptions,
                                .spec_steps = st.spec_steps,
                                .spec_proposed = st.spec_proposed,
-                               .spec_accepted = st.spec_accepted};
+                               .spec_accepted = st.spec_accepted,
+                               .spec_method = st.spec_method};
     size_t len;
     char *text = metrics_render(s->metrics, &g, &len);
     return server_reply_text(c, 200, "text/plain; version=0.0.4", text, len);

@@ -16,7 +16,7 @@
  * tokens[n_prompt, n_known) the output so far. id names the sequence for
  * proposers that keep state per sequence. */
 struct spec_seq {
-    int id;
+    long id;
     const int32_t *tokens;
     int n_prompt, n_known;
 };

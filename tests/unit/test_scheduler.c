@@ -13,6 +13,7 @@
 #include "core/rng.h"
 #include "sched/scheduler.h"
 #include "spec/ngram.h"
+#include "spec/suffix.h"
 #include "sched_harness.h"
 #include "test_util.h"
 
@@ -191,16 +192,19 @@ static void check_speculative(const char *fixture, int prefix_cache)
     struct oracle oracle = {{&oracle_ops}, &w, truth, n_truth, {{0}}, 0}, noise = oracle;
     noise.noise = 1;
     rng_seed(&noise.r, 3, 0, 0);
-    struct spec_proposer *props[] = {ngram, &oracle.base, &noise.base};
-    const char *names[] = {"prompt lookup", "oracle", "noise"};
-    for (int p = 0; p < 3; p++) {
+    struct spec_suffix_opts so = spec_suffix_opts_default();
+    so.cache_tokens = 4096; /* small enough to evict */
+    struct spec_proposer *suffix = spec_suffix_create(&so, &e);
+    struct spec_proposer *props[] = {ngram, suffix, &oracle.base, &noise.base};
+    const char *names[] = {"prompt lookup", "suffix decoding", "oracle", "noise"};
+    for (int p = 0; p < 4; p++) {
         struct scheduler_stats st;
         const long pre = run_spec(m, &w, reqs, 40, 96, 16, 0.f, prefix_cache, props[p], 4, &st);
         cr_assert(pre > 0, "%s: the pool was meant to force preemption", fixture);
         cr_assert_gt(st.spec_proposed, 0, "%s, %s: nothing proposed", fixture, names[p]);
-        if (p == 1)
+        if (p == 2)
             cr_assert_eq(st.spec_accepted, st.spec_proposed, "%s: the oracle's proposals are all right", fixture);
-        else if (p == 2)
+        else if (p == 3)
             cr_assert_lt(st.spec_accepted * 4, st.spec_proposed, "%s: noise is mostly wrong", fixture);
         for (int i = 0; i < N_REQ; i++) {
             cr_assert_eq(reqs[i].n_out, n_truth[i], "%s, %s, request %d: %d tokens, %d alone", fixture, names[p], i,
@@ -215,7 +219,11 @@ static void check_speculative(const char *fixture, int prefix_cache)
     }
     for (int i = 0; i < N_REQ; i++)
         free(truth[i]), free(w.prompts[i]);
+    struct spec_suffix_stats ss;
+    spec_suffix_stats(suffix, &ss);
+    cr_assert_gt(ss.cached_seqs, 0, "%s: finished outputs are kept", fixture);
     spec_free(ngram);
+    spec_free(suffix);
     test_free_model(m, be);
 }
 
@@ -225,7 +233,8 @@ Test(scheduler, gemma3_speculative_equal_alone) { check_speculative("tiny-gemma3
 
 /* Seeded sampled requests: the same tokens with speculation as without,
  * whether the proposals are the sampled continuation itself (all kept) or
- * prompt lookup's (on a tiny model's flat distributions, mostly not). */
+ * prompt lookup's (on a tiny model's flat distributions, mostly not) or
+ * suffix decoding's from an earlier run of the same requests. */
 Test(scheduler, seeded_sampling_is_the_same_speculating)
 {
     struct backend *be;
@@ -242,13 +251,25 @@ Test(scheduler, seeded_sampling_is_the_same_speculating)
     const struct spec_ngram_opts no = {1, 3};
     struct spec_proposer *ngram = spec_ngram_create(&no, &e);
     struct oracle oracle = {{&oracle_ops}, &w, truth, n_truth, {{0}}, 0};
-    struct spec_proposer *props[] = {&oracle.base, ngram};
-    for (int p = 0; p < 2; p++) {
+    /* suffix decoding as if the same requests had run before: their outputs
+     * in its shared index (the flat draws seldom repeat themselves) */
+    const struct spec_suffix_opts so = spec_suffix_opts_default();
+    struct spec_proposer *suffix = spec_suffix_create(&so, &e);
+    for (int i = 0; i < N_REQ; i++) {
+        const struct spec_seq q = {.id = 1000 + i, .tokens = a[i].tokens, .n_prompt = a[i].n_prompt,
+                                   .n_known = sequence_known(&a[i])};
+        spec_finish(suffix, &q);
+    }
+    struct spec_proposer *props[] = {&oracle.base, ngram, suffix};
+    for (int p = 0; p < 3; p++) {
         struct scheduler_stats st;
         run_spec(m, &w, b, 40, 96, 16, 0.8f, 1, props[p], 4, &st);
         cr_assert_gt(st.spec_proposed, 0);
         if (p == 0)
             cr_assert_eq(st.spec_accepted, st.spec_proposed, "the sampled continuation itself is kept");
+        if (p == 2)
+            cr_assert_gt(st.spec_accepted * 2, st.spec_proposed, "the earlier run's outputs are mostly kept: %ld of %ld",
+                         st.spec_accepted, st.spec_proposed);
         same_outputs(a, b, props[p]->ops->name);
     }
     for (int i = 0; i < N_REQ; i++) {
@@ -256,5 +277,6 @@ Test(scheduler, seeded_sampling_is_the_same_speculating)
         free(w.prompts[i]);
     }
     spec_free(ngram);
+    spec_free(suffix);
     test_free_model(m, be);
 }
