@@ -84,7 +84,7 @@ struct backend *backend_create(enum backend_kind kind, int n_threads, struct err
     return backend_create_on(kind, n_threads, 0, e);
 }
 
-struct backend *backend_create_on(enum backend_kind kind, int n_threads, int device, struct err *e)
+static struct backend *create(enum backend_kind kind, int n_threads, int device, struct err *e)
 {
     if (kind == BACKEND_KIND_CPU)
         return cpu_fast_backend_create(n_threads, e);
@@ -98,6 +98,14 @@ struct backend *backend_create_on(enum backend_kind kind, int n_threads, int dev
                "when it was built)");
     return NULL;
 #endif
+}
+
+struct backend *backend_create_on(enum backend_kind kind, int n_threads, int device, struct err *e)
+{
+    struct backend *be = create(kind, n_threads, device, e);
+    if (be)
+        be->kind = kind, be->n_threads = n_threads, be->device = device;
+    return be;
 }
 
 void backend_free(struct backend *be)

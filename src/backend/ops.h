@@ -266,6 +266,9 @@ struct backend_ops {
     const struct sampler_ops *sampler;
 };
 
+/* CPU: the fast CPU backend; CPU_REFERENCE: the fp32 oracle. */
+enum backend_kind { BACKEND_KIND_CPU, BACKEND_KIND_CPU_REFERENCE, BACKEND_KIND_CUDA };
+
 struct backend {
     const struct backend_ops *ops;
     void *impl;
@@ -282,10 +285,11 @@ struct backend {
     struct comm *comm;    /* the rank's group when the model is split (src/parallel), else NULL */
     char detail[192];     /* what the start-up line says of it beside its name (threads, kernels), or "" */
     void (*free_impl)(struct backend *be); /* the backend's own part of backend_free */
+    /* how backend_create_on made it (another of the same: a draft model's) */
+    enum backend_kind kind;
+    int n_threads, device;
 };
 
-/* CPU: the fast CPU backend; CPU_REFERENCE: the fp32 oracle. */
-enum backend_kind { BACKEND_KIND_CPU, BACKEND_KIND_CPU_REFERENCE, BACKEND_KIND_CUDA };
 
 static inline int backend_kind_is_cpu(enum backend_kind k)
 {

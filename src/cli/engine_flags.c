@@ -45,8 +45,8 @@ void engine_flags_opts(struct engine_flags *f, struct cli_opt *opts)
         {"speculative", CLI_OPT_STRING, &f->speculative, 0, 0, 0,
          "speculative decoding: ngram (prompt lookup: the last n tokens found earlier in the prompt or output "
          "propose what followed them) or suffix (suffix decoding: the longest recent match in the prompt, the "
-         "output or earlier requests' outputs proposes the continuation most of its occurrences share); "
-         "default none",
+         "output or earlier requests' outputs proposes the continuation most of its occurrences share) or draft "
+         "(a smaller model of the same vocabulary, --speculative-model, runs ahead); default none",
          0},
         {"num-speculative-tokens", CLI_OPT_INT, &o->spec_k, 0, 1, 32,
          "the most tokens one step proposes for a sequence (default: 8 with ngram, 16 with suffix)",
@@ -55,6 +55,8 @@ void engine_flags_opts(struct engine_flags *f, struct cli_opt *opts)
          0},
         {"prompt-lookup-max", CLI_OPT_INT, &o->spec_ngram.n_max, 0, 1, 64, "the longest n-gram prompt lookup matches",
          0},
+        {"speculative-model", CLI_OPT_STRING, &o->spec_model, 0, 0, 0,
+         "the draft model of --speculative draft: a checkpoint directory or .gguf file", 0},
         {"suffix-max-depth", CLI_OPT_INT, &o->spec_suffix.max_depth, 0, 2, 64,
          "the longest match suffix decoding looks for", 0},
         {"suffix-spec-factor", CLI_OPT_DOUBLE, &f->suffix_factor, 0, 0, 0,
@@ -100,8 +102,14 @@ int engine_flags_check(struct engine_flags *f, const struct cli_opt *opts, struc
         o->spec_method = SPEC_METHOD_NGRAM;
     else if (f->speculative && !strcmp(f->speculative, "suffix"))
         o->spec_method = SPEC_METHOD_SUFFIX;
+    else if (f->speculative && !strcmp(f->speculative, "draft"))
+        o->spec_method = SPEC_METHOD_DRAFT;
     else if (f->speculative && strcmp(f->speculative, "none"))
-        return err_set(e, "--speculative must be ngram, suffix or none, got '%s'", f->speculative);
+        return err_set(e, "--speculative must be ngram, suffix, draft or none, got '%s'", f->speculative);
+    if (o->spec_method == SPEC_METHOD_DRAFT && !o->spec_model)
+        return err_set(e, "--speculative draft needs --speculative-model PATH (the draft model)");
+    if (o->spec_model && o->spec_method != SPEC_METHOD_DRAFT)
+        return err_set(e, "--speculative-model needs --speculative draft");
     if (!(f->suffix_factor > 0 && f->suffix_factor <= 1000))
         return err_set(e, "--suffix-spec-factor must be in (0, 1000], got %g", f->suffix_factor);
     if (!(f->suffix_min_prob >= 0 && f->suffix_min_prob <= 1))

@@ -2,7 +2,8 @@
  * shares (generate, logits, bench, serve): --max-num-batched-tokens,
  * --max-num-seqs, --max-model-len, --max-total-tokens, --gpu-memory-utilization,
  * --disable-prefix-caching, speculative decoding's --speculative,
- * --num-speculative-tokens, --prompt-lookup-min/max and --suffix-*, and
+ * --num-speculative-tokens, --speculative-model, --prompt-lookup-min/max and
+ * --suffix-*, and
  * the --cuda-graph-* family, parsed straight
  * into a struct engine_opts whose defaults (engine_opts_default) are the
  * flags' defaults. */
@@ -27,7 +28,7 @@ struct engine_flags {
     int *bucket_list, *token_list; /* the parsed lists, owned (engine_flags_free) */
 };
 
-#define ENGINE_FLAGS_N_OPTS 20
+#define ENGINE_FLAGS_N_OPTS 21
 
 struct engine_flags engine_flags_default(void);
 /* Writes the ENGINE_FLAGS_N_OPTS options into opts (pointing into f). */

@@ -7,6 +7,7 @@
 #include "core/threadpool.h"
 #include "core/log.h"
 #include "engine/engine_internal.h"
+#include "engine/spec_draft.h"
 
 struct engine_opts engine_opts_default(void)
 {
@@ -31,17 +32,43 @@ static int check_opts(const struct engine_opts *o, const struct model *m, struct
     return 0;
 }
 
-/* The scheduler's propose hook: the proposer's tokens for a sequence that
- * decodes without a grammar (whose masks would have to follow the
- * proposals). */
+/* Whether s's request lets it be speculated: not under a grammar (whose
+ * masks would have to follow the proposals), not opted out. */
+static int may_speculate(const struct sequence *s)
+{
+    const struct live_request *lr = s->user;
+    return !lr->matchers && !lr->no_speculation;
+}
+
+static struct spec_seq spec_seq_of(const struct sequence *s)
+{
+    return (struct spec_seq){.id = s->id,
+                             .tokens = s->tokens,
+                             .n_prompt = s->n_prompt,
+                             .n_known = sequence_known(s),
+                             .sampling = &s->sampling,
+                             .step = sequence_rng_step(s)};
+}
+
+/* The scheduler's propose hook: the proposer's tokens for a sequence. */
 static int engine_propose(void *ctx, const struct sequence *s, int max_k, int32_t *out)
 {
     struct engine *eng = ctx;
-    const struct live_request *lr = s->user;
-    if (lr->matchers || lr->no_speculation)
+    if (!may_speculate(s))
         return 0;
-    const struct spec_seq q = {.id = s->id, .tokens = s->tokens, .n_prompt = s->n_prompt, .n_known = sequence_known(s)};
+    const struct spec_seq q = spec_seq_of(s);
     return spec_propose(eng->spec, &q, max_k, out);
+}
+
+/* The scheduler's prepare hook: the step's candidates, all at once. */
+static void engine_prepare(void *ctx, struct sequence *const *seqs, const int *max_k, int n)
+{
+    struct engine *eng = ctx;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (may_speculate(seqs[i]))
+            eng->spec_seqs[m] = spec_seq_of(seqs[i]), eng->spec_max_k[m++] = max_k[i];
+    spec_prepare(eng->spec, eng->spec_seqs, eng->spec_max_k, m);
 }
 
 /* The proposer, the runner (workspace, metadata, sampler, KV cache, graphs),
@@ -50,11 +77,15 @@ static int engine_alloc(struct engine *eng, struct err *e)
 {
     const struct engine_opts *o = &eng->o;
     struct model *m = eng->m;
+    if (o->spec_method == SPEC_METHOD_DRAFT && o->relay)
+        return err_set(e, "--speculative draft runs the draft on one rank: use --tensor-parallel-size 1");
     if (o->spec_method == SPEC_METHOD_NGRAM && !(eng->spec = spec_ngram_create(&o->spec_ngram, e)))
         return -1;
     if (o->spec_method == SPEC_METHOD_SUFFIX && !(eng->spec = spec_suffix_create(&o->spec_suffix, e)))
         return -1;
-    const int spec_k = !eng->spec ? 0 : o->spec_k > 0 ? o->spec_k : spec_k_default(o->spec_method);
+    const int spec_k = o->spec_method == SPEC_METHOD_NONE ? 0
+                       : o->spec_k > 0                   ? o->spec_k
+                                                         : spec_k_default(o->spec_method);
     /* a row per sequence, and the proposals a step checks */
     const int spec_rows = o->max_seqs * spec_k < SCHED_SPEC_ROWS ? o->max_seqs * spec_k : SCHED_SPEC_ROWS;
     const int max_draws = o->max_seqs + spec_rows;
@@ -72,6 +103,20 @@ static int engine_alloc(struct engine *eng, struct err *e)
         spec_free(eng->spec);
         return -1;
     }
+    if (o->spec_method == SPEC_METHOD_DRAFT) { /* after the target's memory plan: its KV pool comes first */
+        const struct spec_draft_opts d = {.path = o->spec_model,
+                                          .max_seqs = o->max_seqs,
+                                          .max_tokens = o->max_batched_tokens,
+                                          .max_context = o->max_context,
+                                          .block_size = o->block_size,
+                                          .kv_blocks = eng->runner.kv.n_blocks,
+                                          .gpu_memory_utilization = o->gpu_memory_utilization,
+                                          .graph = o->graph};
+        if (!(eng->spec = spec_draft_create(m, &d, e))) {
+            runner_free(&eng->runner);
+            return -1;
+        }
+    }
     const int n_blocks = eng->runner.kv.n_blocks;
     block_pool_init(&eng->pool, n_blocks, 1); /* block 0: the scratch block of padded rows */
     scheduler_init(&eng->sched, &eng->pool, o->block_size, o->max_batched_tokens, o->max_seqs, o->max_context,
@@ -82,8 +127,11 @@ static int engine_alloc(struct engine *eng, struct err *e)
     eng->sched.on_token_ctx = eng;
     if (eng->spec) {
         eng->sched.propose = engine_propose;
+        eng->sched.prepare = eng->spec->ops->prepare ? engine_prepare : NULL;
         eng->sched.propose_ctx = eng;
         eng->sched.spec_k = spec_k;
+        eng->spec_seqs = xmalloc((size_t)o->max_seqs * sizeof *eng->spec_seqs);
+        eng->spec_max_k = xmalloc((size_t)o->max_seqs * sizeof *eng->spec_max_k);
     }
     eng->work = xcalloc((size_t)o->max_seqs, sizeof *eng->work);
     eng->seqs = xcalloc((size_t)o->max_seqs, sizeof *eng->seqs);
@@ -111,6 +159,8 @@ static void engine_release(struct engine *eng)
     free(eng->drawn);
     free(eng->masks);
     free(eng->mask_rows);
+    free(eng->spec_seqs);
+    free(eng->spec_max_k);
     threadpool_free(eng->mask_pool);
     scheduler_free(&eng->sched);
     block_pool_free(&eng->pool);

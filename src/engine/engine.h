@@ -24,19 +24,23 @@ struct relay;
 
 struct engine;
 
-/* Speculative decoding's proposer (--speculative): none, prompt lookup or
- * suffix decoding. */
-enum spec_method { SPEC_METHOD_NONE, SPEC_METHOD_NGRAM, SPEC_METHOD_SUFFIX };
+/* Speculative decoding's proposer (--speculative): none, prompt lookup,
+ * suffix decoding or a draft model. */
+enum spec_method { SPEC_METHOD_NONE, SPEC_METHOD_NGRAM, SPEC_METHOD_SUFFIX, SPEC_METHOD_DRAFT };
 
 /* The most tokens a step proposes for a sequence unless told: prompt
  * lookup 8, suffix decoding (whose proposals are as long as their match
- * supports) 16; docs/benchmarks.md has the runs that chose them. */
-static inline int spec_k_default(enum spec_method m) { return m == SPEC_METHOD_SUFFIX ? 16 : 8; }
+ * supports) 16 (docs/benchmarks.md has the runs that chose them), a draft
+ * model 4 (each costs a draft step). */
+static inline int spec_k_default(enum spec_method m)
+{
+    return m == SPEC_METHOD_SUFFIX ? 16 : m == SPEC_METHOD_DRAFT ? 4 : 8;
+}
 
-/* "none", "ngram", "suffix": --speculative's value. */
+/* "none", "ngram", "suffix", "draft": --speculative's value. */
 static inline const char *spec_method_name(enum spec_method m)
 {
-    return m == SPEC_METHOD_NGRAM ? "ngram" : m == SPEC_METHOD_SUFFIX ? "suffix" : "none";
+    return m == SPEC_METHOD_NGRAM ? "ngram" : m == SPEC_METHOD_SUFFIX ? "suffix" : m == SPEC_METHOD_DRAFT ? "draft" : "none";
 }
 
 struct engine_opts {
@@ -54,6 +58,7 @@ struct engine_opts {
     int spec_k; /* the most proposals one step checks for a sequence (--num-speculative-tokens; 0: spec_k_default) */
     struct spec_ngram_opts spec_ngram; /* prompt lookup's n-gram lengths */
     struct spec_suffix_opts spec_suffix; /* suffix decoding's match depth, lengths, cache */
+    const char *spec_model;              /* the draft model's checkpoint (--speculative-model) */
     struct graph_opts graph; /* --cuda-graph-mode and its buckets */
     const struct relay *relay; /* a split model's other ranks, driven step by step (src/parallel), or NULL */
 };

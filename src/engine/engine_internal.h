@@ -47,6 +47,8 @@ struct engine {
     struct sequence **seqs;      /* [max_seqs] their sequences */
     struct sample_result *drawn; /* [max_draws] the step's draws */
     struct spec_proposer *spec;  /* NULL: no speculation */
+    struct spec_seq *spec_seqs;  /* [max_seqs] the prepare hook's */
+    int *spec_max_k;
     uint32_t *masks;             /* [max_seqs * mask_words]: the grammar masks of the step's draws */
     int mask_words;              /* ceil(vocab / 32) */
     int n_work;                  /* the step's entries in work (engine_assign_masks) */

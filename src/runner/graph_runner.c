@@ -104,8 +104,15 @@ static int full_wanted(const struct graph_runner *gr, int t, int s)
     return gr->seq_buckets[s] <= gr->tok_buckets[t] || s == 0 || gr->seq_buckets[s - 1] < gr->tok_buckets[t];
 }
 
-/* The logit rows (all drawn) of the full graphs of S sequence slots. */
-static int full_rows(const struct graph_runner *gr, int S) { return S < gr->max_draws ? S : gr->max_draws; }
+/* The logit rows (all drawn) of the full graphs of T tokens and S sequence
+ * slots: a row each, and where steps verify proposals (extra_draws) as
+ * many more as the tokens and the sampler allow. */
+static int full_rows(const struct graph_runner *gr, int T, int S)
+{
+    int rows = S + gr->extra_draws;
+    rows = gr->extra_draws && rows > T ? T : rows;
+    return rows < gr->max_draws ? rows : gr->max_draws;
+}
 
 static int capture_all(struct graph_runner *gr, struct runner *r, struct err *e)
 {
@@ -127,7 +134,7 @@ static int capture_all(struct graph_runner *gr, struct runner *r, struct err *e)
             if (!full_wanted(gr, t, s))
                 continue;
             progress_tick(&p);
-            const int S = gr->seq_buckets[s], T = gr->tok_buckets[t], rows = full_rows(gr, S);
+            const int S = gr->seq_buckets[s], T = gr->tok_buckets[t], rows = full_rows(gr, T, S);
             const struct step_shape shape = {.n_tokens = T, .n_seqs = S, .n_draws = rows, .n_logits = rows};
             /* S == T takes the decode attention kernel: warm that whole too */
             if (capture_whole(r, &shape, rows, warmed && S != T, &gr->full[(size_t)t * NS + s], e))
@@ -201,7 +208,9 @@ int graph_runner_init(struct graph_runner *gr, struct runner *r, const struct gr
         graph_runner_free(gr, be);
         return -1;
     }
-    gr->max_draws = r->o.max_seqs; /* the same on every rank: the shapes of the graphs must agree */
+    /* the same on every rank (the relay carries the options): the shapes of the graphs must agree */
+    gr->max_draws = runner_max_draws(&r->o);
+    gr->extra_draws = gr->max_draws > r->o.max_seqs ? gr->max_draws - r->o.max_seqs : 0;
     gr->graphs = xcalloc((size_t)gr->n_buckets, sizeof *gr->graphs);
     if (o->mode == GRAPH_MODE_PIECEWISE)
         gr->pieces = xcalloc((size_t)gr->n_tok_buckets * (gr->n_layers + 1), sizeof *gr->pieces);
@@ -276,7 +285,7 @@ static void plan_full(const struct graph_runner *gr, const struct step_shape *re
         bucket_index(gr->seq_buckets, gr->n_seq_buckets, real->n_seqs + (T > real->n_tokens), gr->padding);
     if (s < 0 || !gr->full[(size_t)t * gr->n_seq_buckets + s])
         return;
-    const int S = gr->seq_buckets[s], rows = full_rows(gr, S);
+    const int S = gr->seq_buckets[s], rows = full_rows(gr, T, S);
     if (real->n_logits > rows) {
         p->why_eager = "it returns more logit rows than a graph draws";
         return;

@@ -60,7 +60,8 @@ struct graph_runner {
     int n_seq_buckets;
     void **pieces; /* piecewise: [n_tok_buckets][n_layers + 1] */
     void **full;   /* full: [n_tok_buckets][n_seq_buckets], NULL for pairs not captured */
-    int max_draws; /* logit rows a full graph draws at most (the sampler's rows) */
+    int max_draws;   /* logit rows a full graph draws at most (the sampler's rows) */
+    int extra_draws; /* of them, past a row per sequence: verify steps' (0 without speculation) */
     int n_full_graphs;
     double capture_seconds;
     size_t free_before, free_after; /* device memory around the capture */

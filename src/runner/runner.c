@@ -9,8 +9,7 @@
 #include "core/log.h"
 #include "runner/kv_plan.h"
 
-/* At least a row for each sequence, at most one for each token. */
-static int runner_max_draws(const struct runner_opts *o)
+int runner_max_draws(const struct runner_opts *o)
 {
     const int d = o->max_draws > o->max_seqs ? o->max_draws : o->max_seqs;
     const int cap = o->max_tokens > o->max_seqs ? o->max_tokens : o->max_seqs;

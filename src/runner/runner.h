@@ -61,6 +61,9 @@ struct runner {
  * pool must reserve it). Prints the memory plan on a device backend. Free
  * with runner_free. */
 int runner_init(struct runner *r, const struct model *m, const struct runner_opts *o, struct err *e);
+/* The logit rows a step of o may draw: at least a row for each sequence,
+ * at most one for each token. */
+int runner_max_draws(const struct runner_opts *o);
 void runner_free(struct runner *r);
 
 /* Runs one step over seqs[n] (n >= 1): draws[k] is the token of the k-th

@@ -50,6 +50,8 @@ void scheduler_free(struct scheduler *s)
         radix_free(&s->radix);
     free(s->running);
     free(s->waiting);
+    free(s->spec_seqs);
+    free(s->spec_max_k);
     memset(s, 0, sizeof *s);
 }
 
@@ -108,13 +110,6 @@ static void preempt_newest(struct scheduler *s)
     waiting_insert(s, v, 1);
 }
 
-/* The RNG counter of seq's next token: its output index, with the choice
- * index in the high word so that each choice has its own stream. */
-static uint64_t rng_step(const struct sequence *seq)
-{
-    return (uint64_t)(uint32_t)seq->choice << 32 | (uint32_t)seq->n_out;
-}
-
 /* count tokens from the first uncached one, the last `proposed` of them
  * proposals past the known tokens. */
 static void plan_entry(struct step_seq *w, struct sequence *seq, int count, int proposed)
@@ -131,30 +126,59 @@ static void plan_entry(struct step_seq *w, struct sequence *seq, int count, int 
                                       .n_prompt = seq->n_prompt,
                                       .output = seq->out,
                                       .n_output = seq->n_out,
-                                      .step = rng_step(seq)}};
+                                      .step = sequence_rng_step(seq)}};
 }
 
-/* How many tokens a decoding seq may have proposed this step: none while a
- * forced continuation or returned logits are due, else within the budget
- * (besides its own token), its output buffer (the proposals, then the
- * target's token after them) and the context. */
-static int proposal_room(const struct scheduler *s, struct sequence *seq, int budget, int rows_left)
+/* The most tokens a decoding seq may have proposed this step before the
+ * budget: none while a forced continuation or returned logits are due, or
+ * while it waits after a low kept share (wait: count this step off), else
+ * within its output buffer (the proposals, then the target's token after
+ * them) and the context. */
+static int proposal_limit(const struct scheduler *s, struct sequence *seq, int wait)
 {
     const int known = sequence_known(seq);
     if (!s->propose || s->spec_k <= 0 || known - seq->n_cached != 1 || seq->n_out < seq->n_forced ||
         seq->return_logits)
         return 0;
-    if (seq->spec_wait > 0 && --seq->spec_wait > 0)
+    if (seq->spec_wait > 0 && (wait ? --seq->spec_wait : seq->spec_wait - 1) > 0)
         return 0;
-    int k = s->spec_k < rows_left ? s->spec_k : rows_left;
-    k = k < budget - 1 ? k : budget - 1;
+    int k = s->spec_k;
     k = k < seq->max_tokens - seq->n_out - 1 ? k : seq->max_tokens - seq->n_out - 1;
     k = k < s->max_context - known ? k : s->max_context - known;
     return k > 0 ? k : 0;
 }
 
+/* ... and within the step's budget (besides its own token) and its rows. */
+static int proposal_room(const struct scheduler *s, struct sequence *seq, int budget, int rows_left)
+{
+    int k = proposal_limit(s, seq, 1);
+    k = k < rows_left ? k : rows_left;
+    k = k < budget - 1 ? k : budget - 1;
+    return k > 0 ? k : 0;
+}
+
+/* The prepare hook's call: every running seq that may get proposals. */
+static void prepare_proposals(struct scheduler *s)
+{
+    if (!s->prepare || s->spec_k <= 0)
+        return;
+    if (!s->spec_seqs) {
+        s->spec_seqs = xmalloc((size_t)s->max_seqs * sizeof *s->spec_seqs);
+        s->spec_max_k = xmalloc((size_t)s->max_seqs * sizeof *s->spec_max_k);
+    }
+    int n = 0;
+    for (int i = 0; i < s->n_running; i++) {
+        const int k = proposal_limit(s, s->running[i], 0);
+        if (k > 0)
+            s->spec_seqs[n] = s->running[i], s->spec_max_k[n++] = k;
+    }
+    if (n > 0)
+        s->prepare(s->propose_ctx, s->spec_seqs, s->spec_max_k, n);
+}
+
 int scheduler_plan(struct scheduler *s, struct step_seq *work, struct sequence **seqs)
 {
+    prepare_proposals(s);
     int budget = s->max_batched_tokens, n = 0, rows_left = s->spec_rows;
     for (int i = 0; i < s->n_running && budget > 0; i++) {
         struct sequence *seq = s->running[i];

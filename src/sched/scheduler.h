@@ -41,6 +41,11 @@ struct scheduler_stats {
  * (written to out, which has room for them); returns how many (0: none). */
 typedef int (*scheduler_propose_fn)(void *ctx, const struct sequence *s, int max_k, int32_t *out);
 
+/* Before a step is planned: the running sequences that may get proposals
+ * in it (seqs[n]) and the most each may get (max_k[i], before the step's
+ * budget), so a proposer can make them all at once. */
+typedef void (*scheduler_prepare_fn)(void *ctx, struct sequence *const *seqs, const int *max_k, int n);
+
 /* Called for every drawn token after it is appended to s->out, with the
  * finish reason the scheduler decided (eos id, max_tokens, context) or -1;
  * returns the final decision (e.g. a stop string matched: FINISH_REASON_STOP). */
@@ -65,7 +70,10 @@ struct scheduler {
     scheduler_token_fn on_token; /* optional */
     void *on_token_ctx;
     scheduler_propose_fn propose; /* optional: a decoding sequence's proposals, checked in its next step */
+    scheduler_prepare_fn prepare; /* optional, with propose */
     void *propose_ctx;
+    struct sequence **spec_seqs; /* [max_seqs], prepare's */
+    int *spec_max_k;
     int spec_k; /* the most proposals a sequence's step checks (0: no speculation) */
     int spec_rows; /* the most proposed tokens one step checks, all sequences together (SCHED_SPEC_ROWS) */
 };

@@ -59,6 +59,13 @@ struct sequence {
 /* Tokens known so far: the prompt and the output. */
 static inline int sequence_known(const struct sequence *s) { return s->n_prompt + s->n_out; }
 
+/* The RNG counter of s's next token: its output index, with the choice
+ * index in the high word so that each choice has its own stream. */
+static inline uint64_t sequence_rng_step(const struct sequence *s)
+{
+    return (uint64_t)(uint32_t)s->choice << 32 | (uint32_t)s->n_out;
+}
+
 /* Frees what the scheduler allocated for s (its blocks must be released). */
 void sequence_free(struct sequence *s);
 

@@ -87,7 +87,7 @@ BAD = {
 }
 # String flags without a value that is bad as such: paths (a missing one is
 # refused naming the path, tests/cli/run.sh), free text and names.
-FREE_TEXT = {"model", "prompt", "input", "out", "ids-file", "config", "tokenizer", "text", "file", "messages",
+FREE_TEXT = {"model", "speculative-model", "prompt", "input", "out", "ids-file", "config", "tokenizer", "text", "file", "messages",
              "api-key", "served-model-name", "label"}
 
 

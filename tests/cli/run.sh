@@ -106,6 +106,42 @@ if [ -n "$a" ] && [ "$a" = "$b" ]; then
 else
     bad "--speculative suffix: '$b' vs '$a'"
 fi
+# --speculative draft: the model drafting for itself (its own sampled draws on the same noise, so
+# nearly all kept), and a smaller random model of the same vocabulary: the same sampled output
+a=$("$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 5,6,7,8 --max-tokens 24 --json --temperature 0.8 \
+    --seed 7 2>/dev/null)
+b=$("$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 5,6,7,8 --max-tokens 24 --json --temperature 0.8 \
+    --seed 7 --speculative draft --speculative-model "$FIX/tiny-qwen3" 2>"$TMP/err")
+if [ -n "$a" ] && [ "$a" = "$b" ] && grep -q "speculative decoding: [1-9]" "$TMP/err"; then
+    ok "--speculative draft: the same seeded output, proposals kept"
+else
+    bad "--speculative draft: '$b' vs '$a' ($(grep speculative "$TMP/err"))"
+fi
+python3 - "$FIX/tiny-qwen3/config.json" "$TMP/draft.json" "$TMP/vocab.json" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+json.dump(dict(c, num_hidden_layers=1), open(sys.argv[2], "w"))
+json.dump(dict(c, vocab_size=c["vocab_size"] // 2), open(sys.argv[3], "w"))
+PY
+"$INFER" mkmodel --config "$TMP/draft.json" --out "$TMP/draft" --seed 5 >/dev/null
+"$INFER" mkmodel --config "$TMP/vocab.json" --out "$TMP/vocab" --seed 5 >/dev/null
+b=$("$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 5,6,7,8 --max-tokens 24 --json --temperature 0.8 \
+    --seed 7 --speculative draft --speculative-model "$TMP/draft" 2>/dev/null)
+if [ -n "$a" ] && [ "$a" = "$b" ]; then
+    ok "--speculative draft: a one-layer random draft, the same seeded output"
+else
+    bad "--speculative draft (one-layer draft): '$b' vs '$a'"
+fi
+expect_fail "a draft of another vocabulary" "a vocabulary of 512 tokens, the model's has 1024" \
+    "$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 3,1,4 --max-tokens 4 --speculative draft \
+    --speculative-model "$TMP/vocab"
+expect_fail "a draft that is not there" "$TMP/no-such-draft" \
+    "$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 3,1,4 --max-tokens 4 --speculative draft \
+    --speculative-model "$TMP/no-such-draft"
+expect_fail "--speculative draft without a model" "--speculative draft needs --speculative-model" \
+    "$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 3,1,4 --max-tokens 4 --speculative draft
+expect_fail "--speculative-model without draft" "--speculative-model needs --speculative draft" \
+    "$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 3,1,4 --max-tokens 4 --speculative-model "$FIX/tiny-qwen3"
 expect_fail "a suffix flag with prompt lookup" "--suffix-max-depth needs --speculative suffix" \
     "$INFER" generate --model "$FIX/tiny-qwen3" --prompt-ids 3,1,4 --max-tokens 4 --speculative ngram \
     --suffix-max-depth 8

@@ -4,10 +4,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+static struct spec_seq spec_seq_of(const struct sequence *s)
+{
+    return (struct spec_seq){.id = s->id,
+                             .tokens = s->tokens,
+                             .n_prompt = s->n_prompt,
+                             .n_known = sequence_known(s),
+                             .sampling = &s->sampling,
+                             .step = sequence_rng_step(s)};
+}
+
 static int harness_propose(void *ctx, const struct sequence *s, int max_k, int32_t *out)
 {
-    const struct spec_seq q = {.id = s->id, .tokens = s->tokens, .n_prompt = s->n_prompt, .n_known = sequence_known(s)};
+    const struct spec_seq q = spec_seq_of(s);
     return spec_propose(ctx, &q, max_k, out);
+}
+
+static void harness_prepare(void *ctx, struct sequence *const *seqs, const int *max_k, int n)
+{
+    struct spec_seq q[256];
+    CHECK(n <= 256);
+    for (int i = 0; i < n; i++)
+        q[i] = spec_seq_of(seqs[i]);
+    spec_prepare(ctx, q, max_k, n);
 }
 
 void harness_init(struct harness *h, struct model *m, int n_blocks, int budget, int max_seqs,
@@ -45,6 +64,7 @@ void harness_init_spec(struct harness *h, struct model *m, int n_blocks, int bud
     if (spec) {
         h->spec = spec;
         h->s.propose = harness_propose;
+        h->s.prepare = spec->ops->prepare ? harness_prepare : NULL;
         h->s.propose_ctx = spec;
         h->s.spec_k = spec_k;
     }
@@ -61,8 +81,7 @@ int harness_step(struct harness *h)
     for (int i = 0; i < n && h->spec; i++) /* what finished goes to the proposer (suffix decoding keeps it) */
         if (h->seqs[i]->state == SEQUENCE_FINISHED) {
             const struct sequence *s = h->seqs[i];
-            const struct spec_seq q = {
-                .id = s->id, .tokens = s->tokens, .n_prompt = s->n_prompt, .n_known = sequence_known(s)};
+            const struct spec_seq q = spec_seq_of(s);
             spec_finish(h->spec, &q);
         }
     cr_assert_eq(scheduler_check(&h->s, &e), 0, "step %ld: %s", h->steps, e.msg);

@@ -102,6 +102,8 @@ static struct engine *start_spec(struct model *m, const struct tokenizer *tok, s
         o.spec_method = SPEC_METHOD_NGRAM, o.spec_ngram.n_min = 1;
     else if (speculative == SPEC_METHOD_SUFFIX)
         o.spec_method = SPEC_METHOD_SUFFIX;
+    else if (speculative == SPEC_METHOD_DRAFT) /* the model drafting for itself */
+        o.spec_method = SPEC_METHOD_DRAFT, o.spec_model = fixture_path("tiny-gemma3");
     o.max_batched_tokens = 64;
     o.max_seqs = 6;
     o.max_context = 512;
@@ -205,6 +207,7 @@ static void check_concurrent(enum spec_method speculative)
 Test(engine, concurrent_submissions_give_alone_outputs) { check_concurrent(SPEC_METHOD_NONE); }
 Test(engine, speculating_gives_alone_outputs) { check_concurrent(SPEC_METHOD_NGRAM); }
 Test(engine, suffix_decoding_gives_alone_outputs) { check_concurrent(SPEC_METHOD_SUFFIX); }
+Test(engine, draft_model_gives_alone_outputs) { check_concurrent(SPEC_METHOD_DRAFT); }
 
 /* "speculative": false on every request: a speculating engine proposes nothing. */
 Test(engine, requests_opt_out_of_speculation)

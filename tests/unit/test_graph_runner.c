@@ -198,6 +198,31 @@ Test(graph_runner, plans_pick_bucket_and_padding)
     cr_assert(p.padded.n_tokens == 32 && p.padded.n_seqs == 4 && p.padded.n_logits == 2 && p.draw_rows == 2);
 }
 
+/* Verify steps (several rows a sequence): full graphs draw a row a sequence
+ * and, where the runner speculates (extra_draws), as many more as the
+ * tokens allow; past that a step is eager. */
+Test(graph_runner, verify_steps_replay_full_graphs)
+{
+    int dec[] = {1, 2, 4, 8}, tok[] = {16, 32}, seqs[] = {1, 2, 4, 9};
+    void *marks[8 * 4] = {0};
+    for (int i = 0; i < 8; i++)
+        marks[i] = &marks[i];
+    struct graph_runner gr = {.mode = GRAPH_MODE_FULL, .padding = 1, .n_layers = 2, .buckets = dec, .n_buckets = 4,
+                              .graphs = marks, .tok_buckets = tok, .n_tok_buckets = 2, .seq_buckets = seqs,
+                              .n_seq_buckets = 4, .full = marks, .max_draws = 8};
+    struct step_plan p;
+    /* two sequences, one verifying 4 proposals: 6 tokens, 6 rows */
+    const struct step_shape verify = {.n_tokens = 6, .n_seqs = 2, .n_draws = 6, .n_logits = 6};
+    graph_runner_plan(&gr, &verify, &p);
+    cr_assert(p.path == STEP_PATH_EAGER && strstr(p.why_eager, "logit rows"), "without extra rows: eager");
+    gr.max_draws = 8 + 32, gr.extra_draws = 32;
+    graph_runner_plan(&gr, &verify, &p);
+    cr_assert_eq(p.path, STEP_PATH_FULL);
+    /* 16 tokens, 4 sequence slots (2 + one for padding): rows 4 + 32, at most the 16 tokens */
+    cr_assert(p.padded.n_tokens == 16 && p.padded.n_seqs == 4 && p.padded.n_logits == 16 && p.draw_rows == 16,
+              "padded %d %d %d, draws %d", p.padded.n_tokens, p.padded.n_seqs, p.padded.n_logits, p.draw_rows);
+}
+
 /* Sequence s of a hand-made step: blocks 1 + 4s .. 4 + 4s (block size 4),
  * tokens from position pos[s]. */
 struct hand {

@@ -14,6 +14,7 @@
 #include "sched/scheduler.h"
 #include "spec/ngram.h"
 #include "spec/suffix.h"
+#include "engine/spec_draft.h"
 #include "sched_harness.h"
 #include "test_util.h"
 
@@ -38,6 +39,23 @@ static void make_workload(struct workload *w, int vocab, int shared)
         for (int j = 0; shared && i % 2 == 0 && j < w->n_prompt[i] && j < 70; j++)
             w->prompts[i][j] = (int32_t)((i % 4 * 31 + j * 17 + 5) % vocab);
     }
+}
+
+/* A draft proposer: the fixture's own model again (what the target itself
+ * would draw, so nearly every proposal is kept). */
+static struct spec_proposer *same_model_draft(const struct model *m, const char *fixture, int max_seqs, int budget)
+{
+    struct err e = {{0}};
+    const struct spec_draft_opts o = {.path = fixture_path(fixture),
+                                      .max_seqs = max_seqs,
+                                      .max_tokens = budget,
+                                      .max_context = 512,
+                                      .block_size = HARNESS_BS,
+                                      .kv_blocks = 64,
+                                      .gpu_memory_utilization = 0.9};
+    struct spec_proposer *p = spec_draft_create(m, &o, &e);
+    cr_assert(p, "%s", e.msg);
+    return p;
 }
 
 /* Runs all requests through the scheduler (integrity checked after every
@@ -195,9 +213,10 @@ static void check_speculative(const char *fixture, int prefix_cache)
     struct spec_suffix_opts so = spec_suffix_opts_default();
     so.cache_tokens = 4096; /* small enough to evict */
     struct spec_proposer *suffix = spec_suffix_create(&so, &e);
-    struct spec_proposer *props[] = {ngram, suffix, &oracle.base, &noise.base};
-    const char *names[] = {"prompt lookup", "suffix decoding", "oracle", "noise"};
-    for (int p = 0; p < 4; p++) {
+    struct spec_proposer *draft = same_model_draft(m, fixture, 16, 96);
+    struct spec_proposer *props[] = {ngram, suffix, &oracle.base, &noise.base, draft};
+    const char *names[] = {"prompt lookup", "suffix decoding", "oracle", "noise", "draft model"};
+    for (int p = 0; p < 5; p++) {
         struct scheduler_stats st;
         const long pre = run_spec(m, &w, reqs, 40, 96, 16, 0.f, prefix_cache, props[p], 4, &st);
         cr_assert(pre > 0, "%s: the pool was meant to force preemption", fixture);
@@ -206,6 +225,9 @@ static void check_speculative(const char *fixture, int prefix_cache)
             cr_assert_eq(st.spec_accepted, st.spec_proposed, "%s: the oracle's proposals are all right", fixture);
         else if (p == 3)
             cr_assert_lt(st.spec_accepted * 4, st.spec_proposed, "%s: noise is mostly wrong", fixture);
+        else if (p == 4)
+            cr_assert_gt(st.spec_accepted * 10, st.spec_proposed * 9, "%s: the model drafting for itself: %ld of %ld",
+                         fixture, st.spec_accepted, st.spec_proposed);
         for (int i = 0; i < N_REQ; i++) {
             cr_assert_eq(reqs[i].n_out, n_truth[i], "%s, %s, request %d: %d tokens, %d alone", fixture, names[p], i,
                          reqs[i].n_out, n_truth[i]);
@@ -222,8 +244,12 @@ static void check_speculative(const char *fixture, int prefix_cache)
     struct spec_suffix_stats ss;
     spec_suffix_stats(suffix, &ss);
     cr_assert_gt(ss.cached_seqs, 0, "%s: finished outputs are kept", fixture);
+    struct spec_draft_stats ds;
+    spec_draft_stats(draft, &ds);
+    cr_log_info("%s: %ld draft steps fed %ld tokens", fixture, ds.steps, ds.tokens);
     spec_free(ngram);
     spec_free(suffix);
+    spec_free(draft);
     test_free_model(m, be);
 }
 
@@ -260,8 +286,10 @@ Test(scheduler, seeded_sampling_is_the_same_speculating)
                                    .n_known = sequence_known(&a[i])};
         spec_finish(suffix, &q);
     }
-    struct spec_proposer *props[] = {&oracle.base, ngram, suffix};
-    for (int p = 0; p < 3; p++) {
+    /* the model drafting for itself, its draws on the sequences' own noise: the same tokens, so kept */
+    struct spec_proposer *draft = same_model_draft(m, "tiny-qwen3", 16, 96);
+    struct spec_proposer *props[] = {&oracle.base, ngram, suffix, draft};
+    for (int p = 0; p < 4; p++) {
         struct scheduler_stats st;
         run_spec(m, &w, b, 40, 96, 16, 0.8f, 1, props[p], 4, &st);
         cr_assert_gt(st.spec_proposed, 0);
@@ -270,6 +298,10 @@ Test(scheduler, seeded_sampling_is_the_same_speculating)
         if (p == 2)
             cr_assert_gt(st.spec_accepted * 2, st.spec_proposed, "the earlier run's outputs are mostly kept: %ld of %ld",
                          st.spec_accepted, st.spec_proposed);
+        if (p == 3)
+            cr_assert_gt(st.spec_accepted * 10, st.spec_proposed * 9,
+                         "the model's own sampled draws on the same noise are kept: %ld of %ld", st.spec_accepted,
+                         st.spec_proposed);
         same_outputs(a, b, props[p]->ops->name);
     }
     for (int i = 0; i < N_REQ; i++) {
@@ -278,5 +310,6 @@ Test(scheduler, seeded_sampling_is_the_same_speculating)
     }
     spec_free(ngram);
     spec_free(suffix);
+    spec_free(draft);
     test_free_model(m, be);
 }
