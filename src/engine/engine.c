@@ -32,12 +32,11 @@ static int check_opts(const struct engine_opts *o, const struct model *m, struct
     return 0;
 }
 
-/* Whether s's request lets it be speculated: not under a grammar (whose
- * masks would have to follow the proposals), not opted out. */
+/* Whether s's request lets it be speculated: not opted out. */
 static int may_speculate(const struct sequence *s)
 {
     const struct live_request *lr = s->user;
-    return !lr->matchers && !lr->no_speculation;
+    return !lr->no_speculation;
 }
 
 static struct spec_seq spec_seq_of(const struct sequence *s)
@@ -50,14 +49,18 @@ static struct spec_seq spec_seq_of(const struct sequence *s)
                              .step = sequence_rng_step(s)};
 }
 
-/* The scheduler's propose hook: the proposer's tokens for a sequence. */
+/* The scheduler's propose hook: the proposer's tokens for a sequence;
+ * under a grammar only as many as it allows (each verify row then gets the
+ * grammar's mask after the proposals before it: engine_write_masks). */
 static int engine_propose(void *ctx, const struct sequence *s, int max_k, int32_t *out)
 {
     struct engine *eng = ctx;
     if (!may_speculate(s))
         return 0;
     const struct spec_seq q = spec_seq_of(s);
-    return spec_propose(eng->spec, &q, max_k, out);
+    const int k = spec_propose(eng->spec, &q, max_k, out);
+    const struct live_request *lr = s->user;
+    return lr->matchers ? engine_grammar_prefix(lr->matchers[s->choice], out, k) : k;
 }
 
 /* The scheduler's prepare hook: the step's candidates, all at once. */
@@ -137,7 +140,7 @@ static int engine_alloc(struct engine *eng, struct err *e)
     eng->seqs = xcalloc((size_t)o->max_seqs, sizeof *eng->seqs);
     eng->drawn = xcalloc((size_t)max_draws, sizeof *eng->drawn);
     eng->mask_words = (m->cfg.vocab_size + 31) / 32;
-    eng->masks = xmalloc((size_t)o->max_seqs * (size_t)eng->mask_words * sizeof *eng->masks);
+    eng->masks = xmalloc((size_t)max_draws * (size_t)eng->mask_words * sizeof *eng->masks); /* one a draw row */
     eng->mask_rows = xmalloc((size_t)o->max_seqs * sizeof *eng->mask_rows);
     eng->runner.write_masks = engine_write_masks;
     eng->runner.write_masks_ctx = eng;

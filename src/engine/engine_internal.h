@@ -74,6 +74,11 @@ struct engine {
 struct live_request *live_request_new(struct engine *eng, const struct engine_request *req, struct err *e);
 void live_request_free(struct live_request *lr);
 
+/* How many of proposed[0, k) the grammar takes, in order: up to the first
+ * it refuses, and none past the one that completes it (m is left as it
+ * was). */
+struct grammar_matcher;
+int engine_grammar_prefix(struct grammar_matcher *m, const int32_t *proposed, int k);
 /* Before a step: the drawing entries that decode under a grammar get
  * their mask's slot (sample.mask), not yet written. */
 void engine_assign_masks(struct engine *eng, int n);

