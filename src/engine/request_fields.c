@@ -248,6 +248,7 @@ static int parse_logprobs(struct parse *p)
     if (have_top && !p->r->logprobs)
         return BAD(p, "top_logprobs", "'top_logprobs' needs 'logprobs': true");
     p->r->submit.sampling.top_logprobs = (int)top;
+    p->r->submit.sampling.logprobs = p->r->logprobs;
     return 0;
 }
 
@@ -259,6 +260,7 @@ static int begin(struct parse *p)
     r->submit.sampling.bias = NULL;
     r->submit.sampling.n_bias = 0;
     r->submit.sampling.top_logprobs = 0;
+    r->submit.sampling.logprobs = 0;
     r->submit.ignore_eos = o->ignore_eos;
     r->call_token = -1;
     long long n = 1, max_tokens = o->max_tokens;

@@ -9,7 +9,7 @@
 struct sampling_params sampling_params_default(void)
 {
     return (struct sampling_params){.temperature = 0.f, .top_k = 0, .top_p = 1.f, .min_p = 0.f,
-                                    .repetition_penalty = 1.f};
+                                    .repetition_penalty = 1.f, .logprobs = 1};
 }
 
 int sampling_params_plain_greedy(const struct sampling_params *p)
@@ -109,6 +109,8 @@ static void apply_penalties(float *z, float *mark, int vocab, const struct sampl
 
 static void fill_logprobs(const float *logits, int vocab, const struct sampling_params *p, struct sample_result *out)
 {
+    if (!p->logprobs && p->top_logprobs == 0) /* nobody reads them: the sum over the vocabulary is most of a greedy draw */
+        return;
     float mx = logits[argmax(logits, vocab)];
     double sum = 0;
     for (int t = 0; t < vocab; t++)
@@ -149,11 +151,17 @@ void sample_token_masked(const float *logits, int vocab, const uint32_t *mask, c
             masked[t] = mask[t >> 5] >> (t & 31) & 1 ? logits[t] : -INFINITY;
         logits = masked;
     }
+    memset(out, 0, sizeof *out);
+    if (p->temperature == 0.f && p->n_bias == 0 && p->repetition_penalty == 1.f && p->presence_penalty == 0.f &&
+        p->frequency_penalty == 0.f) { /* nothing changes the logits: their best is the draw */
+        out->token = argmax(logits, vocab);
+        fill_logprobs(logits, vocab, p, out);
+        return;
+    }
     memcpy(z, logits, (size_t)vocab * sizeof(float));
     for (int i = 0; i < p->n_bias; i++)
         z[p->bias[i].token] += p->bias[i].bias;
     apply_penalties(z, aux, vocab, p, prompt, n_prompt, output, n_output);
-    memset(out, 0, sizeof *out);
     if (p->temperature == 0.f) {
         out->token = argmax(z, vocab);
         fill_logprobs(logits, vocab, p, out);

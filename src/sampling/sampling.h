@@ -31,9 +31,11 @@ struct sampling_params {
     const struct logit_bias *bias;
     int n_bias;
     int top_logprobs; /* how many alternatives to report (0..20) */
+    int logprobs;     /* the chosen token's log-probability is wanted (on by default; top_logprobs > 0 implies
+                       * it); 0 lets a sampler skip the vocabulary-wide sum it costs */
 };
 
-/* Defaults: greedy, every filter off. */
+/* Defaults: greedy, every filter off, the chosen token's log-probability reported. */
 struct sampling_params sampling_params_default(void);
 /* Refuses values an API must reject (NaN, negative temperature, top_p outside
  * (0, 1], ...), naming the field. */

@@ -112,6 +112,7 @@ static int parse_completion_logprobs(struct parse *p)
     if (r->echo && r->logprobs)
         return BAD(p, "echo", "'echo' together with 'logprobs' is not supported");
     p->r->f.submit.sampling.top_logprobs = (int)top;
+    p->r->f.submit.sampling.logprobs = r->logprobs;
     return 0;
 }
 

@@ -287,13 +287,15 @@ Test(oai_request, completion_text_prompt)
     expect_ids(&r, "hi", 1);
     cr_assert_eq(r.f.prompt[0], BOS, "text prompts get the post-processor's BOS");
     cr_assert(r.echo && r.stream && !r.logprobs && r.f.submit.n == 3 && r.f.submit.max_tokens == 4);
+    cr_assert(!r.f.submit.sampling.logprobs, "no log-probability asked: the sampler may skip it");
     oai_request_free(&r);
     parse_ok(OAI_COMPLETION, "{\"model\": \"m1\", \"prompt\": [\"hi\"], \"logprobs\": 3}", &r);
     expect_ids(&r, "hi", 1);
     cr_assert(r.logprobs && r.f.submit.sampling.top_logprobs == 3 && r.f.submit.sampling.top_logprobs == 3);
     oai_request_free(&r);
     parse_ok(OAI_COMPLETION, CMPL(", \"logprobs\": 0"), &r);
-    cr_assert(r.logprobs && r.f.submit.sampling.top_logprobs == 0, "logprobs 0: the chosen tokens only");
+    cr_assert(r.logprobs && r.f.submit.sampling.top_logprobs == 0 && r.f.submit.sampling.logprobs,
+              "logprobs 0: the chosen tokens only");
     oai_request_free(&r);
 }
 

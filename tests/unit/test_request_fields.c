@@ -157,6 +157,7 @@ Test(request_fields, cli_defaults_when_absent)
     cr_assert(s->repetition_penalty == 1.f && s->presence_penalty == 0.f && s->frequency_penalty == 0.f);
     cr_assert_eq(s->seed, 77, "the line's seed");
     cr_assert(!r.logprobs && s->top_logprobs == 0 && s->n_bias == 0 && r.submit.n_stop == 0);
+    cr_assert(!s->logprobs, "no log-probability asked: the sampler may skip it");
     cr_assert_str_eq(r.prompt_text, "cde", "the ids decoded");
     request_fields_free(&r);
 }
@@ -192,7 +193,7 @@ Test(request_fields, every_field_given)
     cr_assert_eq(s->seed, UINT64_MAX, "-1 as OpenAI's int64 seed");
     cr_assert(r.submit.n_stop == 2 && !strcmp(r.stop[1], "yz"));
     cr_assert(s->n_bias == 1 && s->bias == r.bias && r.bias[0].token == 3 && r.bias[0].bias == -2.f);
-    cr_assert(r.logprobs && s->top_logprobs == 4);
+    cr_assert(r.logprobs && s->top_logprobs == 4 && s->logprobs);
     request_fields_free(&r);
 }
 

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/rng.h"
 #include "sampling/sampling.h"
 
 #define V 8
@@ -239,5 +240,31 @@ Test(sampling, masks_restrict_draws_and_logprobs)
         sample_token_masked(l, V, &all, &p, NULL, 0, NULL, 0, step, scratch, &a);
         sample_token(l, V, &p, NULL, 0, NULL, 0, step, scratch, &b);
         cr_assert(memcmp(&a, &b, sizeof a) == 0);
+    }
+}
+
+/* A draw without log-probabilities is the same draw: logprobs only says
+ * whether the sum over the vocabulary is wanted. */
+Test(sampling, logprobs_off_draws_the_same)
+{
+    enum { W = 4096 };
+    static float l[W], scratch[2 * W];
+    struct rng g;
+    rng_seed(&g, 11, 0, 0);
+    for (int t = 0; t < W; t++)
+        l[t] = (float)(rng_next(&g) % 2000) / 250.f;
+    for (int cfg = 0; cfg < 3; cfg++) {
+        struct sampling_params on = sampling_params_default();
+        on.temperature = cfg == 0 ? 0.f : 0.8f;
+        on.top_k = cfg == 2 ? 40 : 0;
+        struct sampling_params off = on;
+        off.logprobs = 0;
+        for (uint64_t step = 0; step < 20; step++) {
+            struct sample_result a, b;
+            sample_token(l, W, &on, NULL, 0, NULL, 0, step, scratch, &a);
+            sample_token(l, W, &off, NULL, 0, NULL, 0, step, scratch, &b);
+            cr_assert_eq(a.token, b.token, "cfg %d step %lu", cfg, (unsigned long)step);
+            cr_assert(a.logprob < 0.f && b.logprob == 0.f, "reported only when asked");
+        }
     }
 }

@@ -10,14 +10,24 @@
 
 #include "backend/cpu/cpu_backend.h"
 
+#define MAX_SLOTS 8
+
+/* One per pool thread (at most MAX_SLOTS): a row's draw needs vocabulary-sized scratch and its
+ * rebuilt history. */
+struct sample_slot {
+    float *scratch;           /* [3 * vocab] */
+    int32_t *prompt, *output; /* a row's rebuilt history */
+    size_t cap_output;
+};
+
 struct cpu_sampler {
     int max_rows, vocab;
     const struct sample_row *rows; /* staged, the caller's until finish */
     int n_rows;
     struct sample_result *out; /* [max_rows] */
-    float *scratch;            /* [3 * vocab] */
-    int32_t *prompt, *output;  /* a row's rebuilt history */
-    size_t cap_output;
+    struct sample_slot *slots; /* [n_slots] */
+    int n_slots;
+    const float *logits; /* enqueue's, while its rows are drawn */
 };
 
 int cpu_sample_init(struct backend *be, int max_rows, int max_logit_rows, int vocab, struct err *e)
@@ -31,8 +41,16 @@ int cpu_sample_init(struct backend *be, int max_rows, int max_logit_rows, int vo
     s->max_rows = max_rows;
     s->vocab = vocab;
     s->out = xcalloc((size_t)(max_rows ? max_rows : 1), sizeof *s->out);
-    s->scratch = xmalloc(3 * (size_t)vocab * sizeof(float));
-    s->prompt = xmalloc(SAMPLE_MAX_SEEN * sizeof *s->prompt);
+    s->n_slots = threadpool_size(cpu_pool(be)); /* 3 vocabularies of floats each: a few threads are enough */
+    if (s->n_slots > MAX_SLOTS)
+        s->n_slots = MAX_SLOTS;
+    if (s->n_slots > max_rows)
+        s->n_slots = max_rows > 0 ? max_rows : 1;
+    s->slots = xcalloc((size_t)s->n_slots, sizeof *s->slots);
+    for (int i = 0; i < s->n_slots; i++) {
+        s->slots[i].scratch = xmalloc(3 * (size_t)vocab * sizeof(float));
+        s->slots[i].prompt = xmalloc(SAMPLE_MAX_SEEN * sizeof *s->slots[i].prompt);
+    }
     ((struct cpu_backend *)be->impl)->sampler = s;
     return 0;
 }
@@ -42,7 +60,9 @@ void cpu_sample_release(struct backend *be)
     struct cpu_sampler *s = ((struct cpu_backend *)be->impl)->sampler;
     if (!s)
         return;
-    free(s->out), free(s->scratch), free(s->prompt), free(s->output);
+    for (int i = 0; i < s->n_slots; i++)
+        free(s->slots[i].scratch), free(s->slots[i].prompt), free(s->slots[i].output);
+    free(s->slots), free(s->out);
     free(s);
     ((struct cpu_backend *)be->impl)->sampler = NULL;
 }
@@ -65,6 +85,30 @@ int cpu_sample_stage(struct backend *be, int n_rows, int pad_rows, int vocab, co
     return 0;
 }
 
+/* Slots [i0, i1): slot i draws rows i, i + n_slots, ... (a verify step's
+ * rows, or a batch's, spread over the threads). */
+static void draw_slots(void *ctx, long i0, long i1)
+{
+    struct cpu_sampler *s = ctx;
+    for (long i = i0; i < i1; i++) {
+        struct sample_slot *sl = &s->slots[i];
+        for (int r = (int)i; r < s->n_rows; r += s->n_slots) {
+            const struct sample_row *row = &s->rows[r];
+            size_t n_out = 0;
+            for (int j = 0; j < row->n_seen; j++)
+                n_out += sample_seen_n_output(&row->seen[j]);
+            if (n_out > sl->cap_output || !sl->output) {
+                sl->cap_output = n_out > 16 ? n_out : 16;
+                sl->output = xrealloc(sl->output, sl->cap_output * sizeof *sl->output);
+            }
+            int np, no;
+            sample_seen_expand(row->seen, row->n_seen, sl->prompt, &np, sl->output, &no);
+            sample_token_masked(s->logits + (size_t)r * s->vocab, s->vocab, row->mask, row->params, sl->prompt, np,
+                                sl->output, no, row->step, sl->scratch, &s->out[r]);
+        }
+    }
+}
+
 /* Padding rows draw nothing here: their draws are ignored anyway. */
 int cpu_sample_enqueue(struct backend *be, const float *logits, int pad_rows, int vocab, struct err *e)
 {
@@ -74,20 +118,9 @@ int cpu_sample_enqueue(struct backend *be, const float *logits, int pad_rows, in
     if (pad_rows < s->n_rows || vocab != s->vocab)
         return err_set(e, "sample: %d rows of %d logits enqueued for %d staged rows of %d", pad_rows, vocab,
                        s->n_rows, s->vocab);
-    for (int r = 0; r < s->n_rows; r++) {
-        const struct sample_row *row = &s->rows[r];
-        size_t n_out = 0;
-        for (int i = 0; i < row->n_seen; i++)
-            n_out += sample_seen_n_output(&row->seen[i]);
-        if (n_out > s->cap_output || !s->output) {
-            s->cap_output = n_out > 16 ? n_out : 16;
-            s->output = xrealloc(s->output, s->cap_output * sizeof *s->output);
-        }
-        int np, no;
-        sample_seen_expand(row->seen, row->n_seen, s->prompt, &np, s->output, &no);
-        sample_token_masked(logits + (size_t)r * vocab, vocab, row->mask, row->params, s->prompt, np, s->output,
-                            no, row->step, s->scratch, &s->out[r]);
-    }
+    s->logits = logits;
+    const int n = s->n_rows < s->n_slots ? s->n_rows : s->n_slots;
+    threadpool_for(cpu_pool(be), n, 1, draw_slots, s);
     return 0;
 }
 
