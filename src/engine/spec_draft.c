@@ -50,6 +50,15 @@ static void dseq_reset(struct draft *g, struct dseq *d, const struct spec_seq *s
     d->n_valid = d->base = d->n_prop = d->k = 0;
 }
 
+/* Room for n more sequences, made before a prepare call takes pointers into g->seqs. */
+static void reserve_seqs(struct draft *g, int n)
+{
+    if (g->n_seqs + n > g->cap_seqs) {
+        g->cap_seqs = 2 * (g->n_seqs + n);
+        g->seqs = xrealloc(g->seqs, (size_t)g->cap_seqs * sizeof *g->seqs);
+    }
+}
+
 static struct dseq *dseq_of(struct draft *g, const struct spec_seq *s)
 {
     for (int i = 0; i < g->n_seqs; i++)
@@ -58,10 +67,7 @@ static struct dseq *dseq_of(struct draft *g, const struct spec_seq *s)
                 dseq_reset(g, &g->seqs[i], s);
             return &g->seqs[i];
         }
-    if (g->n_seqs == g->cap_seqs) {
-        g->cap_seqs = g->cap_seqs ? 2 * g->cap_seqs : 16;
-        g->seqs = xrealloc(g->seqs, (size_t)g->cap_seqs * sizeof *g->seqs);
-    }
+    CHECK(g->n_seqs < g->cap_seqs); /* reserve_seqs: the pointers a prepare call holds stay valid */
     struct dseq *d = &g->seqs[g->n_seqs++];
     *d = (struct dseq){.id = s->id, .src = s->tokens};
     return d;
@@ -167,6 +173,7 @@ static void draft_prepare(struct spec_proposer *p, const struct spec_seq *seqs, 
     if (g->failed)
         return;
     g->prepares++;
+    reserve_seqs(g, n);
     int na = 0, released = 0;
     for (int i = 0; i < n; i++) {
         struct dseq *d = dseq_of(g, &seqs[i]);
