@@ -49,7 +49,7 @@ void engine_flags_opts(struct engine_flags *f, struct cli_opt *opts)
          "(a smaller model of the same vocabulary, --speculative-model, runs ahead); default none",
          0},
         {"num-speculative-tokens", CLI_OPT_INT, &o->spec_k, 0, 1, 32,
-         "the most tokens one step proposes for a sequence (default: 8 with ngram, 16 with suffix)",
+         "the most tokens one step proposes for a sequence (default: 8 with ngram, 16 with suffix, 4 with draft)",
          0},
         {"prompt-lookup-min", CLI_OPT_INT, &o->spec_ngram.n_min, 0, 1, 64, "the shortest n-gram prompt lookup matches",
          0},
