@@ -22,6 +22,9 @@ for bit: a split model's steps move the logits' columns only when some row
 needs them, and a plain greedy row's log-probability must not depend on
 which kind of step it ran in.
 
+--batched-flags "FLAGS" (repeatable) adds a batched run per mode with those flags beside the
+plain one, e.g. "--speculative ngram": speculative decoding must give the alone run's tokens too.
+
 --tp N runs both sides split over N GPUs (--nodes 2: as two machines,
 simulated on this host) (the batched run's pool kept
 about as small: --util is divided by the factor each rank's KV blocks
@@ -29,6 +32,7 @@ shrink by).
 
 Usage: python3 tools/engine_check.py INFER MODEL_DIR [--device cuda] [--util 0.004] [--sampled | --mixed]
                                      [--graph decode,piecewise,full] [--transitions] [--tp N]
+                                     [--batched-flags "--speculative ngram" ...]
 Prints one line per run and the verdict; exits non-zero on any mismatch or
 when the 64-request workload saw no preemption."""
 import argparse
@@ -69,7 +73,7 @@ def run(infer, model, device, reqs_path, extra, nodes=1):
     for line in p.stdout.splitlines():
         o = json.loads(line)
         out[o["request"]] = (o["ids"], o.get("logprobs"))
-    summary = [l for l in p.stderr.splitlines() if "requests" in l or "cuda graphs:" in l]
+    summary = [l for l in p.stderr.splitlines() if "requests" in l or "cuda graphs:" in l or "speculative decoding:" in l]
     return out, "\n    ".join(summary), time.time() - t0
 
 
@@ -91,6 +95,8 @@ def main():
     ap.add_argument("--tp", type=int, default=1, help="--tensor-parallel-size of both runs")
     ap.add_argument("--nodes", type=int, default=1, choices=(1, 2),
                     help="2: the ranks as two machines on this host (--nnodes 2, a GPU each, NCCL over sockets)")
+    ap.add_argument("--batched-flags", action="append", default=[],
+                    help="flags of one more batched run per mode (repeatable), e.g. '--speculative suffix'")
     a = ap.parse_args()
     cfg = json.load(open(os.path.join(a.model, "config.json")))
     vocab = cfg["vocab_size"]
@@ -128,12 +134,14 @@ def main():
                             ["--max-num-seqs", "1", "--max-model-len", "512"] + g2 + tp, a.nodes)
         print(f"alone   ({t2:.1f} s): {s2}")
         ok = True
-        for mode in a.graph.split(","):
+        runs = [(mode, flags) for mode in a.graph.split(",") for flags in [""] + a.batched_flags]
+        for mode, flags in runs:
             g1 = ["--cuda-graph-mode", mode] if a.device == "cuda" else []
             batched, s1, t1 = run(a.infer, a.model, a.device, path,
                                   ["--max-num-batched-tokens", "256", "--max-num-seqs", "64", "--max-model-len",
-                                   "512", "--gpu-memory-utilization", "0.5" if a.transitions else f"{util:g}"] + g1 + tp, a.nodes)
-            print(f"batched {mode} ({t1:.1f} s): {s1}")
+                                   "512", "--gpu-memory-utilization", "0.5" if a.transitions else f"{util:g}"] + g1 + tp
+                                  + flags.split(), a.nodes)
+            print(f"batched {mode} {flags} ({t1:.1f} s): {s1}")
             bad = [i for i in range(a.requests) if batched.get(i) != alone.get(i)]
             m = re.search(r"(\d+) preemptions?", s1)
             preempted = int(m.group(1)) if m else -1
@@ -142,6 +150,7 @@ def main():
             ok = ok and good
             where = f"{mode}, tp {a.tp}" if a.tp > 1 else mode
             where += ", 2 nodes" if a.nodes > 1 else ""
+            where += f", {flags}" if flags else ""
             print(f"{os.path.basename(a.model.rstrip('/'))} [{where}]: {a.requests - len(bad)}/{a.requests} {kind} "
                   f"requests equal alone, preemptions {preempted} -> {'OK' if good else 'FAIL'}")
             if bad:

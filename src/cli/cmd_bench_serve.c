@@ -61,7 +61,7 @@ static int run_once(const struct flags *f, const struct lg_target *t, uint64_t v
                                      .max_context = f->max_context};
     if (workload_make(&w, &wo, e))
         return 2;
-    const struct lg_options lo = {.max_concurrency = w.max_concurrency ? w.max_concurrency : max_c,
+    const struct lg_options lo = {.max_concurrency = max_c ? max_c : w.max_concurrency,
                                   .time_limit = f->time_limit, .ignore_eos = f->ignore_eos, .progress = f->progress};
     struct lg_record *rec = xcalloc((size_t)w.n, sizeof *rec);
     struct scrape before, after;
@@ -168,7 +168,7 @@ int cmd_bench_serve(int argc, char **argv)
         {"num-prompts", CLI_OPT_INT, &f.num_prompts, 0, 0, 1000000, "requests a run (default: the workload's own)", 0},
         {"request-rate", CLI_OPT_STRING, &f.rates, 0, 0, 0,
          "requests per second, Poisson arrivals; a list (1,2,4,inf) runs a sweep (default inf: all at once)", 0},
-        {"max-concurrency", CLI_OPT_INT, &f.max_concurrency, 0, 0, 100000, "requests in flight at most (default: no limit)", 0},
+        {"max-concurrency", CLI_OPT_INT, &f.max_concurrency, 0, 0, 100000, "requests in flight at most (default: the workload's: 1 for baseline and grounded, else no limit)", 0},
         {"seed", CLI_OPT_U64, &f.seed, 0, 0, 0,
          "the workload's random seed (default 0; each rate of a sweep: its lengths, other token ids)", 0},
         {"vocab", CLI_OPT_INT, &f.vocab, 0, 2, 10000000, "prompt ids are drawn from [1, N) (default 32000)", 0},
@@ -237,7 +237,7 @@ int cmd_bench_serve(int argc, char **argv)
         fprintf(stderr, "infer bench-serve: %s\n", e.msg);
         return 2;
     }
-    const int max_c = probe.max_concurrency ? probe.max_concurrency : f.max_concurrency;
+    const int max_c = f.max_concurrency ? f.max_concurrency : probe.max_concurrency; /* the flag over the workload's */
     workload_free(&probe);
     if (f.report && fs_mkdir_p(f.report, &e)) {
         fprintf(stderr, "infer bench-serve: --report: %s\n", e.msg);
