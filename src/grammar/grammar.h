@@ -51,8 +51,9 @@ int grammar_n_rules(const struct grammar *g); /* rules that stayed rules */
  * NULL); eos: the ids that end the text. Copies what it needs. */
 struct grammar_vocab *grammar_vocab_new(int n_tokens, const char *const *bytes, const size_t *lens,
                                         const uint8_t *special, const int32_t *eos, int n_eos);
-/* The same from a tokenizer (vocab_tokenizer.c): n_vocab ids (the model's
- * rows; ids past the tokenizer's never match). */
+/* The same from a tokenizer (vocab_tokenizer.c): n_vocab ids, the model's
+ * rows (ids past the tokenizer's never match; the tokenizer's past n_vocab
+ * are left out, the model cannot draw them). */
 struct tokenizer;
 struct grammar_vocab *grammar_vocab_from_tokenizer(const struct tokenizer *tok, int n_vocab, const int32_t *eos,
                                                    int n_eos);

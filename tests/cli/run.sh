@@ -268,6 +268,29 @@ else
     echo "[SKIP] generate --prompt: $TOK/tokenizer.json not found (set INFER_SHARED)"
 fi
 
+# a grammar over the model's rows, whatever the tokenizer holds: Gemma 3's tokenizer has 262,145 ids
+# for its text models' 262,144 rows, Qwen3's 151,669 for 151,936 (padding rows no grammar allows)
+SHARED_TOKS=${INFER_SHARED:-$ROOT/../shared}/tokenizers
+for pair in gemma3:tiny-gemma3:262144 qwen3:tiny-qwen3:151936; do
+    IFS=: read -r fam fix rows <<<"$pair"
+    if [ ! -f "$SHARED_TOKS/$fam/tokenizer.json" ]; then
+        echo "[SKIP] a grammar on $fam's tokenizer: $SHARED_TOKS/$fam/tokenizer.json not found (set INFER_SHARED)"
+        continue
+    fi
+    mkdir -p "$TMP/g-$fam-cfg" &&
+        python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); c["vocab_size"] = int(sys.argv[2]); json.dump(c, open(sys.argv[3], "w"))' \
+            "$FIX/$fix/config.json" "$rows" "$TMP/g-$fam-cfg/config.json"
+    "$INFER" mkmodel --config "$TMP/g-$fam-cfg/config.json" --out "$TMP/g-$fam" --tokenizer "$SHARED_TOKS/$fam" >/dev/null
+    echo '{"messages": [{"role": "user", "content": "A JSON object, please."}], "max_tokens": 12, "response_format": {"type": "json_schema", "json_schema": {"name": "o", "schema": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}}}}' >"$TMP/g-$fam.jsonl"
+    if "$INFER" generate --model "$TMP/g-$fam" --input "$TMP/g-$fam.jsonl" --json >"$TMP/g-$fam.out" 2>"$TMP/g-$fam.err" &&
+        python3 -c 'import json, sys; o = json.load(open(sys.argv[1])); assert o["text"].startswith("{") and max(o["ids"]) < int(sys.argv[2]), o' \
+            "$TMP/g-$fam.out" "$rows"; then
+        ok "a grammar on $fam's tokenizer ($rows model rows): constrained output"
+    else
+        bad "a grammar on $fam's tokenizer: $(cat "$TMP/g-$fam.out" "$TMP/g-$fam.err" | tail -n 3)"
+    fi
+done
+
 # generate --input: a JSONL file of requests through the engine
 cat >"$TMP/batch.jsonl" <<'EOF'
 {"prompt_ids": [3, 1, 4, 1, 5, 9, 2, 6], "max_tokens": 12}

@@ -2,8 +2,8 @@
 # Speculative and constrained decoding on the GPU machine, from binaries built here by
 # `make gpu-build`: for each model, random weights with its family's real tokenizer,
 #  - spec: the 64-request check in full-graph mode with --speculative ngram, suffix and draft
-#    (the model drafting for itself, in a smaller pool: its sequences finish too fast to be
-#    preempted otherwise) against eager decoding alone, then batch-1 and batch-8
+#    (the model drafting for itself), each in a 1024-token pool (sequences whose proposals are
+#    all kept finish too fast to be preempted otherwise), against eager decoding alone, then batch-1 and batch-8
 #    output tok/s on bench-serve's grounded workload, off / ngram / suffix;
 #  - constrained: decode tok/s of 1 and 32 chat requests under a JSON Schema against the same
 #    requests without it (ignore_eos), alternated, REPS (2) runs each.
@@ -57,9 +57,10 @@ if has spec; then
     for name in $(tr ',' ' ' <<<"$LIST"); do
         m=$(model_dir "$name")
         u=0.004; case $name in gemma*) u=0.0006 ;; esac # a pool small enough to preempt
-        python3 tools/engine_check.py $B/infer "$m" --device "$DEVICE" --util $u --graph full --batched-flags "--speculative ngram" \
-            --batched-flags "--speculative suffix" \
-            --batched-flags "--speculative draft --speculative-model $m --max-total-tokens 1024" \
+        small="--max-total-tokens 1024"
+        python3 tools/engine_check.py $B/infer "$m" --device "$DEVICE" --util $u --graph full \
+            --batched-flags "--speculative ngram $small" --batched-flags "--speculative suffix $small" \
+            --batched-flags "--speculative draft --speculative-model $m $small" \
             >>"$OUT/spec_check.log" 2>&1
         table+=("$name exactness: $(grep -c -- '-> OK' "$OUT/spec_check.log") runs equal alone so far, $(grep -c -- '-> FAIL' "$OUT/spec_check.log") not")
         vocab=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['vocab_size'])" "$m/config.json")
