@@ -2,7 +2,6 @@
 #include "spec/ngram.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 #define NGRAM_LIMIT 64 /* the longest n-gram a caller may ask to match */
 
@@ -43,9 +42,12 @@ static int ngram_propose(struct spec_proposer *p, const struct spec_seq *s, int 
     const int at = spec_ngram_match(s->tokens, s->n_known, g->o.n_min, g->o.n_max, &len);
     if (at < 0)
         return 0;
-    const int k = s->n_known - at < max_k ? s->n_known - at : max_k;
-    memcpy(out, s->tokens + at, (size_t)k * sizeof *out);
-    return k;
+    /* what followed the match, then on as a repeat: where the match is the
+     * loop just before the end (the last tokens repeating with period
+     * n_known - at), past the known tokens the proposal copies itself */
+    for (int i = 0; i < max_k; i++)
+        out[i] = at + i < s->n_known ? s->tokens[at + i] : out[at + i - s->n_known];
+    return max_k;
 }
 
 static void ngram_free(struct spec_proposer *p) { free(p); }

@@ -2,7 +2,9 @@
  * again earlier in its prompt or output, propose the tokens that followed
  * them there. The longest n in [n_min, n_max] that matches wins; among
  * matches of that length the most recent one (nearest the end: the text
- * being quoted or edited now). No state: each proposal reads the tokens
+ * being quoted or edited now). Past the known tokens the continuation
+ * repeats (a match p tokens before the end proposes the last p tokens over
+ * and over: a loop). No state: each proposal reads the tokens
  * afresh (a backward scan, O(known tokens x n_max) at worst). */
 #ifndef INFER_SPEC_NGRAM_H
 #define INFER_SPEC_NGRAM_H

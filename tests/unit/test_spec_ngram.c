@@ -27,12 +27,21 @@ Test(spec_ngram, proposes_what_followed_the_last_ngram)
     int32_t out[8];
     cr_assert_eq(propose(p, t, 10, 10, 3, out), 3);
     cr_assert(out[0] == 7 && out[1] == 8 && out[2] == 9);
-    /* k caps it; and the continuation stops at the known tokens' end */
+    /* k caps it */
     cr_assert_eq(propose(p, t, 10, 10, 1, out), 1);
     cr_assert_eq(out[0], 7);
-    /* at most to the end: 7 8 9 2 3 5 6; the output part (from 4 on) is text to copy as well */
-    cr_assert_eq(propose(p, t, 10, 4, 8, out), 7);
-    cr_assert(out[0] == 7 && out[6] == 6);
+    /* to the end, 7 8 9 2 3 5 6 (the output part, from 4 on, is text to copy as well), then on as
+     * a repeat: 7 */
+    cr_assert_eq(propose(p, t, 10, 4, 8, out), 8);
+    cr_assert(out[0] == 7 && out[6] == 6 && out[7] == 7);
+    /* a loop just before the end proposes itself over and over */
+    const int32_t loop[] = {4, 1, 2, 3, 1, 2, 3, 1, 2}, one[] = {9, 5, 5, 5};
+    const int32_t want[] = {3, 1, 2, 3, 1, 2, 3, 1};
+    cr_assert_eq(propose(p, loop, 9, 9, 8, out), 8);
+    cr_assert_eq(memcmp(out, want, sizeof want), 0, "the period-3 loop continued");
+    cr_assert_eq(propose(p, one, 4, 4, 5, out), 5);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(out[i], 5, "a repeated token, repeated");
     /* no earlier "3 5 6" or "x 6"... only length >= 2 counts: "9 4" has no match */
     const int32_t u[] = {1, 5, 6, 7, 9, 4};
     cr_assert_eq(propose(p, u, 6, 6, 4, out), 0);
