@@ -106,9 +106,11 @@ with open(sys.argv[1], "w") as c, open(sys.argv[2], "w") as u:
 PY
             for rep in $(seq 1 "${REPS:-2}"); do
                 for kind in u c; do
-                    s=$($B/infer generate --model "$m" --device "$DEVICE" --input "$OUT/${kind}_${name}_$n.jsonl" --json \
-                        2>&1 >"$OUT/${kind}_${name}_$n.out" | grep -o '[0-9]* output tokens in.*then [0-9.]* output tok/s')
-                    table+=("$name constrained=$([ $kind = c ] && echo yes || echo no) batch $n run $rep: $s")
+                    f=$OUT/${kind}_${name}_$n
+                    INFER_LOG=info $B/infer generate --model "$m" --device "$DEVICE" --input "$f.jsonl" --json >"$f.out" 2>"$f.err"
+                    s=$(grep -o '[0-9]* output tokens in.*then [0-9.]* output tok/s' "$f.err")
+                    table+=("$name constrained=$([ $kind = c ] && echo yes || echo no) batch $n run $rep: ${s:-$(tail -n 1 "$f.err")}")
+                    table+=("    $(grep -o 'engine step, ms on average.*' "$f.err")")
                 done
             done
         done
