@@ -58,7 +58,7 @@ static int draw(const float *logits, float *z, struct sample_stats *stats, struc
         if (launch_logit_stats(logits + (size_t)r * cols, (size_t)vocab, rows, cols, 1, shards, r * cols,
                                stats + r * splits, 0) != cudaSuccess)
             return -1;
-    if (launch_sample(logits, z, stats, per_rank, shards, draws, rows, vocab, dev_rows, NULL, NULL, NULL, NULL, dev_out, 0) !=
+    if (launch_sample(logits, z, stats, per_rank, shards, draws, rows, vocab, dev_rows, NULL, NULL, NULL, NULL, NULL, dev_out, 0) !=
             cudaSuccess ||
         cudaDeviceSynchronize() != cudaSuccess)
         return -1;

@@ -11,8 +11,9 @@
  *   masks [max_rows * ceil(vocab / 32)] uint32_t: the grammar masks of the
  *         rows that have one (sample_row_dev.mask_at)
  *   gate  struct sample_mask_gate: the masks are written (masks_ready)
- * and on the device only z, [max_rows, vocab] floats of scratch, and the
- * rows' spans' statistics and draws, [max_rows, SAMPLE_STATS_MAX_SPLITS] each
+ * and on the device only z, [max_rows, vocab] floats of scratch, the
+ * rows' spans' statistics and draws, [max_rows, SAMPLE_STATS_MAX_SPLITS] each,
+ * and the gate's verdict (gate_open)
  * (the statistics of max_logit_rows on a split model, where every rank's
  * gather leaves them there: cuda_op_gather_logits).
  * A call is three parts, so that a graph can hold the middle one:
@@ -52,6 +53,7 @@ struct cuda_sampler {
     struct sample_stats *stats; /* [stats_rows, SAMPLE_STATS_MAX_SPLITS] */
     int stats_rows;
     struct sample_draw *draws;
+    uint32_t *gate_open; /* device memory: gate_kernel's verdict for the mask kernel (sampling.h) */
 };
 
 static size_t align256(size_t n) { return (n + 255) & ~(size_t)255; }
@@ -96,7 +98,8 @@ int cuda_op_sample_init(struct backend *be, int max_rows, int max_logit_rows, in
     s->staged = s->at_gate + align256(sizeof(struct sample_mask_gate));
     const size_t z_bytes = align256(R * (size_t)vocab * sizeof(float));
     const size_t stats_bytes = align256(stats_rows * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_stats));
-    size_t bytes = z_bytes + stats_bytes + R * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_draw);
+    const size_t draws_bytes = align256(R * SAMPLE_STATS_MAX_SPLITS * sizeof(struct sample_draw));
+    size_t bytes = z_bytes + stats_bytes + draws_bytes + sizeof(uint32_t); /* then the gate's verdict */
     cudaError_t rc = cudaMalloc((void **)&s->dev, bytes);
     if (rc != cudaSuccess) {
         free(s);
@@ -107,6 +110,7 @@ int cuda_op_sample_init(struct backend *be, int max_rows, int max_logit_rows, in
     s->stats = (struct sample_stats *)(s->dev + z_bytes);
     s->stats_rows = (int)stats_rows;
     s->draws = (struct sample_draw *)(s->dev + z_bytes + stats_bytes);
+    s->gate_open = (uint32_t *)(s->dev + z_bytes + stats_bytes + draws_bytes);
     rc = cudaHostAlloc((void **)&s->host, s->staged ? s->staged : 256, cudaHostAllocMapped);
     if (rc == cudaSuccess)
         rc = cudaHostGetDevicePointer((void **)&s->host_dev, s->host, 0);
@@ -234,7 +238,7 @@ int cuda_op_sample_enqueue(struct backend *be, const float *logits, int pad_rows
                            (const struct sample_seen *)(s->host_dev + s->at_seen),
                            (const struct logit_bias *)(s->host_dev + s->at_bias),
                            (const uint32_t *)(s->host_dev + s->at_masks),
-                           (struct sample_mask_gate *)(s->host_dev + s->at_gate),
+                           (struct sample_mask_gate *)(s->host_dev + s->at_gate), s->gate_open,
                            (struct sample_result *)(s->host_dev + s->at_out), cuda_stream(be)),
              e);
     return 0;

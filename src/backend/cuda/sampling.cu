@@ -576,41 +576,53 @@ static __device__ uint64_t global_ns()
     return t;
 }
 
-// A grammar's mask, applied in place: row r's logits whose bit in masks[mask_at ..] is 0 become -inf (rows
-// with mask_at < 0 are left as they are). Block (b, r) covers MASK_SPAN logits of row r; it reads its row's
-// mask_at before waiting for the logits, as the other kernels read their parameters, then waits for the
-// host's word that the masks are written (gate: the host writes them while the forward pass runs). Mask
-// words are loaded uncached (__ldcv: the host rewrites them every step), all of a block's at once.
-#define MASK_SPAN (NT * 8)
-__global__ void __launch_bounds__(NT) mask_kernel(float *logits, int vocab, const sample_row_dev *rows,
-                                                  const uint32_t *masks, sample_mask_gate *gate)
+// The wait for the host's masks (gate): one thread of one block, after the logits, for the whole
+// call; its verdict goes to open (device memory), which the mask kernel's blocks read once it has
+// finished (griddepcontrol.wait: this grid's writes are visible then). No row with a mask: open at once.
+__global__ void __launch_bounds__(32) gate_kernel(const sample_row_dev *rows, int n_rows, sample_mask_gate *gate,
+                                                  uint32_t *open)
 {
-    const int r = blockIdx.y, t0 = blockIdx.x * MASK_SPAN;
-    __shared__ int32_t at;
-    __shared__ int ok;
-    if (threadIdx.x == 0)
-        at = rows[r].mask_at;
+    bool any = false;
+    for (int r = threadIdx.x; r < n_rows; r += 32) // the rows' parameters before the logits, as elsewhere
+        any |= rows[r].mask_at >= 0;
+    any = __any_sync(0xffffffffu, any);
     pdl_wait();
-    pdl_launch_dependents();
-    __syncthreads();
-    if (at < 0)
+    pdl_launch_dependents(); // the mask kernel still waits for this grid to finish
+    if (threadIdx.x != 0)
         return;
-    if (threadIdx.x == 0) {
+    uint32_t ok = 1;
+    if (any) {
         const uint32_t want = load_acquire_system(&gate->ticket);
         const uint64_t start = global_ns();
-        ok = 1;
         while (load_acquire_system(&gate->ready) != want) {
             if (global_ns() - start > SAMPLE_MASK_WAIT_NS) {
                 *(volatile uint32_t *)&gate->timed_out = 1u; // host memory: no system atomics needed
-                __threadfence_system();
                 ok = 0;
                 break;
             }
             __nanosleep(256);
         }
     }
+    *open = ok;
+}
+
+// A grammar's mask, applied in place: row r's logits whose bit in masks[mask_at ..] is 0 become -inf (rows
+// with mask_at < 0 are left as they are). Block (b, r) covers MASK_SPAN logits of row r; it reads its row's
+// mask_at before waiting, as the other kernels read their parameters, then gate_kernel's verdict (the host
+// writes the masks while the forward pass runs). Mask words are loaded uncached (__ldcv: the host rewrites
+// them every step), all of a block's at once.
+#define MASK_SPAN (NT * 8)
+__global__ void __launch_bounds__(NT) mask_kernel(float *logits, int vocab, const sample_row_dev *rows,
+                                                  const uint32_t *masks, const uint32_t *open)
+{
+    const int r = blockIdx.y, t0 = blockIdx.x * MASK_SPAN;
+    __shared__ int32_t at;
+    if (threadIdx.x == 0)
+        at = rows[r].mask_at;
+    pdl_wait();
+    pdl_launch_dependents();
     __syncthreads();
-    if (!ok)
+    if (at < 0 || !*open)
         return;
     // the span's words at once, a word a thread (each load crosses PCIe: in parallel, one latency)
     __shared__ uint32_t words[MASK_SPAN / 32];
@@ -652,8 +664,8 @@ extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct
                                      int shards, struct sample_draw *draws, int n_rows, int vocab,
                                      const struct sample_row_dev *rows, const struct sample_seen *seen,
                                      const struct logit_bias *bias, const uint32_t *masks,
-                                     struct sample_mask_gate *gate, struct sample_result *out,
-                                     cudaStream_t stream)
+                                     struct sample_mask_gate *gate, uint32_t *gate_open,
+                                     struct sample_result *out, cudaStream_t stream)
 {
     if (n_rows <= 0)
         return cudaSuccess;
@@ -666,9 +678,12 @@ extern "C" cudaError_t launch_sample(const float *logits, float *scratch, struct
     if (have_stats || n_rows > SAMPLE_DRAW_MAX_ROWS) // the ranks made them, without the rows; or many rows
         draws = nullptr;
     cudaError_t rc = cudaSuccess;
-    if (masks) // every step alike (a graph replays it): rows without a mask return at once
-        rc = launch_pdl(mask_kernel, dim3((unsigned)((vocab + MASK_SPAN - 1) / MASK_SPAN), (unsigned)n_rows), NT, 0,
-                        stream, (float *)logits, vocab, rows, masks, gate);
+    if (masks) { // every step alike (a graph replays it): rows without a mask return at once
+        rc = launch_pdl(gate_kernel, 1, 32, 0, stream, rows, n_rows, gate, gate_open);
+        if (rc == cudaSuccess)
+            rc = launch_pdl(mask_kernel, dim3((unsigned)((vocab + MASK_SPAN - 1) / MASK_SPAN), (unsigned)n_rows), NT,
+                            0, stream, (float *)logits, vocab, rows, masks, (const uint32_t *)gate_open);
+    }
     // a split model's gathered statistics are of the unmasked row: a masked row's are made again here
     if (rc == cudaSuccess && (!have_stats || masks))
         rc = launch_pdl(stats_kernel, dim3((unsigned)splits, (unsigned)n_rows), NT, 0, stream, logits,

@@ -26,7 +26,11 @@ struct sample_row_dev {
  * memory) and the mask kernel reading them: the host stages ticket before
  * the launch and sets ready = ticket once the masks are written, which the
  * kernel waits for after the logits (so the host writes them while the
- * forward pass runs). A wait past SAMPLE_MASK_WAIT_NS sets timed_out and
+ * forward pass runs). One thread waits (sampling.cu: gate_kernel) and
+ * leaves its verdict in device memory (gate_open) for the mask kernel's
+ * blocks: a system-scope acquire in every block cost ~2 us a block,
+ * serialised (32 rows of 262,144 logits: 1,024 blocks, 2 ms), and a read
+ * of a verdict left in mapped host memory ~30 us. A wait past SAMPLE_MASK_WAIT_NS sets timed_out and
  * leaves the rows unmasked; the host's finish reports it as an error. */
 struct sample_mask_gate {
     uint32_t ticket, ready, timed_out;
@@ -100,7 +104,8 @@ cudaError_t launch_logit_stats(const float *logits, size_t pitch, int rows, int 
 cudaError_t launch_sample(const float *logits, float *scratch, struct sample_stats *stats, int have_stats, int shards,
                           struct sample_draw *draws, int n_rows, int vocab, const struct sample_row_dev *rows,
                           const struct sample_seen *seen, const struct logit_bias *bias, const uint32_t *masks,
-                          struct sample_mask_gate *gate, struct sample_result *out, cudaStream_t stream);
+                          struct sample_mask_gate *gate, uint32_t *gate_open, struct sample_result *out,
+                          cudaStream_t stream);
 
 #ifdef __cplusplus
 }
