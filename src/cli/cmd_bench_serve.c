@@ -61,7 +61,7 @@ static int run_once(const struct flags *f, const struct lg_target *t, uint64_t v
                                      .max_context = f->max_context};
     if (workload_make(&w, &wo, e))
         return 2;
-    const struct lg_options lo = {.max_concurrency = max_c ? max_c : w.max_concurrency,
+    const struct lg_options lo = {.max_concurrency = max_c, /* the flag's, else the workload's (cmd_bench_serve) */
                                   .time_limit = f->time_limit, .ignore_eos = f->ignore_eos, .progress = f->progress};
     struct lg_record *rec = xcalloc((size_t)w.n, sizeof *rec);
     struct scrape before, after;
