@@ -597,6 +597,7 @@ __global__ void __launch_bounds__(32) gate_kernel(const sample_row_dev *rows, in
         while (load_acquire_system(&gate->ready) != want) {
             if (global_ns() - start > SAMPLE_MASK_WAIT_NS) {
                 *(volatile uint32_t *)&gate->timed_out = 1u; // host memory: no system atomics needed
+                __threadfence_system();
                 ok = 0;
                 break;
             }

@@ -30,8 +30,9 @@ struct sample_row_dev {
  * leaves its verdict in device memory (gate_open) for the mask kernel's
  * blocks: a system-scope acquire in every block cost ~2 us a block,
  * serialised (32 rows of 262,144 logits: 1,024 blocks, 2 ms), and a read
- * of a verdict left in mapped host memory ~30 us. A wait past SAMPLE_MASK_WAIT_NS sets timed_out and
- * leaves the rows unmasked; the host's finish reports it as an error. */
+ * of a verdict left in mapped host memory ~30 us. A wait past
+ * SAMPLE_MASK_WAIT_NS sets timed_out and leaves the rows unmasked; the
+ * host's finish reports it as an error. */
 struct sample_mask_gate {
     uint32_t ticket, ready, timed_out;
 };
